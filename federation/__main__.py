@@ -1,0 +1,143 @@
+"""`python -m federation`: validate a stack's config, or render its Kubernetes objects
+offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's mocks.
+
+    python -m federation render [--stack NAME | --config-file FILE] [--show-secrets]
+    python -m federation validate [--stack NAME | --config-file FILE]
+    python -m federation schema
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CONFIG_KEYS = ("flower-federation:federation", "federation")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _read_stack_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """(config map, stack name) from --config-file or Pulumi.<stack>.yaml."""
+    if args.config_file:
+        path = Path(args.config_file)
+        stack = args.stack or _stack_from_filename(path)
+    else:
+        stack = args.stack or "dev"
+        path = PROJECT_ROOT / f"Pulumi.{stack}.yaml"
+    try:
+        settings = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise UsageError(f"no such stack settings file: {path}") from None
+    except yaml.YAMLError as err:
+        raise UsageError(f"{path}: not valid YAML: {err}") from None
+    config = settings.get("config") if isinstance(settings, dict) else None
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise UsageError(f"{path}: `config:` must be a mapping")
+    encrypted = list(_secure_paths(config))
+    if encrypted:
+        raise UsageError(
+            f"{path}: encrypted (secure:) values cannot be decrypted offline: {', '.join(encrypted)}. "
+            "Render a copy of the file with plain test values instead."
+        )
+    return config, stack
+
+
+def _stack_from_filename(path: Path) -> str:
+    parts = path.name.split(".")
+    return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else "dev"
+
+
+def _secure_paths(value: Any, path: str = "config") -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            yield path
+            return
+        for k, v in value.items():
+            yield from _secure_paths(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _secure_paths(v, f"{path}[{i}]")
+
+
+def _federation_value(config: dict[str, Any]) -> Optional[Any]:
+    for key in CONFIG_KEYS:
+        if key in config:
+            return config[key]
+    return None
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .errors import ConfigError
+    from .plan import load_plan
+
+    config, stack = _read_stack_file(args)
+    try:
+        plan = load_plan(_federation_value(config), stack)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 1
+    pools = ", ".join(f"{p.name}" for p in plan.spec.supernodes.pools)
+    print(f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
+          f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}")
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    import pulumi
+
+    from components.offline import run_program
+
+    from .documents import dump_all
+
+    config, stack = _read_stack_file(args)
+    try:
+        result = run_program(config, stack)
+    except pulumi.RunError as err:
+        print(err, file=sys.stderr)
+        return 1
+    sys.stdout.write(dump_all(result.manifests(show_secrets=args.show_secrets)))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .config import json_schema
+
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m federation", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, fn, help_text in (
+        ("render", cmd_render, "print every Kubernetes object the stack would create, as YAML"),
+        ("validate", cmd_validate, "validate the stack's federation config"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        src = p.add_mutually_exclusive_group()
+        src.add_argument("--stack", help="read Pulumi.<STACK>.yaml at the project root (default: dev)")
+        src.add_argument("--config-file", help="any file shaped like a Pulumi stack settings file")
+        if name == "render":
+            p.add_argument("--show-secrets", action="store_true", help="print secret values instead of a placeholder")
+        p.set_defaults(fn=fn)
+    sub.add_parser("schema", help="print the JSON schema of the federation config").set_defaults(fn=cmd_schema)
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""Flower versions and the command lines each version's programs accept.
+
+Flower changed its command lines and ports between 1.2x and 1.4x (see
+`../shared/flower-cli.md`); everything here was read off the real `--help` output and is
+checked in tests against the real argparse parsers of flwr 1.26.1 and 1.41.0.
+
+Two dialects are supported:
+- gRPC era (1.21 - 1.34): separate gRPC ports for Fleet (9092), Control (9093) and the
+  plaintext in-pod ServerAppIo API (9091); SuperExec takes `--plugin-type`.
+- HTTP era (1.40 and later): one HTTP(S) port (8000) for Fleet, Control and Runtime;
+  SuperExec dials `--runtime-api-address`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+DEFAULT_VERSION = "1.41.0"
+
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+ANY_ADDRESS = "0.0.0.0"
+LOOPBACK = "127.0.0.1"
+# SuperNode's ClientAppIo (gRPC era) / Runtime API (HTTP era) port; both eras use 9094.
+SUPERNODE_APPIO_PORT = 9094
+
+
+@dataclass(frozen=True, order=True)
+class FlowerVersion:
+    major: int
+    minor: int
+    patch: int
+
+    @classmethod
+    def parse(cls, text: str) -> Optional["FlowerVersion"]:
+        """Leading `X.Y[.Z]` of a version or image tag (`1.21.0-py3.11-ubuntu24.04`)."""
+        m = _VERSION_RE.match(text.strip())
+        if not m:
+            return None
+        return cls(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+
+def image_tag(image: str) -> Optional[str]:
+    """Tag of an image reference, ignoring a registry port and a digest."""
+    ref = image.split("@", 1)[0]
+    last = ref.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return None
+    return last.rsplit(":", 1)[1]
+
+
+def version_from_image(image: str) -> Optional[FlowerVersion]:
+    tag = image_tag(image)
+    return FlowerVersion.parse(tag) if tag else None
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Ports the SuperLink listens on and its Service exposes, resolved for a dialect.
+    In the HTTP era Fleet and Control are the same port and there is no separate
+    ServerAppIo port (the Runtime API shares it)."""
+
+    fleet: int
+    control: int
+    serverappio: Optional[int]
+
+
+@dataclass(frozen=True)
+class ServicePort:
+    name: str
+    port: int
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """Where a SuperLink pod finds its TLS files."""
+
+    ca_file: str
+    cert_file: str
+    key_file: str
+
+
+class Dialect:
+    name: str
+    min_version: FlowerVersion
+    max_version: Optional[FlowerVersion]
+    # Config keys under `superlink.service.ports` this dialect uses.
+    port_keys: tuple[str, ...]
+
+    def contains(self, v: FlowerVersion) -> bool:
+        return self.min_version <= v and (self.max_version is None or v <= self.max_version)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    # --- ports -------------------------------------------------------------------
+    def resolve_ports(self, configured: dict[str, Optional[int]]) -> Ports:
+        raise NotImplementedError
+
+    def service_ports(self, ports: Ports) -> list[ServicePort]:
+        """Ports of the SuperLink's public Service. Never a plaintext in-pod API."""
+        raise NotImplementedError
+
+    # --- command lines (container `args`; the images' ENTRYPOINT is the program) ---
+    def superlink_args(
+        self,
+        *,
+        isolation: str,
+        ports: Ports,
+        serverappio_bind: str,
+        database: Optional[str],
+        tls: Optional[ServerTls],
+        runtime_dependency_installation: bool,
+    ) -> list[str]:
+        raise NotImplementedError
+
+    def supernode_args(
+        self,
+        *,
+        superlink_address: str,
+        ca_file: Optional[str],
+        isolation: str,
+        appio_bind: str,
+        runtime_dependency_installation: bool,
+    ) -> list[str]:
+        raise NotImplementedError
+
+    def superexec_args(
+        self,
+        *,
+        plugin: str,
+        appio_address: str,
+        ca_file: Optional[str],
+        runtime_dependency_installation: bool,
+    ) -> list[str]:
+        """`plugin` is `serverapp` or `clientapp`. `ca_file` is set when the API the
+        SuperExec dials is served over TLS."""
+        raise NotImplementedError
+
+
+def _tls_server_args(tls: Optional[ServerTls]) -> list[str]:
+    if tls is None:
+        return ["--insecure"]
+    return [
+        "--ssl-ca-certfile", tls.ca_file,
+        "--ssl-certfile", tls.cert_file,
+        "--ssl-keyfile", tls.key_file,
+    ]
+
+
+def _tls_client_args(ca_file: Optional[str]) -> list[str]:
+    return ["--insecure"] if ca_file is None else ["--root-certificates", ca_file]
+
+
+class GrpcEra(Dialect):
+    name = "gRPC era"
+    min_version = FlowerVersion(1, 21, 0)
+    max_version = FlowerVersion(1, 34, 999)
+    port_keys = ("grpc", "serverAppIO", "extra")
+
+    def describe(self) -> str:
+        return "1.21-1.34 (gRPC era)"
+
+    def resolve_ports(self, configured: dict[str, Optional[int]]) -> Ports:
+        return Ports(
+            fleet=configured.get("grpc") or 9092,
+            control=configured.get("extra") or 9093,
+            serverappio=configured.get("serverAppIO") or 9091,
+        )
+
+    def service_ports(self, ports: Ports) -> list[ServicePort]:
+        return [ServicePort("fleet", ports.fleet), ServicePort("control", ports.control)]
+
+    def superlink_args(self, *, isolation, ports, serverappio_bind, database, tls,
+                       runtime_dependency_installation) -> list[str]:
+        args = _tls_server_args(tls) + [
+            "--isolation", isolation,
+            "--fleet-api-address", f"{ANY_ADDRESS}:{ports.fleet}",
+            "--control-api-address", f"{ANY_ADDRESS}:{ports.control}",
+            "--serverappio-api-address", f"{serverappio_bind}:{ports.serverappio}",
+        ]
+        if database:
+            args += ["--database", database]
+        return args
+
+    def supernode_args(self, *, superlink_address, ca_file, isolation, appio_bind,
+                       runtime_dependency_installation) -> list[str]:
+        return _tls_client_args(ca_file) + [
+            "--superlink", superlink_address,
+            "--isolation", isolation,
+            "--clientappio-api-address", f"{appio_bind}:{SUPERNODE_APPIO_PORT}",
+        ]
+
+    def superexec_args(self, *, plugin, appio_address, ca_file,
+                       runtime_dependency_installation) -> list[str]:
+        # gRPC-era AppIo APIs are plaintext by design (flower-superexec 1.2x has no
+        # --root-certificates); they stay in the pod or behind a restricted Service.
+        return ["--insecure", "--plugin-type", plugin, "--appio-api-address", appio_address]
+
+
+class HttpEra(Dialect):
+    name = "HTTP era"
+    min_version = FlowerVersion(1, 40, 0)
+    max_version = None
+    port_keys = ("http",)
+
+    def describe(self) -> str:
+        return "1.40 and later (HTTP era)"
+
+    def resolve_ports(self, configured: dict[str, Optional[int]]) -> Ports:
+        api = configured.get("http") or 8000
+        return Ports(fleet=api, control=api, serverappio=None)
+
+    def service_ports(self, ports: Ports) -> list[ServicePort]:
+        return [ServicePort("api", ports.fleet)]
+
+    def superlink_args(self, *, isolation, ports, serverappio_bind, database, tls,
+                       runtime_dependency_installation) -> list[str]:
+        # --host defaults to 127.0.0.1, which no other pod can reach.
+        args = _tls_server_args(tls) + [
+            "--isolation", isolation,
+            "--host", ANY_ADDRESS,
+            "--port", str(ports.fleet),
+        ]
+        if database:
+            args += ["--database", database]
+        if not runtime_dependency_installation:
+            args += ["--disable-runtime-dependency-installation"]
+        return args
+
+    def supernode_args(self, *, superlink_address, ca_file, isolation, appio_bind,
+                       runtime_dependency_installation) -> list[str]:
+        args = _tls_client_args(ca_file) + [
+            "--superlink", superlink_address,
+            "--isolation", isolation,
+            "--host", appio_bind,
+            "--port", str(SUPERNODE_APPIO_PORT),
+        ]
+        if runtime_dependency_installation:
+            args += ["--allow-runtime-dependency-installation"]
+        return args
+
+    def superexec_args(self, *, plugin, appio_address, ca_file,
+                       runtime_dependency_installation) -> list[str]:
+        args = _tls_client_args(ca_file) + ["--runtime-api-address", appio_address]
+        if runtime_dependency_installation:
+            args += ["--allow-runtime-dependency-installation"]
+        return args
+
+
+DIALECTS: tuple[Dialect, ...] = (GrpcEra(), HttpEra())
+
+
+def dialect_for(version: FlowerVersion) -> Optional[Dialect]:
+    for d in DIALECTS:
+        if d.contains(version):
+            return d
+    return None
+
+
+def supported_ranges() -> str:
+    return " or ".join(d.describe() for d in DIALECTS)

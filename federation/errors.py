@@ -1,0 +1,63 @@
+"""Config problems, each tied to the config path a user would edit.
+
+Validation collects every problem before failing, so a user fixes a stack's config in
+one pass instead of one error per `pulumi preview`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence, Union
+
+PathPart = Union[str, int]
+
+ROOT = "federation"
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def format_path(parts: Sequence[PathPart]) -> str:
+    """`("supernodes", "pools", 1, "replicas")` -> `federation.supernodes.pools[1].replicas`.
+
+    Keys that are not plain identifiers (label keys such as `app.kubernetes.io/name`)
+    are written `["..."]` so the path stays unambiguous.
+    """
+    out = ROOT
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.match(part):
+            out += f".{part}"
+        else:
+            out += f'["{part}"]'
+    return out
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+def problem(parts: Sequence[PathPart], message: str) -> Problem:
+    return Problem(format_path(parts), message)
+
+
+class ConfigError(Exception):
+    """Invalid stack config: every problem, once each, in config order."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        unique: list[Problem] = []
+        for p in problems:
+            if p not in unique:
+                unique.append(p)
+        self.problems = unique
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        count = len(self.problems)
+        head = f"invalid flower-federation config ({count} problem{'s' if count != 1 else ''}):"
+        return "\n".join([head] + [f"  - {p}" for p in self.problems])

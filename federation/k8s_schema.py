@@ -1,0 +1,56 @@
+"""Kubernetes OpenAPI (JSON schema, strict) checks for config fragments.
+
+Uses the schemas kubernetes-validate ships, so a typo in `podTemplate` or `env` is
+reported against the user's config path at `pulumi preview` time rather than by the API
+server half-way through `pulumi up`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any, Iterator
+
+import jsonschema
+import referencing
+
+KUBERNETES_VERSION = "1.34.0"
+_SCHEMA_DIR = f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict"
+
+
+@functools.lru_cache(maxsize=None)
+def _load(filename: str) -> Any:
+    ref = resources.files("kubernetes_validate").joinpath(_SCHEMA_DIR, filename)
+    return json.loads(ref.read_text())
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(schema_file: str) -> jsonschema.protocols.Validator:
+    schema = _load(schema_file)
+    # Type schemas refer to `_definitions.json` by its `$id`, as kubernetes-validate does.
+    registry = referencing.Resource.from_contents(_load("_definitions.json")) @ referencing.Registry()
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+
+
+def fragment_errors(value: Any, type_file: str) -> Iterator[tuple[tuple, str]]:
+    """(relative path, message) for each schema violation of `value` against one type
+    schema, e.g. `envvar-v1.json`; deepest-first errors are flattened for readability."""
+    for err in sorted(_validator(type_file).iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):
+        leaves = _leaf_errors(err)
+        for leaf in leaves:
+            yield tuple(leaf.absolute_path), _message(leaf)
+
+
+def _leaf_errors(err: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    # anyOf/oneOf (e.g. `int-or-string`, nullable types) wrap the useful error.
+    if err.context:
+        best = jsonschema.exceptions.best_match(err.context)
+        return [best] if best is not None else [err]
+    return [err]
+
+
+def _message(err: jsonschema.ValidationError) -> str:
+    if err.validator == "additionalProperties":
+        return f"not a Kubernetes field here: {err.message}"
+    return err.message

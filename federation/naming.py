@@ -1,0 +1,92 @@
+"""Object names and labels: one place decides them, so two federations never collide
+and selectors never change when config changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MANAGED_BY = "pulumi"
+PART_OF = "flower-federation"
+POOL_LABEL = "flower.flwr.ai/pool"
+# The operator's own labels, kept so `kubectl ... -l flower.flwr.ai/component=supernode`
+# from its README keeps working for teams that migrate.
+OPERATOR_COMPONENT_LABEL = "flower.flwr.ai/component"
+OPERATOR_FEDERATION_LABEL = "flower.flwr.ai/federation"
+
+SUPERLINK = "superlink"
+SUPERNODE = "supernode"
+SUPEREXEC_SERVERAPP = "superexec-serverapp"
+SUPEREXEC_CLIENTAPP = "superexec-clientapp"
+
+# Kubernetes limits: names of Services, and of anything that becomes a DNS label, are
+# RFC 1035 labels (63). A StatefulSet name is further limited because the controller
+# adds `controller-revision-hash=<name>-<10 char hash>` (a label value, 63) to its pods.
+DNS_LABEL_MAX = 63
+STATEFULSET_NAME_MAX = 52
+
+
+@dataclass(frozen=True)
+class Names:
+    """Every object name of one federation, derived from its `name`."""
+
+    federation: str
+
+    @property
+    def superlink(self) -> str:
+        return f"{self.federation}-superlink"
+
+    @property
+    def superlink_appio_service(self) -> str:
+        return f"{self.federation}-superlink-serverappio"
+
+    @property
+    def superexec_serverapp(self) -> str:
+        return f"{self.federation}-superexec-serverapp"
+
+    def pool(self, pool: str) -> str:
+        return f"{self.federation}-supernode-{pool}"
+
+    def pool_superexec(self, pool: str) -> str:
+        return f"{self.federation}-superexec-{pool}"
+
+    @property
+    def server_tls_secret(self) -> str:
+        return f"{self.federation}-superlink-tls"
+
+    @property
+    def ca_secret(self) -> str:
+        return f"{self.federation}-ca"
+
+
+def selector_labels(federation: str, component: str, pool: str | None = None) -> dict[str, str]:
+    """Labels a workload selects its pods by. Only identity goes here: never the image,
+    version or anything else config may change, since selectors are immutable."""
+    labels = {
+        "app.kubernetes.io/instance": federation,
+        "app.kubernetes.io/component": component,
+    }
+    if pool is not None:
+        labels[POOL_LABEL] = pool
+    return labels
+
+
+def common_labels(
+    federation: str,
+    component: str,
+    version: str,
+    pool: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
+    labels = dict(extra or {})
+    labels.update(
+        {
+            "app.kubernetes.io/name": "flower",
+            "app.kubernetes.io/version": version,
+            "app.kubernetes.io/part-of": PART_OF,
+            "app.kubernetes.io/managed-by": MANAGED_BY,
+            OPERATOR_COMPONENT_LABEL: component,
+            OPERATOR_FEDERATION_LABEL: federation,
+        }
+    )
+    labels.update(selector_labels(federation, component, pool))
+    return labels

@@ -1,0 +1,197 @@
+"""Container and pod-template builders: plain dicts in Kubernetes' own camelCase.
+
+Pods run as Flower's image user (uid/gid 49999) under the Pod Security Standard
+`restricted`, with a read-only root filesystem and emptyDirs for the paths Flower writes.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Optional
+
+from .naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
+from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV, POD_INDEX_LABEL
+
+FLOWER_UID = 49999
+MANAGED_CONTAINERS = (SUPERLINK, SUPERNODE, SUPEREXEC_SERVERAPP, SUPEREXEC_CLIENTAPP)
+
+# Where Flower writes (../shared/flower-cli.md): FLWR_HOME, caches and temp dirs.
+# One emptyDir per container, mounted with a subPath per directory, so containers of
+# one pod do not share scratch space.
+WRITABLE_PATHS = {
+    "flwr-home": "/app/.flwr",
+    "cache": "/app/.cache",
+    "config": "/app/.config",
+    "tmp": "/tmp",
+    "var-tmp": "/var/tmp",
+}
+STATE_VOLUME = "state"
+STATE_DIR = "/var/lib/flower"
+TLS_VOLUME = "tls"
+TLS_DIR = "/etc/flower/tls"
+CA_VOLUME = "ca"
+CA_DIR = "/etc/flower/ca"
+CA_FILE = f"{CA_DIR}/ca.crt"
+# Supernode-side GPU devices for AMD mountAll.
+AMD_DEVICES = {"dev-kfd": "/dev/kfd", "dev-dri": "/dev/dri"}
+
+RESERVED_ENV = (POD_INDEX_ENV, NODE_NAME_ENV, "FLOWER_SUPERNODE_HOST")
+RESERVED_VOLUMES = frozenset(
+    {STATE_VOLUME, TLS_VOLUME, CA_VOLUME, *AMD_DEVICES}
+    | {scratch_volume for scratch_volume in (f"scratch-{c}" for c in MANAGED_CONTAINERS)}
+)
+RESERVED_MOUNT_PATHS = frozenset({*WRITABLE_PATHS.values(), STATE_DIR, TLS_DIR, CA_DIR, *AMD_DEVICES.values()})
+
+
+def scratch_volume(container: str) -> str:
+    return f"scratch-{container}"
+
+
+def scratch_mounts(container: str) -> list[dict[str, Any]]:
+    return [
+        {"name": scratch_volume(container), "mountPath": path, "subPath": sub}
+        for sub, path in WRITABLE_PATHS.items()
+    ]
+
+
+def container_security_context(privileged: bool = False) -> dict[str, Any]:
+    if privileged:
+        # Explicit opt-in only (AMD gpu.mountAll with allowPrivileged).
+        return {"privileged": True, "allowPrivilegeEscalation": True, "readOnlyRootFilesystem": True}
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security_context() -> dict[str, Any]:
+    return {
+        "fsGroup": FLOWER_UID,
+        "runAsGroup": FLOWER_UID,
+        "runAsNonRoot": True,
+        "runAsUser": FLOWER_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_index_env() -> dict[str, Any]:
+    """The StatefulSet ordinal, straight from the label Kubernetes puts on the pod."""
+    return {"name": POD_INDEX_ENV, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{POD_INDEX_LABEL}']"}}}
+
+
+def node_name_env() -> dict[str, Any]:
+    return {"name": NODE_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+
+
+def merge_env(*layers: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Later layers win by name; a var keeps the position where it first appeared, so the
+    order is stable and a `$(VAR)` reference to an earlier var keeps working."""
+    merged: dict[str, dict[str, Any]] = {}
+    for layer in layers:
+        for var in layer:
+            merged[var["name"]] = var
+    return list(merged.values())
+
+
+def container(
+    name: str,
+    image: str,
+    args: list[str],
+    *,
+    env: Optional[list[dict[str, Any]]] = None,
+    resources: Optional[dict[str, Any]] = None,
+    mounts: Optional[list[dict[str, Any]]] = None,
+    privileged: bool = False,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": list(args),
+    }
+    if env:
+        c["env"] = env
+    c["resources"] = copy.deepcopy(resources) if resources else {}
+    c["securityContext"] = container_security_context(privileged)
+    c["volumeMounts"] = scratch_mounts(name) + list(mounts or [])
+    return c
+
+
+def pod_template(
+    labels: dict[str, str],
+    containers: list[dict[str, Any]],
+    volumes: list[dict[str, Any]],
+    annotations: Optional[dict[str, str]] = None,
+) -> dict[str, Any]:
+    scratch = [{"name": scratch_volume(c["name"]), "emptyDir": {}} for c in containers]
+    metadata: dict[str, Any] = {"labels": dict(labels)}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {
+        "metadata": metadata,
+        "spec": {
+            # No component talks to the Kubernetes API.
+            "automountServiceAccountToken": False,
+            # Service env vars are noise for Flower and leak the namespace's services.
+            "enableServiceLinks": False,
+            "securityContext": pod_security_context(),
+            "containers": containers,
+            "volumes": scratch + volumes,
+        },
+    }
+
+
+def _merge_named(base: list[dict], extra: list[dict], merge) -> list[dict]:
+    by_name = {item.get("name"): i for i, item in enumerate(base)}
+    out = [copy.deepcopy(item) for item in base]
+    for item in extra:
+        if item.get("name") in by_name:
+            i = by_name[item["name"]]
+            out[i] = merge(out[i], item)
+        else:
+            out.append(copy.deepcopy(item))
+    return out
+
+
+def _merge_container(base: dict, patch: dict) -> dict:
+    out = dict(base)
+    for key, value in patch.items():
+        if key in ("env", "volumeMounts", "ports", "envFrom", "volumeDevices"):
+            out[key] = _merge_named(out.get(key, []), value, lambda a, b: copy.deepcopy(b)) if key != "envFrom" \
+                else list(out.get(key, [])) + copy.deepcopy(value)
+        elif key in ("securityContext", "resources") and isinstance(value, dict):
+            out[key] = {**out.get(key, {}), **copy.deepcopy(value)}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def apply_pod_template(template: dict[str, Any], user: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """Overlay a user `podTemplate` (the operator's PodTemplateSpec) on a generated one.
+
+    Scheduling fields (nodeSelector, affinity, tolerations, priorityClassName,
+    runtimeClassName, topologySpreadConstraints, imagePullSecrets, ...) are taken as
+    given; containers merge by name (a new name adds a container); volumes and init
+    containers are added; security contexts merge key by key; our labels win.
+    """
+    if not user:
+        return template
+    out = copy.deepcopy(template)
+    meta = user.get("metadata") or {}
+    out["metadata"]["labels"] = {**meta.get("labels", {}), **out["metadata"]["labels"]}
+    if meta.get("annotations"):
+        out["metadata"]["annotations"] = {**out["metadata"].get("annotations", {}), **meta["annotations"]}
+    spec = out["spec"]
+    for key, value in (user.get("spec") or {}).items():
+        if key in ("containers", "initContainers"):
+            spec[key] = _merge_named(spec.get(key, []), value, _merge_container)
+        elif key == "volumes":
+            spec[key] = spec.get(key, []) + copy.deepcopy(value)
+        elif key == "securityContext":
+            spec[key] = {**spec.get(key, {}), **copy.deepcopy(value)}
+        else:
+            spec[key] = copy.deepcopy(value)
+    return out
