@@ -130,7 +130,7 @@ class Federation(Model):
     cluster_domain: str = "cluster.local"
     allow_runtime_dependency_installation: bool = Field(
         default=False,
-        description="HTTP era only: let Flower `uv sync` app dependencies at run time (needs egress to a package index).",
+        description="Flower 1.29+: let Flower `uv sync` app dependencies at run time (needs egress to a package index). Off by default: images carry their dependencies.",
     )
     superlink: SuperLink = SuperLink()
     supernodes: SuperNodes = SuperNodes()

@@ -85,15 +85,42 @@ class ServerTls:
     key_file: str
 
 
+# Runtime dependency installation (`uv sync` of app dependencies), read off the wheels:
+# 1.29-1.31: opt-in `--allow-runtime-dependency-installation` on every program;
+# 1.32+: the SuperLink installs by default (`--disable-runtime-dependency-installation`
+# turns it off), SuperNode and SuperExec still opt in with `--allow-...`.
+RUNTIME_DEPS_SINCE = FlowerVersion(1, 29, 0)
+SUPERLINK_INSTALLS_BY_DEFAULT_SINCE = FlowerVersion(1, 32, 0)
+
+
+def runtime_dependency_args(version: FlowerVersion, program: str, allow: bool) -> list[str]:
+    """Flags that make `program` install app dependencies exactly when `allow`."""
+    if version < RUNTIME_DEPS_SINCE:
+        return []
+    if program == "superlink" and version >= SUPERLINK_INSTALLS_BY_DEFAULT_SINCE:
+        return [] if allow else ["--disable-runtime-dependency-installation"]
+    return ["--allow-runtime-dependency-installation"] if allow else []
+
+
 class Dialect:
+    """A Flower version's command lines. Instances are bound to one version, since a
+    few flags appear within a dialect's range (see runtime_dependency_args)."""
+
     name: str
     min_version: FlowerVersion
     max_version: Optional[FlowerVersion]
     # Config keys under `superlink.service.ports` this dialect uses.
     port_keys: tuple[str, ...]
 
-    def contains(self, v: FlowerVersion) -> bool:
-        return self.min_version <= v and (self.max_version is None or v <= self.max_version)
+    def __init__(self, version: Optional[FlowerVersion] = None):
+        self.version = version or self.min_version
+
+    @classmethod
+    def contains(cls, v: FlowerVersion) -> bool:
+        return cls.min_version <= v and (cls.max_version is None or v <= cls.max_version)
+
+    def _deps(self, program: str, allow: bool) -> list[str]:
+        return runtime_dependency_args(self.version, program, allow)
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -186,7 +213,7 @@ class GrpcEra(Dialect):
         ]
         if database:
             args += ["--database", database]
-        return args
+        return args + self._deps("superlink", runtime_dependency_installation)
 
     def supernode_args(self, *, superlink_address, ca_file, isolation, appio_bind,
                        runtime_dependency_installation) -> list[str]:
@@ -194,13 +221,14 @@ class GrpcEra(Dialect):
             "--superlink", superlink_address,
             "--isolation", isolation,
             "--clientappio-api-address", f"{appio_bind}:{SUPERNODE_APPIO_PORT}",
-        ]
+        ] + self._deps("supernode", runtime_dependency_installation)
 
     def superexec_args(self, *, plugin, appio_address, ca_file,
                        runtime_dependency_installation) -> list[str]:
         # gRPC-era AppIo APIs are plaintext by design (flower-superexec 1.2x has no
         # --root-certificates); they stay in the pod or behind a restricted Service.
-        return ["--insecure", "--plugin-type", plugin, "--appio-api-address", appio_address]
+        return (["--insecure", "--plugin-type", plugin, "--appio-api-address", appio_address]
+                + self._deps("superexec", runtime_dependency_installation))
 
 
 class HttpEra(Dialect):
@@ -229,9 +257,7 @@ class HttpEra(Dialect):
         ]
         if database:
             args += ["--database", database]
-        if not runtime_dependency_installation:
-            args += ["--disable-runtime-dependency-installation"]
-        return args
+        return args + self._deps("superlink", runtime_dependency_installation)
 
     def supernode_args(self, *, superlink_address, ca_file, isolation, appio_bind,
                        runtime_dependency_installation) -> list[str]:
@@ -241,27 +267,23 @@ class HttpEra(Dialect):
             "--host", appio_bind,
             "--port", str(SUPERNODE_APPIO_PORT),
         ]
-        if runtime_dependency_installation:
-            args += ["--allow-runtime-dependency-installation"]
-        return args
+        return args + self._deps("supernode", runtime_dependency_installation)
 
     def superexec_args(self, *, plugin, appio_address, ca_file,
                        runtime_dependency_installation) -> list[str]:
-        args = _tls_client_args(ca_file) + ["--runtime-api-address", appio_address]
-        if runtime_dependency_installation:
-            args += ["--allow-runtime-dependency-installation"]
-        return args
+        return (_tls_client_args(ca_file) + ["--runtime-api-address", appio_address]
+                + self._deps("superexec", runtime_dependency_installation))
 
 
-DIALECTS: tuple[Dialect, ...] = (GrpcEra(), HttpEra())
+DIALECTS: tuple[type[Dialect], ...] = (GrpcEra, HttpEra)
 
 
 def dialect_for(version: FlowerVersion) -> Optional[Dialect]:
-    for d in DIALECTS:
-        if d.contains(version):
-            return d
+    for cls in DIALECTS:
+        if cls.contains(version):
+            return cls(version)
     return None
 
 
 def supported_ranges() -> str:
-    return " or ".join(d.describe() for d in DIALECTS)
+    return " or ".join(cls().describe() for cls in DIALECTS)

@@ -11,7 +11,7 @@ import re
 from typing import Any, Iterator, Optional
 
 from . import nodeconfig
-from .dialects import DEFAULT_VERSION, Dialect, FlowerVersion, dialect_for, supported_ranges, version_from_image
+from .dialects import DEFAULT_VERSION, RUNTIME_DEPS_SINCE, Dialect, FlowerVersion, dialect_for, supported_ranges, version_from_image
 from .errors import PathPart, Problem, problem
 from .k8s_schema import fragment_errors
 from .naming import DNS_LABEL_MAX, STATEFULSET_NAME_MAX, Names, selector_labels
@@ -74,9 +74,10 @@ def _check(raw: dict, stack: str) -> Iterator[Problem]:
     dialect = yield from _versions(raw, pools)
     if dialect is not None:
         yield from _ports(raw, dialect)
-        if raw.get("allowRuntimeDependencyInstallation") is True and dialect.max_version is not None:
+        if raw.get("allowRuntimeDependencyInstallation") is True and dialect.version < RUNTIME_DEPS_SINCE:
             yield problem(("allowRuntimeDependencyInstallation",),
-                          f"runtime dependency installation needs Flower 1.40 or later; this federation runs the {dialect.name}")
+                          f"runtime dependency installation needs Flower {RUNTIME_DEPS_SINCE} or later; "
+                          f"this federation runs {dialect.version}")
     yield from _placement(raw, mode, isolation)
     for i, pool in pools:
         yield from _node_config(pool, i, mode)

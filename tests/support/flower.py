@@ -1,0 +1,66 @@
+"""Client for tests/support/flower_worker.py running in a real-Flower venv."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("flower_worker.py")
+# One real Flower per dialect (see requirements-flwr.txt).
+GRPC_ERA = "1.26.1"
+HTTP_ERA = "1.41.0"
+
+
+def venv_python(version: str) -> Path:
+    return ROOT / f".venv-flwr-{version}" / "bin" / "python"
+
+
+class FlowerError(Exception):
+    pass
+
+
+class Flower:
+    """A long-lived worker process, so each parse costs a round trip, not an import."""
+
+    def __init__(self, version: str):
+        python = venv_python(version)
+        if not python.exists():
+            raise RuntimeError(f"{python} missing: run `make test`, which installs flwr=={version}")
+        self.version = version
+        self.proc = subprocess.Popen(
+            [str(python), str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, cwd=str(ROOT),
+        )
+        installed = self._call({"op": "version"})
+        if installed != version:
+            raise RuntimeError(f"venv has flwr {installed}, expected {version}")
+
+    def _call(self, req: dict[str, Any]) -> Any:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("flower worker died")
+        reply = json.loads(line)
+        if not reply["ok"]:
+            raise FlowerError(reply["error"])
+        return reply["result"]
+
+    def parse(self, program: str, args: list[str]) -> dict[str, Any]:
+        return self._call({"op": "parse", "program": program, "args": args})
+
+    def node_config(self, value: str) -> dict[str, Any]:
+        return self._call({"op": "node_config", "value": value})
+
+    def connection(self, toml_text: str) -> dict[str, Any]:
+        return self._call({"op": "connection", "toml": toml_text})
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)

@@ -1,0 +1,84 @@
+"""Runs inside a `.venv-flwr-<version>` venv (real Flower installed) and answers
+requests on stdin, one JSON object per line:
+
+    {"op": "parse", "program": "flower-superlink", "args": [...]}
+    {"op": "node_config", "value": "k=1 ..."}
+    {"op": "connection", "toml": "...", "name": "conn"}  (flwr >= 1.26 config.toml)
+
+with one JSON line: {"ok": true, "result": ...} or {"ok": false, "error": "..."}.
+Parsing uses Flower's own argparse parsers, the ones each program's main() calls.
+"""
+
+import contextlib
+import importlib
+import io
+import json
+import sys
+
+# Where each program's parser lives, per Flower layout (the first importable wins).
+PARSERS = {
+    "flower-superlink": [
+        ("flwr.superlink.cli.flower_superlink", "_parse_args_run_superlink"),  # 1.40+
+        ("flwr.server.app", "_parse_args_run_superlink"),  # 1.2x
+    ],
+    "flower-supernode": [("flwr.supernode.cli.flower_supernode", "_parse_args_run_supernode")],
+    "flower-superexec": [("flwr.supercore.cli.flower_superexec", "_parse_args")],
+}
+
+
+def _parser(program):
+    for module, fn in PARSERS[program]:
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        if hasattr(mod, fn):
+            return getattr(mod, fn)()
+    raise RuntimeError(f"no parser found for {program}")
+
+
+def _jsonable(ns):
+    return {k: v if isinstance(v, (str, int, float, bool, type(None), list)) else repr(v) for k, v in vars(ns).items()}
+
+
+def handle(req):
+    op = req["op"]
+    if op == "version":
+        from importlib.metadata import version
+        return version("flwr")
+    if op == "parse":
+        parser = _parser(req["program"])
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                ns = parser.parse_args(req["args"])
+        except SystemExit:
+            raise ValueError(err.getvalue().strip().splitlines()[-1] if err.getvalue() else "parse failed")
+        return _jsonable(ns)
+    if op == "node_config":
+        from flwr.common.config import parse_config_args
+        return parse_config_args([req["value"]])
+    if op == "connection":
+        import tomli
+        from flwr.cli.flower_config import parse_superlink_connection
+        doc = tomli.loads(req["toml"])
+        name = doc["superlink"]["default"]
+        conn = parse_superlink_connection(doc["superlink"][name], name)
+        return {"name": name, "address": conn.address, "insecure": conn.insecure,
+                "root_certificates": conn.root_certificates}
+    raise ValueError(f"unknown op {op}")
+
+
+def main():
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            reply = {"ok": True, "result": handle(req)}
+        except BaseException as exc:  # report, keep serving
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(reply, default=repr) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
