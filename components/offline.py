@@ -79,17 +79,18 @@ def run_program(
     *,
     preview: bool = False,
     entry: Callable[[], Any] = program.run,
+    into: Optional[Run] = None,
 ) -> Run:
     """Run `entry` with `config` (keys as in a stack file, e.g.
     `flower-federation:federation`, values as parsed YAML). Raises pulumi.RunError for
-    invalid config, with nothing registered."""
-    return contextvars.Context().run(_run, config, stack, preview, entry)
+    invalid config, with nothing registered; pass `into` to inspect a run that raised."""
+    result = into if into is not None else Run()
+    return contextvars.Context().run(_run, config, stack, preview, entry, result)
 
 
-def _run(config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], Any]) -> Run:
+def _run(config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], Any], result: Run) -> Run:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    result = Run()
     try:
         pulumi.runtime.set_mocks(_Recorder(result), project=program.PROJECT, stack=stack, preview=preview)
         # The engine hands structured config to programs as JSON strings.

@@ -111,7 +111,7 @@ class Cli(Model):
 
     connection_name: Optional[str] = Field(default=None, description="Name of the SuperLink connection / federation in the flwr config (default: the federation name).")
     address: Optional[str] = Field(default=None, description="Control API address the CLI dials (default: the in-cluster Service address). Set it to your port-forward or load balancer address.")
-    root_certificates: Optional[str] = Field(default=None, description="Path of the CA certificate on the CLI's machine (default: <name>-ca.crt).")
+    root_certificates: Optional[str] = Field(default=None, description="Absolute path of the CA certificate where flwr runs (default: /etc/flower/ca/ca.crt, where the federation's pods mount it).")
 
 
 class Federation(Model):

@@ -102,6 +102,11 @@ def runtime_dependency_args(version: FlowerVersion, program: str, allow: bool) -
     return ["--allow-runtime-dependency-installation"] if allow else []
 
 
+# `flwr` reads SuperLink connections from $FLWR_HOME/config.toml from 1.26 on; before,
+# from `[tool.flwr.federations]` in the app's pyproject.toml.
+FLWR_CONFIG_TOML_SINCE = FlowerVersion(1, 26, 0)
+
+
 class Dialect:
     """A Flower version's command lines. Instances are bound to one version, since a
     few flags appear within a dialect's range (see runtime_dependency_args)."""

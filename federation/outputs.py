@@ -6,12 +6,9 @@ from typing import Any
 
 import tomli_w
 
-from .dialects import FlowerVersion
+from .dialects import FLWR_CONFIG_TOML_SINCE
 from .plan import FederationPlan
-
-# `flwr` reads SuperLink connections from $FLWR_HOME/config.toml from 1.26 on; before,
-# from `[tool.flwr.federations]` in the app's pyproject.toml.
-FLWR_CONFIG_TOML_SINCE = FlowerVersion(1, 26, 0)
+from .pods import CA_FILE
 
 TLS_DISABLED_WARNING = (
     "TLS IS DISABLED (insecure: true): Fleet and Control traffic, including model updates, "
@@ -28,7 +25,9 @@ def flwr_connection(plan: FederationPlan) -> dict[str, Any]:
     if plan.trust is None:
         conn["insecure"] = True
     else:
-        conn["root-certificates"] = plan.spec.cli.root_certificates or f"{plan.name}-ca.crt"
+        # Flower 1.26+ wants an absolute path. The default is where our pods mount the
+        # CA, which fits the default in-cluster address (flwr run from a pod).
+        conn["root-certificates"] = plan.spec.cli.root_certificates or CA_FILE
     return conn
 
 

@@ -11,7 +11,7 @@ import re
 from typing import Any, Iterator, Optional
 
 from . import nodeconfig
-from .dialects import DEFAULT_VERSION, RUNTIME_DEPS_SINCE, Dialect, FlowerVersion, dialect_for, supported_ranges, version_from_image
+from .dialects import DEFAULT_VERSION, FLWR_CONFIG_TOML_SINCE, RUNTIME_DEPS_SINCE, Dialect, FlowerVersion, dialect_for, supported_ranges, version_from_image
 from .errors import PathPart, Problem, problem
 from .k8s_schema import fragment_errors
 from .naming import DNS_LABEL_MAX, STATEFULSET_NAME_MAX, Names, selector_labels
@@ -74,6 +74,9 @@ def _check(raw: dict, stack: str) -> Iterator[Problem]:
     dialect = yield from _versions(raw, pools)
     if dialect is not None:
         yield from _ports(raw, dialect)
+        root_certs = _get(raw, "cli", "rootCertificates")
+        if isinstance(root_certs, str) and not root_certs.startswith("/") and dialect.version >= FLWR_CONFIG_TOML_SINCE:
+            yield problem(("cli", "rootCertificates"), f"flwr {dialect.version} needs an absolute path here")
         if raw.get("allowRuntimeDependencyInstallation") is True and dialect.version < RUNTIME_DEPS_SINCE:
             yield problem(("allowRuntimeDependencyInstallation",),
                           f"runtime dependency installation needs Flower {RUNTIME_DEPS_SINCE} or later; "

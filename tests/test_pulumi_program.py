@@ -1,0 +1,201 @@
+"""The real Pulumi program (`components.program.run`, what __main__.py runs) under the
+Pulumi mock runtime, once with preview=True and once with preview=False. Each run has
+its own event loop and context (components/offline.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pulumi
+import pytest
+
+from components import program
+from components.offline import Run, run_program
+from federation.plan import load_plan
+from federation.workloads import all_objects
+from tests.support.flower import GRPC_ERA, HTTP_ERA
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEY = "flower-federation:federation"
+
+
+def base(**extra) -> dict:
+    raw = {
+        "name": "fed",
+        "supernodes": {"pools": [
+            {"name": "a", "replicas": 2, "nodeConfig": {"partition-id": "{index}"}},
+            {"name": "b", "replicas": 1},
+        ]},
+    }
+    raw.update(extra)
+    return raw
+
+
+def canonical(objects) -> list[str]:
+    return sorted(json.dumps(o, sort_keys=True) for o in objects)
+
+
+def by_identity(objects) -> dict[tuple[str, str], str]:
+    return {(o["kind"], o["metadata"]["name"]): json.dumps(o, sort_keys=True) for o in objects}
+
+
+@pytest.mark.parametrize("preview", [True, False], ids=["preview", "up"])
+def test_program_registers_exactly_the_core_manifests(preview):
+    raw = base()
+    run = run_program({KEY: raw}, "dev", preview=preview)
+    # Not vacuous: the mocks really saw the resources.
+    assert len(run.kubernetes) == len(all_objects(load_plan(raw, "dev"))) > 5
+    assert canonical(run.manifests()) == canonical(all_objects(load_plan(raw, "dev")))
+    types = {r.type for r in run.registrations}
+    assert {"flower-federation:index:Federation", "flower-federation:index:SuperLink",
+            "flower-federation:index:SuperNodePool", "kubernetes:apps/v1:StatefulSet",
+            "kubernetes:core/v1:Service", "kubernetes:core/v1:Namespace"} <= types
+
+
+@pytest.mark.parametrize("preview", [True, False], ids=["preview", "up"])
+def test_resources_are_parented_by_their_component(preview):
+    captured = {}
+
+    def entry():
+        fed = program.run()
+        captured["fed"] = fed
+        pulumi.export("urns", {
+            "components": [fed.superlink.urn, fed.pools["a"].urn, fed.pools["b"].urn],
+            "superlink": [r.urn for r in fed.superlink.resources],
+            "pool-a": [r.urn for r in fed.pools["a"].resources],
+            "pool-b": [r.urn for r in fed.pools["b"].resources],
+        })
+
+    run = run_program({KEY: base()}, "dev", preview=preview, entry=entry)
+    urns = run.outputs["urns"]
+    assert urns["superlink"] and urns["pool-a"] and urns["pool-b"]
+    # (The mock monitor writes only the immediate parent's type into a URN.)
+    for urn in urns["components"]:
+        assert "::flower-federation:index:Federation$flower-federation:index:" in urn
+    for urn in urns["superlink"]:
+        assert "::flower-federation:index:SuperLink$kubernetes:" in urn
+    for urn in urns["pool-a"] + urns["pool-b"]:
+        assert "::flower-federation:index:SuperNodePool$kubernetes:" in urn
+    assert any(u.endswith("::fed-supernode-a") for u in urns["pool-a"])
+
+
+@pytest.mark.parametrize("version", [GRPC_ERA, HTTP_ERA])
+def test_outputs_and_flwr_connection_read_by_real_flower(version, flower):
+    run = run_program({KEY: base(version=version)}, "dev")
+    out = run.outputs
+    plan = load_plan(base(version=version), "dev")
+    assert out["superlink"]["fleetAddress"] == plan.fleet_address
+    assert out["superlink"]["controlAddress"] == plan.control_address
+    assert out["pools"] == {"a": {"kind": "StatefulSet", "replicas": 2}, "b": {"kind": "StatefulSet", "replicas": 1}}
+    assert out["tls"] == "enabled"
+    conn = flower[version].connection(out["flwrConfig"])
+    assert conn["name"] == "fed"
+    assert conn["address"] == plan.control_address
+    assert conn["root_certificates"] == "/etc/flower/ca/ca.crt" and not conn["insecure"]
+
+
+def test_insecure_says_so_loudly_and_connection_is_insecure(flower):
+    run = run_program({KEY: base(insecure=True)}, "dev")
+    assert "TLS IS DISABLED" in run.outputs["tls"]
+    assert flower[HTTP_ERA].connection(run.outputs["flwrConfig"])["insecure"] is True
+
+
+def test_before_flwr_1_26_the_connection_is_pyproject_shaped():
+    import tomllib
+
+    run = run_program({KEY: base(version="1.25.0")}, "dev")
+    doc = tomllib.loads(run.outputs["flwrConfig"])
+    fed = doc["tool"]["flwr"]["federations"]
+    assert fed["default"] == "fed" and fed["fed"]["address"].endswith(":9093")
+    assert run.outputs["flwrConfigFile"] == "pyproject.toml"
+
+
+def test_invalid_config_registers_nothing():
+    run = Run()
+    raw = base(mode="DaemonSet")  # pools still carry replicas
+    with pytest.raises(pulumi.RunError) as err:
+        run_program({KEY: raw}, "dev", into=run)
+    assert "replicas must not be set for pools when mode is DaemonSet" in str(err.value)
+    assert "federation.supernodes.pools[1].replicas" in str(err.value)
+    assert run.registrations == []
+
+
+def test_missing_config_is_a_clear_error():
+    with pytest.raises(pulumi.RunError, match="missing: set the flower-federation:federation config key"):
+        run_program({}, "dev")
+
+
+def test_name_defaults_to_the_stack():
+    raw = base()
+    del raw["name"]
+    run = run_program({KEY: raw}, "staging")
+    names = {m["metadata"]["name"] for m in run.manifests()}
+    assert {"staging-superlink", "staging-supernode-a", "staging-supernode-b"} <= names
+
+
+def test_same_config_same_objects_across_runs():
+    first = canonical(run_program({KEY: base()}, "dev").manifests())
+    second = canonical(run_program({KEY: base()}, "dev", preview=True).manifests())
+    assert first == second
+
+
+def test_editing_one_pool_changes_only_that_pools_resources():
+    before = by_identity(all_objects(load_plan(base(), "dev")))
+    edited = base()
+    edited["supernodes"]["pools"][1]["replicas"] = 5
+    edited["supernodes"]["pools"][1]["env"] = [{"name": "LOG_LEVEL", "value": "debug"}]
+    after = by_identity(all_objects(load_plan(edited, "dev")))
+    assert before.keys() == after.keys()
+    changed = {k for k in before if before[k] != after[k]}
+    assert changed == {("StatefulSet", "fed-supernode-b")}
+
+
+def test_adding_a_pool_adds_only_its_resources():
+    before = by_identity(all_objects(load_plan(base(), "dev")))
+    grown = base()
+    grown["supernodes"]["pools"].append({"name": "c", "replicas": 1})
+    after = by_identity(all_objects(load_plan(grown, "dev")))
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert set(after) - set(before) == {("Service", "fed-supernode-c"), ("StatefulSet", "fed-supernode-c")}
+
+
+def test_two_federations_share_a_namespace_without_colliding():
+    one = all_objects(load_plan(base(name="team-a", createNamespace=False), "dev"))
+    two = all_objects(load_plan(base(name="team-b", createNamespace=False), "dev"))
+    names_one = {(o["kind"], o["metadata"]["name"]) for o in one}
+    names_two = {(o["kind"], o["metadata"]["name"]) for o in two}
+    assert names_one and not names_one & names_two
+
+    def selectors(objects):
+        return [o["spec"].get("selector", {}).get("matchLabels") or o["spec"].get("selector") for o in objects
+                if o["kind"] in ("StatefulSet", "Service", "Deployment", "DaemonSet")]
+
+    pod_labels_two = [o["spec"]["template"]["metadata"]["labels"] for o in two if "template" in o.get("spec", {})]
+    for sel in selectors(one):
+        assert sel and not any(all(pl.get(k) == v for k, v in sel.items()) for pl in pod_labels_two)
+
+
+def test_selectors_do_not_change_when_config_changes():
+    def sel(raw):
+        return {o["metadata"]["name"]: o["spec"]["selector"] for o in all_objects(load_plan(raw, "dev"))
+                if o["kind"] == "StatefulSet"}
+
+    changed = base(version="1.41.0", labels={"team": "x"})
+    changed["supernodes"]["image"] = "example.org/supernode:1.40.0"
+    changed["superlink"] = {"image": "flwr/superlink:1.41.0"}
+    assert sel(base()) == sel(changed)
+
+
+@pytest.mark.parametrize("seed", ["0", "1", "12345"])
+def test_render_is_byte_identical_across_hash_seeds(seed, tmp_path):
+    def render(s):
+        env = {**os.environ, "PYTHONHASHSEED": s}
+        return subprocess.run([sys.executable, "-m", "federation", "render", "--stack", "dev"], cwd=ROOT,
+                              env=env, capture_output=True, check=True).stdout
+
+    reference = render("random")
+    assert reference.count(b"\n---\n") >= 5
+    assert render(seed) == reference
