@@ -83,6 +83,9 @@ def _check(raw: dict, stack: str) -> Iterator[Problem]:
                           f"this federation runs {dialect.version}")
     yield from _placement(raw, mode, isolation)
     for i, pool in pools:
+        if mode == "DaemonSet" and _list(pool.get("volumeClaimTemplates")):
+            yield problem(("supernodes", "pools", i, "volumeClaimTemplates"),
+                          "volumeClaimTemplates need mode=StatefulSet (a DaemonSet has no per-pod claims)")
         yield from _node_config(pool, i, mode)
         yield from _gpu(pool, i)
     yield from _fragments(raw, pools)
@@ -126,9 +129,10 @@ def _names(raw, stack, mode, pools) -> Iterator[Problem]:
         yield problem(("namespace",), "must be a DNS label of at most 63 characters")
 
     names = Names(name if name_ok else "x")
-    fixed = [(names.superlink, STATEFULSET_NAME_MAX, "StatefulSet"),
-             (names.superlink_appio_service, DNS_LABEL_MAX, "Service"),
-             (names.superexec_serverapp, DNS_LABEL_MAX, "Deployment")]
+    fixed = [(names.superlink, STATEFULSET_NAME_MAX, "StatefulSet")]
+    if raw.get("superexecPlacement") == "distributed":  # objects that exist only then
+        fixed += [(names.superlink_appio_service, DNS_LABEL_MAX, "Service"),
+                  (names.superexec_serverapp, DNS_LABEL_MAX, "Deployment")]
     if name_ok:
         for obj, limit, kind in fixed:
             if len(obj) > limit:
@@ -148,7 +152,8 @@ def _names(raw, stack, mode, pools) -> Iterator[Problem]:
         seen.setdefault(pname, i)
         if name_ok:
             limit, kind = (STATEFULSET_NAME_MAX, "StatefulSet") if mode == "StatefulSet" else (DNS_LABEL_MAX, "DaemonSet")
-            for obj in (names.pool(pname), names.pool_superexec(pname)):
+            objs = [names.pool(pname)] + ([names.pool_superexec(pname)] if raw.get("superexecPlacement") == "distributed" else [])
+            for obj in objs:
                 if len(obj) > limit:
                     yield problem(at, _too_long(obj, limit, kind))
 
