@@ -29,8 +29,10 @@ validate: $(VENV)/.installed
 schema: $(VENV)/.installed
 	@$(PY) -m federation schema
 
+# pytest exits 5 when it collected no test: that is a failure here, and says so.
 test: $(VENV)/.installed $(FLWR_VENVS)
-	$(PY) -m pytest
+	@$(PY) -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
 clean:
 	rm -rf $(VENV) .venv-flwr-* .pytest_cache .hypothesis

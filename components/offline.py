@@ -64,8 +64,12 @@ def reveal(value: Any, show_secrets: bool) -> Any:
 class _Recorder(pulumi.runtime.Mocks):
     def __init__(self, run: Run):
         self.run = run
+        # The mock monitor serves registrations on executor threads and gives each
+        # thread an event loop of its own, which nobody closes; we close them.
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        self.thread_loops.add(asyncio.get_event_loop())
         self.run.registrations.append(Registration(args.typ, args.name, args.inputs, bool(args.custom)))
         return f"{args.name}-id", args.inputs
 
@@ -91,8 +95,9 @@ def run_program(
 def _run(config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], Any], result: Run) -> Run:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    recorder = _Recorder(result)
     try:
-        pulumi.runtime.set_mocks(_Recorder(result), project=program.PROJECT, stack=stack, preview=preview)
+        pulumi.runtime.set_mocks(recorder, project=program.PROJECT, stack=stack, preview=preview)
         # The engine hands structured config to programs as JSON strings.
         pulumi.runtime.set_all_config(
             {_qualified(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
@@ -109,6 +114,9 @@ def _run(config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], 
         loop.run_until_complete(loop.shutdown_default_executor())
         asyncio.set_event_loop(None)
         loop.close()
+        for thread_loop in recorder.thread_loops:
+            if not thread_loop.is_closed():
+                thread_loop.close()
     return result
 
 

@@ -239,11 +239,12 @@ class GrpcEra(Dialect):
 class HttpEra(Dialect):
     name = "HTTP era"
     min_version = FlowerVersion(1, 40, 0)
-    max_version = None
+    # Flower 2 may change its command lines again: refuse rather than guess.
+    max_version = FlowerVersion(1, 999, 999)
     port_keys = ("http",)
 
     def describe(self) -> str:
-        return "1.40 and later (HTTP era)"
+        return "1.40 - 1.x, not 2.0 (HTTP era)"
 
     def resolve_ports(self, configured: dict[str, Optional[int]]) -> Ports:
         api = configured.get("http") or 8000

@@ -47,7 +47,8 @@ def problem(parts: Sequence[PathPart], message: str) -> Problem:
 
 
 class ConfigError(Exception):
-    """Invalid stack config: every problem, once each, in config order."""
+    """Invalid stack config: every problem, once each, in the order given (load_plan
+    sorts them by config path)."""
 
     def __init__(self, problems: Iterable[Problem]):
         unique: list[Problem] = []

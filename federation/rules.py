@@ -17,6 +17,12 @@ from .k8s_schema import fragment_errors
 from .naming import DNS_LABEL_MAX, STATEFULSET_NAME_MAX, Names, selector_labels
 from .pods import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
 
+# resource.Quantity's grammar (k8s.io/apimachinery): number, then a binary/decimal SI
+# suffix or an exponent.
+QUANTITY = re.compile(
+    r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$"
+)
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_POOLS = 16
@@ -81,6 +87,9 @@ def _check(raw: dict, stack: str) -> Iterator[Problem]:
             yield problem(("allowRuntimeDependencyInstallation",),
                           f"runtime dependency installation needs Flower {RUNTIME_DEPS_SINCE} or later; "
                           f"this federation runs {dialect.version}")
+    size = _get(raw, "superlink", "persistence", "size")
+    if isinstance(size, str) and not QUANTITY.match(size):
+        yield problem(("superlink", "persistence", "size"), f"'{size}' is not a Kubernetes quantity (e.g. 1Gi)")
     yield from _placement(raw, mode, isolation)
     for i, pool in pools:
         if mode == "DaemonSet" and _list(pool.get("volumeClaimTemplates")):
@@ -291,10 +300,18 @@ def _fragments(raw: dict, pools) -> Iterator[Problem]:
             if isinstance(value, dict):
                 for path, msg in fragment_errors(value, schema):
                     yield problem(at + (key,) + path, msg)
+                yield from _quantities(at + (key,), value)
         yield from _reserved_env(at + ("env",), section.get("env"))
         yield from _volume_refs(at, section)
         yield from _pod_template(at + ("podTemplate",), section.get("podTemplate"),
                                  "superlink" if kind == "superlink" else "supernode")
+
+
+def _quantities(at: tuple, resources: dict) -> Iterator[Problem]:
+    for section in ("limits", "requests"):
+        for name, amount in _dict(resources.get(section)).items():
+            if isinstance(amount, bool) or not QUANTITY.match(str(amount)):
+                yield problem(at + (section, name), f"'{amount}' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)")
 
 
 def _list_fragment(at: tuple, value: Any, schema: str) -> Iterator[Problem]:
