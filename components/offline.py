@@ -123,10 +123,3 @@ def _run(config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], 
 def _qualified(key: str) -> str:
     return key if ":" in key else f"{program.PROJECT}:{key}"
 
-
-def stack_config(settings: Optional[dict[str, Any]]) -> dict[str, Any]:
-    """The `config:` map of a Pulumi stack settings file."""
-    config = (settings or {}).get("config") or {}
-    if not isinstance(config, dict):
-        raise ValueError("`config:` must be a mapping")
-    return config

@@ -35,10 +35,11 @@ CA_FILE = f"{CA_DIR}/ca.crt"
 # Supernode-side GPU devices for AMD mountAll.
 AMD_DEVICES = {"dev-kfd": "/dev/kfd", "dev-dri": "/dev/dri"}
 
-RESERVED_ENV = (POD_INDEX_ENV, NODE_NAME_ENV, "FLOWER_SUPERNODE_HOST")
+# Distributed SuperExec replica k: the stable DNS name of SuperNode k.
+SUPERNODE_HOST_ENV = "FLOWER_SUPERNODE_HOST"
+RESERVED_ENV = (POD_INDEX_ENV, NODE_NAME_ENV, SUPERNODE_HOST_ENV)
 RESERVED_VOLUMES = frozenset(
-    {STATE_VOLUME, TLS_VOLUME, CA_VOLUME, *AMD_DEVICES}
-    | {scratch_volume for scratch_volume in (f"scratch-{c}" for c in MANAGED_CONTAINERS)}
+    {STATE_VOLUME, TLS_VOLUME, CA_VOLUME, *AMD_DEVICES, *(f"scratch-{c}" for c in MANAGED_CONTAINERS)}
 )
 RESERVED_MOUNT_PATHS = frozenset({*WRITABLE_PATHS.values(), STATE_DIR, TLS_DIR, CA_DIR, *AMD_DEVICES.values()})
 

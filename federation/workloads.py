@@ -26,7 +26,6 @@ from .plan import FederationPlan
 Manifest = dict[str, Any]
 
 GPU_RESOURCE_BY_VENDOR = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
-SUPERNODE_HOST_ENV = "FLOWER_SUPERNODE_HOST"
 
 
 def _meta(plan: FederationPlan, name: str, labels: dict[str, str], annotations: Optional[dict] = None) -> dict:
@@ -319,8 +318,8 @@ def _pool_superexec(plan: FederationPlan, pool: Pool, supernode_workload: str) -
     it finds by its stable name behind the pool's headless Service."""
     name = plan.names.pool_superexec(pool.name)
     host = f"{supernode_workload}-$({POD_INDEX_ENV}).{plan.service_host(supernode_workload)}"
-    env = [pods.pod_index_env(), {"name": SUPERNODE_HOST_ENV, "value": host}]
-    c = _superexec_clientapp_container(plan, pool, f"$({SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env)
+    env = [pods.pod_index_env(), {"name": pods.SUPERNODE_HOST_ENV, "value": host}]
+    c = _superexec_clientapp_container(plan, pool, f"$({pods.SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env)
     labels = _labels(plan, SUPEREXEC_CLIENTAPP, pool.name)
     template = pods.pod_template(labels, [c], list(pool.volumes))
     _apply_gpu(pool, c, template)

@@ -176,3 +176,34 @@ def test_pods_are_restricted_by_default():
             assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}
             assert sc["readOnlyRootFilesystem"] is True
             assert {"/app/.flwr", "/tmp"} <= {m["mountPath"] for m in c["volumeMounts"]}
+
+
+def test_options_reach_the_objects(flower):
+    """Each of these options changes what is rendered (a test per option that would
+    fail without it), and the extra args are still accepted by the real Flower."""
+    raw = {
+        "name": "opt", "namespace": "ml", "clusterDomain": "corp.internal", "labels": {"team": "ml"},
+        "cli": {"address": "127.0.0.1:8000", "connectionName": "prod", "rootCertificates": "/home/me/ca.pem"},
+        "superlink": {"extraArgs": ["--log-rotation-backup-count", "3"],
+                      "service": {"labels": {"expose": "yes"}, "annotations": {"lb": "internal"}}},
+        "supernodes": {"pools": [{"name": "p", "replicas": 1, "extraArgs": ["--max-retries", "5"]}]},
+    }
+    from federation.outputs import stack_outputs
+
+    plan = load_plan(raw, "dev")
+    objects = all_objects(plan)
+    assert all(o["metadata"]["labels"]["team"] == "ml" for o in objects)
+    assert all("team" not in o["spec"]["selector"].get("matchLabels", o["spec"]["selector"])
+               for o in objects if "selector" in o.get("spec", {}))
+    assert all(o["metadata"].get("namespace", "ml") == "ml" for o in objects)
+    svc = _by(objects, "Service", "opt-superlink")
+    assert svc["metadata"]["labels"]["expose"] == "yes" and svc["metadata"]["annotations"] == {"lb": "internal"}
+    link = _by(objects, "StatefulSet", "opt-superlink")
+    node = _by(objects, "StatefulSet", "opt-supernode-p")
+    link_args = flower[HTTP_ERA].parse("flower-superlink", container_argv(link["spec"]["template"]["spec"]["containers"][0], pod_for(link)))
+    node_args = flower[HTTP_ERA].parse("flower-supernode", container_argv(node["spec"]["template"]["spec"]["containers"][0], pod_for(node)))
+    assert link_args["log_rotation_backup_count"] == 3
+    assert node_args["max_retries"] == 5
+    assert node_args["superlink"] == "opt-superlink.ml.svc.corp.internal:8000"
+    conn = flower[HTTP_ERA].connection(stack_outputs(plan)["flwrConfig"])
+    assert conn == {"name": "prod", "address": "127.0.0.1:8000", "insecure": False, "root_certificates": "/home/me/ca.pem"}
