@@ -994,3 +994,12 @@ def test_cli_missing_file_is_a_usage_error(tmp_path):
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.startswith("error: no such stack settings file:")
+
+
+def test_cli_root_certificates_must_be_absolute_from_flwr_1_26():
+    # Real flwr 1.26+ refuses a relative root-certificates path in config.toml.
+    assert problems(cfg(cli={"rootCertificates": "ca.crt"})) == [
+        ("federation.cli.rootCertificates", "flwr 1.41.0 needs an absolute path here"),
+    ]
+    # Before 1.26 the path sits in the app's pyproject.toml, where relative paths work.
+    assert load_plan(cfg(version="1.25.0", cli={"rootCertificates": "ca.crt"}), "dev").version.minor == 25
