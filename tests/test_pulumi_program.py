@@ -199,3 +199,23 @@ def test_render_is_byte_identical_across_hash_seeds(seed, tmp_path):
     reference = render("random")
     assert reference.count(b"\n---\n") >= 5
     assert render(seed) == reference
+
+
+def test_secret_values_are_masked_unless_asked_for():
+    from components.kubernetes import register
+    from components.offline import SECRET_PLACEHOLDER
+
+    def entry():
+        program.run()
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "flower"},
+                  "stringData": {"key": pulumi.Output.secret("hush"), "plain": "visible"}}
+        register(secret, pulumi.ResourceOptions())
+        pulumi.export("token", pulumi.Output.secret("t0ken"))
+
+    run = run_program({KEY: base()}, "dev", entry=entry)
+    masked = next(m for m in run.manifests() if m["kind"] == "Secret")
+    shown = next(m for m in run.manifests(show_secrets=True) if m["kind"] == "Secret")
+    # Pulumi marks the whole map secret once one value is.
+    assert masked["stringData"] == SECRET_PLACEHOLDER
+    assert shown["stringData"] == {"key": "hush", "plain": "visible"}
+    assert "token" in run.secret_outputs and "flwrConfig" not in run.secret_outputs
