@@ -117,8 +117,8 @@ class Dialect:
     # Config keys under `superlink.service.ports` this dialect uses.
     port_keys: tuple[str, ...]
 
-    def __init__(self, version: Optional[FlowerVersion] = None):
-        self.version = version or self.min_version
+    def __init__(self, version: FlowerVersion):
+        self.version = version
 
     @classmethod
     def contains(cls, v: FlowerVersion) -> bool:
@@ -127,7 +127,8 @@ class Dialect:
     def _deps(self, program: str, allow: bool) -> list[str]:
         return runtime_dependency_args(self.version, program, allow)
 
-    def describe(self) -> str:
+    @classmethod
+    def describe(cls) -> str:
         raise NotImplementedError
 
     # --- ports -------------------------------------------------------------------
@@ -195,7 +196,8 @@ class GrpcEra(Dialect):
     max_version = FlowerVersion(1, 34, 999)
     port_keys = ("grpc", "serverAppIO", "extra")
 
-    def describe(self) -> str:
+    @classmethod
+    def describe(cls) -> str:
         return "1.21-1.34 (gRPC era)"
 
     def resolve_ports(self, configured: dict[str, Optional[int]]) -> Ports:
@@ -243,7 +245,8 @@ class HttpEra(Dialect):
     max_version = FlowerVersion(1, 999, 999)
     port_keys = ("http",)
 
-    def describe(self) -> str:
+    @classmethod
+    def describe(cls) -> str:
         return "1.40 - 1.x, not 2.0 (HTTP era)"
 
     def resolve_ports(self, configured: dict[str, Optional[int]]) -> Ports:
@@ -292,4 +295,4 @@ def dialect_for(version: FlowerVersion) -> Optional[Dialect]:
 
 
 def supported_ranges() -> str:
-    return " or ".join(cls().describe() for cls in DIALECTS)
+    return " or ".join(cls.describe() for cls in DIALECTS)
