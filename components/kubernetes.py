@@ -21,15 +21,27 @@ _RESOURCE_BY_KIND: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] =
     ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
     ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+    ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
+    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
 }
+# Custom resources (their CRDs come with the operator that serves them).
+_CUSTOM_KINDS = {("cert-manager.io/v1", "Certificate")}
 
 
 def register(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """One Kubernetes object. Its logical name is its Kubernetes name: unique per kind
     within a federation's namespace, and stable while config changes elsewhere."""
-    cls = _RESOURCE_BY_KIND[(manifest["apiVersion"], manifest["kind"])]
+    key = (manifest["apiVersion"], manifest["kind"])
+    name = manifest["metadata"]["name"]
+    if key in _CUSTOM_KINDS:
+        body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata", "spec")}
+        return k8s.apiextensions.CustomResource(name, api_version=key[0], kind=key[1], metadata=manifest["metadata"],
+                                                spec=manifest.get("spec"), opts=opts, **body)
+    cls = _RESOURCE_BY_KIND[key]
     body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
-    return cls(manifest["metadata"]["name"], **_snake_top_level(body), opts=opts)
+    return cls(name, **_snake_top_level(body), opts=opts)
 
 
 def _snake_top_level(body: dict[str, Any]) -> dict[str, Any]:

@@ -102,6 +102,27 @@ def runtime_dependency_args(version: FlowerVersion, program: str, allow: bool) -
     return ["--allow-runtime-dependency-installation"] if allow else []
 
 
+# Health: every program serves the gRPC health protocol (always SERVING) when given
+# --health-server-address, up to 1.42 (removed in 1.43). The HTTP-era SuperLink also
+# answers `GET /health` on its API port, which is what its probes use.
+HEALTH_PORT = 8081
+SIDECAR_HEALTH_PORT = 8082  # the SuperExec next to a SuperLink or SuperNode in one pod
+GRPC_HEALTH_UNTIL = FlowerVersion(1, 43, 0)
+# Node authentication: SuperLink --enable-supernode-auth, SuperNode
+# --auth-supernode-private-key, keys registered with `flwr supernode register`.
+NODE_AUTH_SINCE = FlowerVersion(1, 23, 0)
+# SuperExec --executor kubernetes --executor-config.
+KUBERNETES_EXECUTOR_SINCE = FlowerVersion(1, 32, 0)
+
+
+def health_server_args(version: FlowerVersion, port: int) -> list[str]:
+    """Start the gRPC health server on the pod's address (the kubelet probes the pod
+    IP), or nothing where this version has none."""
+    if version >= GRPC_HEALTH_UNTIL:
+        return []
+    return ["--health-server-address", f"{ANY_ADDRESS}:{port}"]
+
+
 # `flwr` reads SuperLink connections from $FLWR_HOME/config.toml from 1.26 on; before,
 # from `[tool.flwr.federations]` in the app's pyproject.toml.
 FLWR_CONFIG_TOML_SINCE = FlowerVersion(1, 26, 0)

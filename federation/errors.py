@@ -16,13 +16,13 @@ ROOT = "federation"
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
-def format_path(parts: Sequence[PathPart]) -> str:
+def format_path(parts: Sequence[PathPart], root: str = ROOT) -> str:
     """`("supernodes", "pools", 1, "replicas")` -> `federation.supernodes.pools[1].replicas`.
 
     Keys that are not plain identifiers (label keys such as `app.kubernetes.io/name`)
     are written `["..."]` so the path stays unambiguous.
     """
-    out = ROOT
+    out = root
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
@@ -42,8 +42,8 @@ class Problem:
         return f"{self.path}: {self.message}"
 
 
-def problem(parts: Sequence[PathPart], message: str) -> Problem:
-    return Problem(format_path(parts), message)
+def problem(parts: Sequence[PathPart], message: str, root: str = ROOT) -> Problem:
+    return Problem(format_path(parts, root), message)
 
 
 class ConfigError(Exception):

@@ -17,6 +17,8 @@ SUPERLINK = "superlink"
 SUPERNODE = "supernode"
 SUPEREXEC_SERVERAPP = "superexec-serverapp"
 SUPEREXEC_CLIENTAPP = "superexec-clientapp"
+# Pods the Kubernetes executor creates for each ServerApp/ClientApp.
+TASK_EXECUTOR = "taskexecutor"
 
 # Kubernetes limits: names of Services, and of anything that becomes a DNS label, are
 # RFC 1035 labels (63). A StatefulSet name is further limited because the controller
@@ -56,6 +58,32 @@ class Names:
     @property
     def ca_secret(self) -> str:
         return f"{self.federation}-ca"
+
+    @property
+    def certificate(self) -> str:
+        return f"{self.federation}-superlink"
+
+    def node_keys_secret(self, pool: str) -> str:
+        return f"{self.pool(pool)}-node-keys"
+
+    def executor_config(self, superexec_workload: str) -> str:
+        return f"{superexec_workload}-executor"
+
+    @property
+    def task_executor(self) -> str:
+        return f"{self.federation}-taskexecutor"
+
+    @property
+    def executor_role(self) -> str:
+        return f"{self.federation}-executor"
+
+    @property
+    def viewer_role(self) -> str:
+        return f"{self.federation}-viewer"
+
+    @property
+    def default_deny(self) -> str:
+        return f"{self.federation}-default-deny"
 
 
 def selector_labels(federation: str, component: str, pool: str | None = None) -> dict[str, str]:

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import pydantic
 
-from . import rules
+from . import nodeauth, rules
 from .config import Federation, Model, Pool
 from .dialects import Dialect, FlowerVersion, Ports, dialect_for
 from .errors import ConfigError, Problem, format_path, problem
@@ -21,13 +21,23 @@ from .naming import Names
 
 @dataclass(frozen=True)
 class Trust:
-    """Where TLS material lives: the seam for TLS provisioning. The SuperLink mounts
-    `server_secret` (tls.crt, tls.key) and `ca_secret` (ca.crt); everything that dials
-    it mounts only `ca_secret`, so a tampered server Secret makes clients fail instead
-    of trusting it."""
+    """Where TLS material lives. The SuperLink mounts `server_secret` (tls.crt, tls.key)
+    and the CA from `ca_secret`; everything that dials it mounts only `ca_secret`, so a
+    tampered server Secret makes clients fail instead of trusting it.
+
+    `source` says who makes the server Secret (generate: us, from pulumi-tls;
+    certManager: cert-manager; existingSecret: the user); `trust_source` who makes the
+    CA Secret (generated / copyFromServerSecret: us; existingSecret: the user)."""
 
     server_secret: str
     ca_secret: str
+    ca_key: str = "ca.crt"
+    source: str = "generate"
+    trust_source: str = "generated"
+
+    @property
+    def creates_ca_secret(self) -> bool:
+        return self.trust_source != "existingSecret"
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,8 @@ class FederationPlan:
     dialect: Dialect
     ports: Ports
     trust: Optional[Trust]
+    # nodeAuth.keySource=config: {pool: {slot: OpenSSH private key}} from secret config.
+    node_auth_keys: Optional[dict[str, dict[str, str]]] = None
 
     @property
     def names(self) -> Names:
@@ -86,9 +98,10 @@ def _sort_key(p: Problem) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.path)] + [p.message]
 
 
-def load_plan(raw: Any, stack: str) -> FederationPlan:
+def load_plan(raw: Any, stack: str, node_auth_keys: Any = None) -> FederationPlan:
     """Validate `raw` (the `federation` config value) and resolve it, or raise
-    ConfigError with every problem found."""
+    ConfigError with every problem found. `node_auth_keys` is the `nodeAuthKeys` secret
+    config value (only read when nodeAuth.keySource is config)."""
     if raw is None:
         raise ConfigError([Problem("federation", "missing: set the flower-federation:federation config key")])
     if not isinstance(raw, dict):
@@ -101,6 +114,9 @@ def load_plan(raw: Any, stack: str) -> FederationPlan:
     except pydantic.ValidationError as err:
         problems += _pydantic_problems(err)
     problems += rules.check(raw, stack)
+    uses_supplied_keys = spec is not None and spec.node_auth.enabled and spec.node_auth.key_source == "config"
+    if uses_supplied_keys and not problems:
+        problems += nodeauth.supplied_key_problems(spec, node_auth_keys)
     if problems:
         raise ConfigError(sorted(set(problems), key=_sort_key))
     assert spec is not None
@@ -110,8 +126,25 @@ def load_plan(raw: Any, stack: str) -> FederationPlan:
     name = spec.name or stack
     ports = dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True))
     names = Names(name)
-    trust = None if spec.insecure else Trust(names.server_tls_secret, names.ca_secret)
-    return FederationPlan(spec=spec, name=name, version=version, dialect=dialect, ports=ports, trust=trust)
+    trust = None if spec.insecure else _trust(spec, names)
+    keys = None
+    if uses_supplied_keys:
+        keys = {pool: {str(slot): text for slot, text in slots.items()} for pool, slots in node_auth_keys.items()}
+    return FederationPlan(spec=spec, name=name, version=version, dialect=dialect, ports=ports, trust=trust,
+                          node_auth_keys=keys)
+
+
+def default_trust_source(tls_source: str) -> str:
+    return "generated" if tls_source == "generate" else "copyFromServerSecret"
+
+
+def _trust(spec: Federation, names: Names) -> Trust:
+    tls = spec.tls
+    trust_source = tls.trust.source or default_trust_source(tls.source)
+    server = tls.existing_secret if tls.source == "existingSecret" else names.server_tls_secret
+    if trust_source == "existingSecret":
+        return Trust(server, tls.trust.existing_secret, tls.trust.key, tls.source, trust_source)
+    return Trust(server, names.ca_secret, "ca.crt", tls.source, trust_source)
 
 
 def _pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:

@@ -10,6 +10,7 @@ import copy
 from typing import Any, Iterable, Optional
 
 from .naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
+from .quantity import parse_quantity
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV, POD_INDEX_LABEL
 
 FLOWER_UID = 49999
@@ -55,7 +56,7 @@ def scratch_mounts(container: str) -> list[dict[str, Any]]:
     ]
 
 
-def container_security_context(privileged: bool = False) -> dict[str, Any]:
+def container_security_context(privileged: bool = False, overrides: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     if privileged:
         # Explicit opt-in only (AMD gpu.mountAll with allowPrivileged).
         return {"privileged": True, "allowPrivilegeEscalation": True, "readOnlyRootFilesystem": True}
@@ -65,17 +66,41 @@ def container_security_context(privileged: bool = False) -> dict[str, Any]:
         "readOnlyRootFilesystem": True,
         "runAsNonRoot": True,
         "seccompProfile": {"type": "RuntimeDefault"},
+        **copy.deepcopy(overrides or {}),
     }
 
 
-def pod_security_context() -> dict[str, Any]:
+def pod_security_context(overrides: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     return {
         "fsGroup": FLOWER_UID,
         "runAsGroup": FLOWER_UID,
         "runAsNonRoot": True,
         "runAsUser": FLOWER_UID,
         "seccompProfile": {"type": "RuntimeDefault"},
+        **copy.deepcopy(overrides or {}),
     }
+
+
+def merge_resources(defaults: Optional[dict[str, Any]], own: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """A component's resources over the defaults, key by key within requests/limits."""
+    merged = copy.deepcopy(defaults or {})
+    for section, amounts in (own or {}).items():
+        if isinstance(amounts, dict):
+            merged[section] = {**merged.get(section, {}), **copy.deepcopy(amounts)}
+        else:
+            merged[section] = copy.deepcopy(amounts)
+    # A default request above a limit the user set would make the pod invalid.
+    limits = merged.get("limits", {})
+    requests = merged.get("requests", {})
+    for name in list(requests):
+        if name in limits and name not in (own or {}).get("requests", {}):
+            requests[name] = limits[name] if _exceeds(requests[name], limits[name]) else requests[name]
+    return merged
+
+
+def _exceeds(request: Any, limit: Any) -> bool:
+    a, b = parse_quantity(str(request)), parse_quantity(str(limit))
+    return a is not None and b is not None and a > b
 
 
 def pod_index_env() -> dict[str, Any]:
@@ -106,6 +131,7 @@ def container(
     resources: Optional[dict[str, Any]] = None,
     mounts: Optional[list[dict[str, Any]]] = None,
     privileged: bool = False,
+    security_overrides: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     c: dict[str, Any] = {
         "name": name,
@@ -116,7 +142,7 @@ def container(
     if env:
         c["env"] = env
     c["resources"] = copy.deepcopy(resources) if resources else {}
-    c["securityContext"] = container_security_context(privileged)
+    c["securityContext"] = container_security_context(privileged, security_overrides)
     c["volumeMounts"] = scratch_mounts(name) + list(mounts or [])
     return c
 
@@ -125,24 +151,29 @@ def pod_template(
     labels: dict[str, str],
     containers: list[dict[str, Any]],
     volumes: list[dict[str, Any]],
-    annotations: Optional[dict[str, str]] = None,
+    annotations: Optional[dict[str, Any]] = None,
+    *,
+    service_account: Optional[str] = None,
+    api_token: bool = False,
+    security_overrides: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     scratch = [{"name": scratch_volume(c["name"]), "emptyDir": {}} for c in containers]
     metadata: dict[str, Any] = {"labels": dict(labels)}
     if annotations:
         metadata["annotations"] = dict(annotations)
-    return {
-        "metadata": metadata,
-        "spec": {
-            # No component talks to the Kubernetes API.
-            "automountServiceAccountToken": False,
-            # Service env vars are noise for Flower and leak the namespace's services.
-            "enableServiceLinks": False,
-            "securityContext": pod_security_context(),
-            "containers": containers,
-            "volumes": scratch + volumes,
-        },
-    }
+    spec: dict[str, Any] = {}
+    if service_account:
+        spec["serviceAccountName"] = service_account
+    spec.update({
+        # Only a SuperExec with the Kubernetes executor talks to the Kubernetes API.
+        "automountServiceAccountToken": api_token,
+        # Service env vars are noise for Flower and leak the namespace's services.
+        "enableServiceLinks": False,
+        "securityContext": pod_security_context(security_overrides),
+        "containers": containers,
+        "volumes": scratch + volumes,
+    })
+    return {"metadata": metadata, "spec": spec}
 
 
 def _merge_named(base: list[dict], extra: list[dict], merge) -> list[dict]:

@@ -7,22 +7,18 @@ run lists every problem at once.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any, Iterator, Optional
 
 from . import nodeconfig
-from .dialects import DEFAULT_VERSION, FLWR_CONFIG_TOML_SINCE, RUNTIME_DEPS_SINCE, Dialect, FlowerVersion, dialect_for, supported_ranges, version_from_image
+from .dialects import DEFAULT_VERSION, FLWR_CONFIG_TOML_SINCE, KUBERNETES_EXECUTOR_SINCE, NODE_AUTH_SINCE, RUNTIME_DEPS_SINCE, Dialect, FlowerVersion, dialect_for, supported_ranges, version_from_image
 from .errors import PathPart, Problem, problem
 from .k8s_schema import fragment_errors
 from .naming import DNS_LABEL_MAX, STATEFULSET_NAME_MAX, Names, selector_labels
+from .quantity import QUANTITY
 from .pods import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
 
-# resource.Quantity's grammar (k8s.io/apimachinery): number, then a binary/decimal SI
-# suffix or an exponent.
-QUANTITY = re.compile(
-    r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-    r"(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$"
-)
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_POOLS = 16
@@ -83,6 +79,7 @@ def _check(raw: dict, stack: str) -> Iterator[Problem]:
         root_certs = _get(raw, "cli", "rootCertificates")
         if isinstance(root_certs, str) and not root_certs.startswith("/") and dialect.version >= FLWR_CONFIG_TOML_SINCE:
             yield problem(("cli", "rootCertificates"), f"flwr {dialect.version} needs an absolute path here")
+        yield from _version_gates(raw, dialect)
         if raw.get("allowRuntimeDependencyInstallation") is True and dialect.version < RUNTIME_DEPS_SINCE:
             yield problem(("allowRuntimeDependencyInstallation",),
                           f"runtime dependency installation needs Flower {RUNTIME_DEPS_SINCE} or later; "
@@ -98,6 +95,136 @@ def _check(raw: dict, stack: str) -> Iterator[Problem]:
         yield from _node_config(pool, i, mode)
         yield from _gpu(pool, i)
     yield from _fragments(raw, pools)
+    yield from _tls(raw)
+    yield from _node_auth(raw, mode)
+    yield from _network_policies(raw, pools)
+    yield from _probes(raw)
+    yield from _executor(raw, isolation)
+    for i, pool in pools:
+        yield from _disruption_budget(pool, i)
+
+
+# --- security settings ---------------------------------------------------------------
+
+GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(h|m|s|ms|us|ns))+$")
+DNS_NAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+PERCENT = re.compile(r"^[0-9]+%$")
+# Keys of Flower's executor config that RBAC and NetworkPolicies depend on.
+EXECUTOR_MANAGED_KEYS = ("namespace", "service-account-name")
+
+
+def _version_gates(raw: dict, dialect: Dialect) -> Iterator[Problem]:
+    v = dialect.version
+    if _get(raw, "nodeAuth", "enabled") is True and v < NODE_AUTH_SINCE:
+        yield problem(("nodeAuth", "enabled"), f"node authentication with `flwr supernode register` needs Flower "
+                                               f"{NODE_AUTH_SINCE} or later; this federation runs {v}")
+    if _get(raw, "executor", "type") == "kubernetes" and v < KUBERNETES_EXECUTOR_SINCE:
+        yield problem(("executor", "type"), f"the Kubernetes executor needs Flower {KUBERNETES_EXECUTOR_SINCE} or later; "
+                                            f"this federation runs {v}")
+
+
+def _tls(raw: dict) -> Iterator[Problem]:
+    tls = raw.get("tls")
+    if not isinstance(tls, dict):
+        return
+    if raw.get("insecure") is True and tls:
+        yield problem(("tls",), "TLS settings have no effect with insecure: true; remove one of the two")
+        return
+    source = tls.get("source", "generate")
+    if source == "existingSecret" and not tls.get("existingSecret"):
+        yield problem(("tls", "existingSecret"), "name the kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt) for source existingSecret")
+    if source != "existingSecret" and tls.get("existingSecret"):
+        yield problem(("tls", "existingSecret"), f"only used with tls.source: existingSecret (source is {source})")
+    if source == "certManager" and not _get(tls, "certManager", "issuerRef"):
+        yield problem(("tls", "certManager", "issuerRef"), "name the cert-manager Issuer or ClusterIssuer for source certManager")
+    for key in ("duration", "renewBefore"):
+        value = _get(tls, "certManager", key)
+        if isinstance(value, str) and not GO_DURATION.match(value):
+            yield problem(("tls", "certManager", key), f"'{value}' is not a duration (e.g. 43800h, 360h)")
+    gen = _dict(tls.get("generate"))
+    validity, renewal = gen.get("validityHours", 8760), gen.get("earlyRenewalHours", 720)
+    if isinstance(validity, int) and isinstance(renewal, int) and renewal >= validity:
+        yield problem(("tls", "generate", "earlyRenewalHours"), f"must be less than validityHours ({validity})")
+    trust = _dict(tls.get("trust"))
+    trust_source = trust.get("source")
+    if trust_source == "generated" and source != "generate":
+        yield problem(("tls", "trust", "source"), f"there is no generated CA with tls.source {source}; use copyFromServerSecret or existingSecret")
+    if trust_source == "existingSecret" and not trust.get("existingSecret"):
+        yield problem(("tls", "trust", "existingSecret"), "name the Secret holding the CA certificate for trust.source existingSecret")
+    if trust.get("existingSecret") and trust_source != "existingSecret":
+        yield problem(("tls", "trust", "existingSecret"), "only used with trust.source: existingSecret")
+    for j, name in enumerate(_list(tls.get("dnsNames"))):
+        if isinstance(name, str) and not (DNS_NAME.match(name) and len(name) <= 253):
+            yield problem(("tls", "dnsNames", j), f"'{name}' is not a DNS name")
+    for j, ip in enumerate(_list(tls.get("ipAddresses"))):
+        if isinstance(ip, str):
+            try:
+                ipaddress.ip_address(ip)
+            except ValueError:
+                yield problem(("tls", "ipAddresses", j), f"'{ip}' is not an IP address")
+
+
+def _node_auth(raw: dict, mode: str) -> Iterator[Problem]:
+    if _get(raw, "nodeAuth", "enabled") is not True:
+        return
+    if raw.get("insecure") is True:
+        yield problem(("nodeAuth", "enabled"), "node authentication needs TLS (the SuperLink refuses it with insecure: true)")
+    if mode == "DaemonSet" and _get(raw, "nodeAuth", "keySource", default="generate") == "generate":
+        yield problem(("nodeAuth", "keySource"),
+                      "a DaemonSet's pods are not known in advance, so per-node keys cannot be generated; "
+                      "set keySource: config and supply one key per Kubernetes node name in the secret config "
+                      "nodeAuthKeys ({pool: {node-name: key}})")
+
+
+def _network_policies(raw: dict, pools) -> Iterator[Problem]:
+    sections = [(("networkPolicy",), raw.get("networkPolicy")),
+                (("superlink", "networkPolicy"), _get(raw, "superlink", "networkPolicy")),
+                (("supernodes", "networkPolicy"), _get(raw, "supernodes", "networkPolicy"))]
+    sections += [(("supernodes", "pools", i, "networkPolicy"), p.get("networkPolicy")) for i, p in pools]
+    for at, np in sections:
+        np = _dict(np)
+        yield from _list_fragment(at + ("extraIngress",), np.get("extraIngress"), "networkpolicyingressrule-networking-v1.json")
+        yield from _list_fragment(at + ("extraEgress",), np.get("extraEgress"), "networkpolicyegressrule-networking-v1.json")
+        if np.get("ingressNSPodMatchLabels") and not np.get("ingressNSMatchLabels"):
+            yield problem(at + ("ingressNSPodMatchLabels",), "only used together with ingressNSMatchLabels")
+
+
+def _probes(raw: dict) -> Iterator[Problem]:
+    for at in (("probes",), ("superlink", "probes"), ("supernodes", "probes")):
+        value = _get(raw, *at, "livenessProbe", "successThreshold")
+        if isinstance(value, int) and value != 1:
+            yield problem(at + ("livenessProbe", "successThreshold"), "must be 1 for a liveness probe (a Kubernetes rule)")
+
+
+def _executor(raw: dict, isolation: str) -> Iterator[Problem]:
+    executor = _dict(raw.get("executor"))
+    kind = executor.get("type", "subprocess")
+    if kind != "kubernetes":
+        for key in ("image", "config"):
+            if executor.get(key):
+                yield problem(("executor", key), "only used with executor.type: kubernetes")
+        return
+    if isolation != "process":
+        yield problem(("executor", "type"), "the Kubernetes executor runs in the SuperExecs: it needs isolationMode=process")
+    elif raw.get("superexecPlacement") != "distributed":
+        yield problem(("executor", "type"), "the Kubernetes executor's pods dial the SuperExec's API address, which a sidecar "
+                                            "has only on its pod's loopback: set superexecPlacement: distributed")
+    for key in _dict(executor.get("config")):
+        if key in EXECUTOR_MANAGED_KEYS:
+            yield problem(("executor", "config", key), "set by flower-federation (RBAC and NetworkPolicies depend on it)")
+
+
+def _disruption_budget(pool: dict, i: int) -> Iterator[Problem]:
+    budget = _dict(pool.get("disruptionBudget"))
+    at = ("supernodes", "pools", i, "disruptionBudget")
+    if budget.get("maxUnavailable") is not None and budget.get("minAvailable") is not None:
+        yield problem(at, "set maxUnavailable or minAvailable, not both")
+    for key in ("maxUnavailable", "minAvailable"):
+        value = budget.get(key)
+        if isinstance(value, str) and not PERCENT.match(value):
+            yield problem(at + (key,), f"'{value}' must be a count or a percentage such as 25%")
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            yield problem(at + (key,), "must not be negative")
 
 
 def _cel_rules(raw, mode, isolation, pools) -> Iterator[Problem]:
@@ -289,6 +416,15 @@ _DICT_FRAGMENTS = {
 def _fragments(raw: dict, pools) -> Iterator[Problem]:
     sections: list[tuple[tuple, dict, str]] = [(("superlink",), _dict(raw.get("superlink")), "superlink")]
     sections += [(("supernodes", "pools", i), pool, "pool") for i, pool in pools]
+    for key, schema in (("securityContext", "securitycontext-v1.json"),
+                        ("podSecurityContext", "podsecuritycontext-v1.json"),
+                        ("defaultResources", "resourcerequirements-v1.json")):
+        value = raw.get(key)
+        if isinstance(value, dict):
+            for path, msg in fragment_errors(value, schema):
+                yield problem((key,) + path, msg)
+            if key == "defaultResources":
+                yield from _quantities((key,), value)
     supernodes = _dict(raw.get("supernodes"))
     yield from _list_fragment(("supernodes", "env"), supernodes.get("env"), "envvar-v1.json")
     yield from _reserved_env(("supernodes", "env"), supernodes.get("env"))

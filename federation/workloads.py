@@ -9,9 +9,17 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from . import pods
+from . import access, network, nodeauth, pods, probes
 from .config import Pool
-from .dialects import ANY_ADDRESS, LOOPBACK, SUPERNODE_APPIO_PORT, ServerTls
+from .dialects import (
+    ANY_ADDRESS,
+    HEALTH_PORT,
+    LOOPBACK,
+    SIDECAR_HEALTH_PORT,
+    SUPERNODE_APPIO_PORT,
+    ServerTls,
+    health_server_args,
+)
 from .naming import (
     SUPEREXEC_CLIENTAPP,
     SUPEREXEC_SERVERAPP,
@@ -39,13 +47,45 @@ def _labels(plan: FederationPlan, component: str, pool: Optional[str] = None) ->
     return common_labels(plan.name, component, str(plan.version), pool, plan.spec.labels)
 
 
-def _secret_volume(name: str, secret: str, keys: list[str], mode: int) -> dict[str, Any]:
+def _secret_volume(name: str, secret: str, items: dict[str, str], mode: int) -> dict[str, Any]:
+    """A Secret volume exposing exactly `items` (key -> file name)."""
     return {"name": name, "secret": {"secretName": secret, "defaultMode": mode,
-                                     "items": [{"key": k, "path": k} for k in keys]}}
+                                     "items": [{"key": k, "path": path} for k, path in items.items()]}}
 
 
 def _ca_volume(plan: FederationPlan) -> list[dict]:
-    return [_secret_volume(pods.CA_VOLUME, plan.trust.ca_secret, ["ca.crt"], 0o444)] if plan.trust else []
+    if not plan.trust:
+        return []
+    return [_secret_volume(pods.CA_VOLUME, plan.trust.ca_secret, {plan.trust.ca_key: "ca.crt"}, 0o444)]
+
+
+def _container(plan: FederationPlan, name: str, image: str, args: list[str], *, env=None, resources=None,
+               mounts=None, privileged: bool = False, health: Optional[dict] = None) -> dict:
+    """A managed container: default resources under the component's own, the restricted
+    securityContext with the user's overrides, and probes."""
+    c = pods.container(name, image, args, env=env,
+                       resources=pods.merge_resources(plan.spec.default_resources, resources),
+                       mounts=mounts, privileged=privileged, security_overrides=plan.spec.security_context)
+    c.update(health or {})
+    return c
+
+
+def _template(plan: FederationPlan, labels: dict, containers: list[dict], volumes: list[dict], *,
+              service_account: str, api_token: bool = False, annotations: Optional[dict] = None) -> dict:
+    return pods.pod_template(labels, containers, volumes, annotations, service_account=service_account,
+                             api_token=api_token, security_overrides=plan.spec.pod_security_context)
+
+
+def _superlink_probes(plan: FederationPlan):
+    return probes.pick(plan.spec.probes, plan.spec.superlink.probes)
+
+
+def _supernode_probes(plan: FederationPlan):
+    return probes.pick(plan.spec.probes, plan.spec.supernodes.probes)
+
+
+def _node_auth(plan: FederationPlan) -> bool:
+    return plan.spec.node_auth.enabled
 
 
 def _ca_mount(plan: FederationPlan) -> list[dict]:
@@ -57,8 +97,11 @@ def _client_ca_file(plan: FederationPlan) -> Optional[str]:
 
 
 def namespace(plan: FederationPlan) -> Manifest:
-    privileged = any(p.gpu.enabled and p.gpu.mount_all and p.gpu.vendor == "amd" for p in plan.spec.supernodes.pools)
-    level = "privileged" if privileged else "restricted"
+    """Enforces the strictest Pod Security level every pod of the federation meets:
+    `restricted` unless something (AMD mountAll, a weakened securityContext) needs more."""
+    from . import pss  # pss reads the templates built below
+
+    level = pss.namespace_level([t for t in pod_templates(plan)])
     labels = {**plan.spec.labels, "app.kubernetes.io/managed-by": "pulumi",
               "pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/warn": level}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.namespace, "labels": labels}}
@@ -80,20 +123,32 @@ def _serverapp_ca(plan: FederationPlan) -> Optional[str]:
     return _client_ca_file(plan) if plan.ports.serverappio is None else None
 
 
+def _superexec_health_port(plan: FederationPlan) -> int:
+    # A sidecar shares the pod's network namespace with the SuperLink/SuperNode.
+    return HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT
+
+
 def _superexec_serverapp_container(plan: FederationPlan) -> dict:
     sl = plan.spec.superlink
+    port = _superexec_health_port(plan)
     args = plan.dialect.superexec_args(
         plugin="serverapp",
         appio_address=superlink_appio_address(plan),
         ca_file=_serverapp_ca(plan),
         runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
-    )
+    ) + health_server_args(plan.version, port)
     mounts = _ca_mount(plan) if _serverapp_ca(plan) else []
-    return pods.container(SUPEREXEC_SERVERAPP, sl.superexec_image, args,
-                          env=list(sl.env) or None, resources=sl.superexec_resources, mounts=mounts)
+    if access.kubernetes_executor(plan):
+        args += access.executor_args()
+        mounts = mounts + [access.executor_config_mount()]
+    return _container(plan, SUPEREXEC_SERVERAPP, sl.superexec_image, args, env=list(sl.env) or None,
+                      resources=sl.superexec_resources, mounts=mounts,
+                      health=probes.grpc_health(plan.version, port, _superlink_probes(plan)))
 
 
-def superlink(plan: FederationPlan) -> list[Manifest]:
+def superlink(plan: FederationPlan, pod_annotations: Optional[dict] = None) -> list[Manifest]:
+    """The SuperLink's objects. `pod_annotations` (e.g. a checksum of the certificates
+    it mounts, possibly a Pulumi Output) go on its pod template."""
     sl = plan.spec.superlink
     names = plan.names
     persist = sl.persistence.enabled
@@ -107,13 +162,23 @@ def superlink(plan: FederationPlan) -> list[Manifest]:
         database=f"{pods.STATE_DIR}/state.db" if persist else None,
         tls=tls,
         runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
-    ) + list(sl.extra_args)
+    )
+    if _node_auth(plan):
+        args.append("--enable-supernode-auth")
+    grpc_era = plan.ports.serverappio is not None
+    if grpc_era:
+        args += health_server_args(plan.version, HEALTH_PORT)
+        health = probes.grpc_health(plan.version, HEALTH_PORT, _superlink_probes(plan))
+    else:
+        health = probes.http_health("api", plan.trust is not None, _superlink_probes(plan))
+    args += list(sl.extra_args)
 
     mounts: list[dict] = []
     volumes: list[dict] = []
     if plan.trust:
         mounts.append({"name": pods.TLS_VOLUME, "mountPath": pods.TLS_DIR, "readOnly": True})
-        volumes.append(_secret_volume(pods.TLS_VOLUME, plan.trust.server_secret, ["tls.crt", "tls.key"], 0o440))
+        volumes.append(_secret_volume(pods.TLS_VOLUME, plan.trust.server_secret,
+                                      {"tls.crt": "tls.crt", "tls.key": "tls.key"}, 0o440))
     mounts += _ca_mount(plan)
     volumes += _ca_volume(plan)
     if persist:
@@ -122,8 +187,8 @@ def superlink(plan: FederationPlan) -> list[Manifest]:
     volumes += sl.volumes
 
     service_ports = plan.dialect.service_ports(plan.ports)
-    main = pods.container(SUPERLINK, plan.superlink_image, args, env=list(sl.env) or None,
-                          resources=sl.resources, mounts=mounts)
+    main = _container(plan, SUPERLINK, plan.superlink_image, args, env=list(sl.env) or None,
+                      resources=sl.resources, mounts=mounts, health=health)
     main["ports"] = [{"name": p.name, "containerPort": p.port, "protocol": "TCP"} for p in service_ports]
     if plan.distributed and plan.ports.serverappio is not None:
         main["ports"].append({"name": "serverappio", "containerPort": plan.ports.serverappio, "protocol": "TCP"})
@@ -133,7 +198,9 @@ def superlink(plan: FederationPlan) -> list[Manifest]:
 
     selector = selector_labels(plan.name, SUPERLINK)
     labels = _labels(plan, SUPERLINK)
-    template = pods.apply_pod_template(pods.pod_template(labels, containers, volumes), sl.pod_template)
+    template = _template(plan, labels, containers, volumes, service_account=names.superlink,
+                         annotations=pod_annotations)
+    template = pods.apply_pod_template(template, sl.pod_template)
 
     claims = []
     if persist:
@@ -163,12 +230,15 @@ def superlink(plan: FederationPlan) -> list[Manifest]:
             },
         },
     ]
+    objects.append(access.service_account(plan, names.superlink, SUPERLINK))
     if plan.distributed:
-        objects += _superlink_distributed(plan, selector)
+        objects += _superlink_distributed(plan, selector, pod_annotations)
+    objects += [p for p in network.policies(plan) if p["metadata"]["name"] in network.superlink_policy_names(plan)]
     return objects
 
 
-def _superlink_distributed(plan: FederationPlan, superlink_selector: dict) -> list[Manifest]:
+def _superlink_distributed(plan: FederationPlan, superlink_selector: dict,
+                           pod_annotations: Optional[dict]) -> list[Manifest]:
     names = plan.names
     out: list[Manifest] = []
     if plan.ports.serverappio is not None:
@@ -181,8 +251,17 @@ def _superlink_distributed(plan: FederationPlan, superlink_selector: dict) -> li
                                 "targetPort": "serverappio", "protocol": "TCP"}]},
         })
     labels = _labels(plan, SUPEREXEC_SERVERAPP)
-    template = pods.pod_template(labels, [_superexec_serverapp_container(plan)],
-                                 _ca_volume(plan) if _serverapp_ca(plan) else [])
+    volumes = _ca_volume(plan) if _serverapp_ca(plan) else []
+    k8s_executor = access.kubernetes_executor(plan)
+    if k8s_executor:
+        volumes.append(access.executor_config_volume(plan, names.superexec_serverapp))
+        out.append(access.executor_config_map(plan, names.superexec_serverapp, "serverapp",
+                                              plan.spec.superlink.superexec_image))
+        out.append(access.executor_role_binding(plan, names.superexec_serverapp))
+    template = _template(plan, labels, [_superexec_serverapp_container(plan)], volumes,
+                         service_account=names.superexec_serverapp, api_token=k8s_executor,
+                         annotations=pod_annotations if _serverapp_ca(plan) else None)
+    out.append(access.service_account(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP, api_token=k8s_executor))
     out.append({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": _meta(plan, names.superexec_serverapp, labels),
@@ -222,25 +301,32 @@ def _apply_gpu(pool: Pool, c: dict, template: dict) -> None:
 
 def _supernode_env(plan: FederationPlan, pool: Pool, stateful: bool) -> list[dict]:
     system = []
-    if stateful and uses_placeholder(pool.node_config, "{index}"):
+    # Node keys are chosen per pod by ordinal (StatefulSet) or node name (DaemonSet).
+    if stateful and (uses_placeholder(pool.node_config, "{index}") or _node_auth(plan)):
         system.append(pods.pod_index_env())
-    if uses_placeholder(pool.node_config, "{node}"):
+    if uses_placeholder(pool.node_config, "{node}") or (_node_auth(plan) and not stateful):
         system.append(pods.node_name_env())
     return pods.merge_env(system, plan.spec.supernodes.env, pool.env)
 
 
 def _superexec_clientapp_container(plan: FederationPlan, pool: Pool, appio_address: str,
                                    env: list[dict]) -> dict:
+    port = _superexec_health_port(plan)
     args = plan.dialect.superexec_args(
         plugin="clientapp",
         appio_address=appio_address,
         # The SuperNode's AppIo/Runtime API is plaintext in both eras.
         ca_file=None,
         runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
-    )
-    return pods.container(SUPEREXEC_CLIENTAPP, pool.images.superexec_client_app, args,
-                          env=pods.merge_env(env, plan.spec.supernodes.env, pool.env) or None,
-                          resources=pool.superexec_resources, mounts=pool.superexec_volume_mounts)
+    ) + health_server_args(plan.version, port)
+    mounts = list(pool.superexec_volume_mounts)
+    if access.kubernetes_executor(plan):
+        args += access.executor_args()
+        mounts.append(access.executor_config_mount())
+    return _container(plan, SUPEREXEC_CLIENTAPP, pool.images.superexec_client_app, args,
+                      env=pods.merge_env(env, plan.spec.supernodes.env, pool.env) or None,
+                      resources=pool.superexec_resources, mounts=mounts,
+                      health=probes.grpc_health(plan.version, port, _supernode_probes(plan)))
 
 
 def _claims_for(pool: Pool, mounts: list[dict]) -> list[dict]:
@@ -248,7 +334,9 @@ def _claims_for(pool: Pool, mounts: list[dict]) -> list[dict]:
     return [copy.deepcopy(c) for c in pool.volume_claim_templates if c.get("metadata", {}).get("name") in used]
 
 
-def pool(plan: FederationPlan, pool: Pool) -> list[Manifest]:
+def pool(plan: FederationPlan, pool: Pool, pod_annotations: Optional[dict] = None) -> list[Manifest]:
+    """One pool's objects. `pod_annotations` go on the pod templates of pods that mount
+    the CA (e.g. its checksum, possibly a Pulumi Output)."""
     names = plan.names
     stateful = plan.spec.mode == "StatefulSet"
     workload_name = names.pool(pool.name)
@@ -260,14 +348,22 @@ def pool(plan: FederationPlan, pool: Pool) -> list[Manifest]:
         appio_bind=ANY_ADDRESS if plan.distributed else LOOPBACK,
         runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
     )
+    mounts = _ca_mount(plan)
+    volumes = _ca_volume(plan)
+    if _node_auth(plan):
+        args += ["--auth-supernode-private-key", nodeauth.private_key_path(plan)]
+        mounts.append(nodeauth.key_mount())
+        volumes.append(nodeauth.key_volume(plan, pool))
     if node_config:
         args += ["--node-config", node_config]
+    args += health_server_args(plan.version, HEALTH_PORT)
     args += list(pool.extra_args)
 
-    supernode = pods.container(SUPERNODE, plan.supernode_image(pool), args,
-                               env=_supernode_env(plan, pool, stateful) or None,
-                               resources=pool.supernode_resources,
-                               mounts=_ca_mount(plan) + list(pool.volume_mounts))
+    supernode = _container(plan, SUPERNODE, plan.supernode_image(pool), args,
+                           env=_supernode_env(plan, pool, stateful) or None,
+                           resources=pool.supernode_resources,
+                           mounts=mounts + list(pool.volume_mounts),
+                           health=probes.grpc_health(plan.version, HEALTH_PORT, _supernode_probes(plan)))
     containers = [supernode]
     if plan.process_isolation and not plan.distributed:
         containers.append(_superexec_clientapp_container(plan, pool, f"{LOOPBACK}:{SUPERNODE_APPIO_PORT}", []))
@@ -276,14 +372,16 @@ def pool(plan: FederationPlan, pool: Pool) -> list[Manifest]:
 
     labels = _labels(plan, SUPERNODE, pool.name)
     selector = selector_labels(plan.name, SUPERNODE, pool.name)
-    template = pods.pod_template(labels, containers, _ca_volume(plan) + list(pool.volumes))
+    template = _template(plan, labels, containers, volumes + list(pool.volumes), service_account=workload_name,
+                         annotations=pod_annotations)
     if not plan.distributed:
         target = next(c for c in containers if c["name"] == _gpu_target(plan))
         _apply_gpu(pool, target, template)
     template = pods.apply_pod_template(template, pool.pod_template)
 
     meta = _meta(plan, workload_name, labels)
-    objects: list[Manifest] = []
+    objects: list[Manifest] = [access.service_account(plan, workload_name, SUPERNODE, pool.name)]
+    objects += _pool_extras(plan, pool, workload_name, selector, labels)
     if not stateful:
         objects.append({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta,
                         "spec": {"selector": {"matchLabels": selector}, "template": template}})
@@ -309,11 +407,28 @@ def pool(plan: FederationPlan, pool: Pool) -> list[Manifest]:
         spec["volumeClaimTemplates"] = claims
     objects.append({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta, "spec": spec})
     if plan.distributed:
-        objects.append(_pool_superexec(plan, pool, workload_name))
+        objects += _pool_superexec(plan, pool, workload_name)
     return objects
 
 
-def _pool_superexec(plan: FederationPlan, pool: Pool, supernode_workload: str) -> Manifest:
+def _pool_extras(plan: FederationPlan, pool: Pool, workload_name: str, selector: dict, labels: dict) -> list[Manifest]:
+    """The pool's PodDisruptionBudget and NetworkPolicies."""
+    out: list[Manifest] = []
+    budget = pool.disruption_budget
+    if budget.enabled:
+        spec: dict[str, Any] = {"selector": {"matchLabels": selector}}
+        if budget.min_available is not None:
+            spec["minAvailable"] = budget.min_available
+        else:
+            spec["maxUnavailable"] = budget.max_unavailable if budget.max_unavailable is not None else 1
+        out.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": _meta(plan, workload_name, labels), "spec": spec})
+    names = network.pool_policy_names(plan, pool)
+    out += [p for p in network.policies(plan) if p["metadata"]["name"] in names]
+    return out
+
+
+def _pool_superexec(plan: FederationPlan, pool: Pool, supernode_workload: str) -> list[Manifest]:
     """Distributed SuperExec for a StatefulSet pool: replica k serves SuperNode k, which
     it finds by its stable name behind the pool's headless Service."""
     name = plan.names.pool_superexec(pool.name)
@@ -321,7 +436,14 @@ def _pool_superexec(plan: FederationPlan, pool: Pool, supernode_workload: str) -
     env = [pods.pod_index_env(), {"name": pods.SUPERNODE_HOST_ENV, "value": host}]
     c = _superexec_clientapp_container(plan, pool, f"$({pods.SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env)
     labels = _labels(plan, SUPEREXEC_CLIENTAPP, pool.name)
-    template = pods.pod_template(labels, [c], list(pool.volumes))
+    volumes = list(pool.volumes)
+    k8s_executor = access.kubernetes_executor(plan)
+    extra: list[Manifest] = [access.service_account(plan, name, SUPEREXEC_CLIENTAPP, pool.name, api_token=k8s_executor)]
+    if k8s_executor:
+        volumes.append(access.executor_config_volume(plan, name))
+        extra.append(access.executor_config_map(plan, name, pool.name, pool.images.superexec_client_app))
+        extra.append(access.executor_role_binding(plan, name))
+    template = _template(plan, labels, [c], volumes, service_account=name, api_token=k8s_executor)
     _apply_gpu(pool, c, template)
     template = pods.apply_pod_template(template, pool.pod_template)
     spec: dict[str, Any] = {
@@ -334,11 +456,23 @@ def _pool_superexec(plan: FederationPlan, pool: Pool, supernode_workload: str) -
     claims = _claims_for(pool, pool.superexec_volume_mounts)
     if claims:
         spec["volumeClaimTemplates"] = claims
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _meta(plan, name, labels), "spec": spec}
+    return extra + [{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _meta(plan, name, labels), "spec": spec}]
+
+
+def pod_templates(plan: FederationPlan) -> list[dict]:
+    """Every pod template of the federation's workloads."""
+    objects = superlink(plan) + [m for p in plan.spec.supernodes.pools for m in pool(plan, p)]
+    return [m["spec"]["template"] for m in objects if m["kind"] in WORKLOAD_KINDS]
+
+
+WORKLOAD_KINDS = ("StatefulSet", "DaemonSet", "Deployment")
 
 
 def all_objects(plan: FederationPlan) -> list[Manifest]:
+    """Every object, as `render` prints it. TLS and node-key Secrets hold material
+    Pulumi generates, so the components add those (see components/)."""
     objects = [namespace(plan)] if plan.spec.create_namespace else []
+    objects += access.federation_objects(plan)
     objects += superlink(plan)
     for p in plan.spec.supernodes.pools:
         objects += pool(plan, p)

@@ -22,6 +22,8 @@ import yaml
 
 from components.offline import run_program
 from federation import workloads
+from federation.pods import merge_resources
+from tests.support.generated import without_generated
 from federation.errors import ConfigError
 from federation.plan import load_plan
 
@@ -743,6 +745,14 @@ def volume(pod_spec: dict, name: str) -> dict:
     return found[0]
 
 
+DEFAULT_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}}
+
+
+def with_defaults(resources: Optional[dict]) -> dict:
+    """Resources as rendered: the given ones over the federation's default requests."""
+    return merge_resources(DEFAULT_RESOURCES, resources)
+
+
 def with_gpu(resources: Optional[dict], gpu: Optional[tuple[str, int]]) -> dict:
     out = copy.deepcopy(resources or {})
     if gpu:
@@ -773,9 +783,14 @@ def test_example_table_matches_the_configs():
 
 @each_example
 def test_objects_are_named_like_the_operators(ex: Example):
-    expected = {("Namespace", NAMESPACE), ("StatefulSet", f"{ex.name}-superlink"), ("Service", f"{ex.name}-superlink")}
+    # The operator's objects, plus what we add around each workload: a ServiceAccount,
+    # a NetworkPolicy, and for each pool a PodDisruptionBudget.
+    superlink = f"{ex.name}-superlink"
+    expected = {("Namespace", NAMESPACE), ("StatefulSet", superlink), ("Service", superlink),
+                ("ServiceAccount", superlink), ("NetworkPolicy", superlink)}
     for pool, want in ex.pools.items():
         workload = f"{ex.name}-supernode-{pool}"
+        expected |= {("ServiceAccount", workload), ("NetworkPolicy", workload), ("PodDisruptionBudget", workload)}
         if want.replicas is None:
             expected.add(("DaemonSet", workload))
         else:
@@ -842,13 +857,15 @@ def test_isolation_mode_and_superexec_args(ex: Example):
     if ex.process:
         # gRPC era SuperExec: plaintext AppIo API inside the pod.
         assert container(sts, "superexec-serverapp")["args"] == [
-            "--insecure", "--plugin-type", "serverapp", "--appio-api-address", "127.0.0.1:9091"]
+            "--insecure", "--plugin-type", "serverapp", "--appio-api-address", "127.0.0.1:9091",
+            "--health-server-address", "0.0.0.0:8082"]
     for pool in ex.pools:
         workload = pool_workload(objs, ex, pool)
         assert flag(container(workload, "supernode")["args"], "--isolation") == ex.isolation
         if ex.process:
             assert container(workload, "superexec-clientapp")["args"] == [
-                "--insecure", "--plugin-type", "clientapp", "--appio-api-address", "127.0.0.1:9094"]
+                "--insecure", "--plugin-type", "clientapp", "--appio-api-address", "127.0.0.1:9094",
+                "--health-server-address", "0.0.0.0:8082"]
 
 
 # --- SuperLink: gRPC era, TLS, state -----------------------------------------------------
@@ -906,9 +923,10 @@ def test_supernode_dials_superlink_over_tls(ex: Example, pool: str):
 def test_superlink_resources_land_on_the_right_container(ex: Example):
     sts = superlink_sts(index(render(ex.config)), ex)
     sl = ex.config["superlink"]
-    assert container(sts, "superlink")["resources"] == (sl.get("resources") or {})
+    # The operator's resources, over our default requests.
+    assert container(sts, "superlink")["resources"] == with_defaults(sl.get("resources"))
     if ex.process:
-        assert container(sts, "superexec-serverapp")["resources"] == (sl.get("superexecResources") or {})
+        assert container(sts, "superexec-serverapp")["resources"] == with_defaults(sl.get("superexecResources"))
 
 
 @each_pool
@@ -917,9 +935,9 @@ def test_pool_resources_and_gpu_land_on_the_right_container(ex: Example, pool: s
     raw, want = config_pool(ex, pool), ex.pools[pool]
     # The GPU goes to the container that runs ClientApps.
     supernode_gpu, clientapp_gpu = (None, want.gpu) if ex.process else (want.gpu, None)
-    assert container(workload, "supernode")["resources"] == with_gpu(raw.get("supernodeResources"), supernode_gpu)
+    assert container(workload, "supernode")["resources"] == with_defaults(with_gpu(raw.get("supernodeResources"), supernode_gpu))
     if ex.process:
-        assert container(workload, "superexec-clientapp")["resources"] == with_gpu(raw.get("superexecResources"), clientapp_gpu)
+        assert container(workload, "superexec-clientapp")["resources"] == with_defaults(with_gpu(raw.get("superexecResources"), clientapp_gpu))
 
 
 def test_readme_resources_verbatim():
@@ -946,8 +964,8 @@ def test_gpu_in_process_mode_is_on_clientapp_only():
     objs = index(render(BY_ID["gpu-nvidia-process"].config))
     workload = objs[("StatefulSet", "gpu-nvidia-process-supernode-nvidia-pool")]
     assert container(workload, "superexec-clientapp")["resources"]["limits"] == {"nvidia.com/gpu": 1}
-    assert container(workload, "supernode")["resources"] == {}
-    assert container(objs[("StatefulSet", "gpu-nvidia-process-superlink")], "superexec-serverapp")["resources"] == {}
+    assert container(workload, "supernode")["resources"] == DEFAULT_RESOURCES
+    assert container(objs[("StatefulSet", "gpu-nvidia-process-superlink")], "superexec-serverapp")["resources"] == DEFAULT_RESOURCES
 
 
 def test_gpu_count_survives_a_pod_template_resources_patch():
@@ -1234,7 +1252,9 @@ def test_pulumi_program_registers_the_core_manifests(example: str):
     ex = BY_ID[example]
     run = run_program({"flower-federation:federation": copy.deepcopy(ex.config)}, STACK)
     core = render(ex.config)
-    registered = sorted((r.type, r.name) for r in run.kubernetes)
-    assert registered == sorted((pulumi_type(m), m["metadata"]["name"]) for m in core)
-    # And with exactly the core's content.
-    assert index(run.manifests()) == index(core)
+    manifests, secrets = without_generated(run.manifests())
+    assert sorted((pulumi_type(m), m["metadata"]["name"]) for m in manifests) == \
+        sorted((pulumi_type(m), m["metadata"]["name"]) for m in core)
+    # And with exactly the core's content; TLS is on, so the shell adds its Secrets.
+    assert index(manifests) == index(core)
+    assert {s["metadata"]["name"] for s in secrets} == {f"{ex.name}-superlink-tls", f"{ex.name}-ca"}

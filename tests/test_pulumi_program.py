@@ -14,6 +14,7 @@ import pytest
 
 from components import program
 from components.offline import Run, run_program
+from tests.support.generated import without_generated
 from federation.plan import load_plan
 from federation.workloads import all_objects
 from tests.support.flower import GRPC_ERA, HTTP_ERA
@@ -46,9 +47,12 @@ def by_identity(objects) -> dict[tuple[str, str], str]:
 def test_program_registers_exactly_the_core_manifests(preview):
     raw = base()
     run = run_program({KEY: raw}, "dev", preview=preview)
+    manifests, secrets = without_generated(run.manifests())
     # Not vacuous: the mocks really saw the resources.
-    assert len(run.kubernetes) == len(all_objects(load_plan(raw, "dev"))) > 5
-    assert canonical(run.manifests()) == canonical(all_objects(load_plan(raw, "dev")))
+    assert len(manifests) == len(all_objects(load_plan(raw, "dev"))) > 5
+    assert canonical(manifests) == canonical(all_objects(load_plan(raw, "dev")))
+    # TLS on by default: the shell adds the server and CA Secrets.
+    assert sorted(s["metadata"]["name"] for s in secrets) == ["fed-ca", "fed-superlink-tls"]
     types = {r.type for r in run.registrations}
     assert {"flower-federation:index:Federation", "flower-federation:index:SuperLink",
             "flower-federation:index:SuperNodePool", "kubernetes:apps/v1:StatefulSet",
@@ -159,7 +163,8 @@ def test_adding_a_pool_adds_only_its_resources():
     grown["supernodes"]["pools"].append({"name": "c", "replicas": 1})
     after = by_identity(all_objects(load_plan(grown, "dev")))
     assert {k: v for k, v in after.items() if k in before} == before
-    assert set(after) - set(before) == {("Service", "fed-supernode-c"), ("StatefulSet", "fed-supernode-c")}
+    assert set(after) - set(before) == {(kind, "fed-supernode-c") for kind in (
+        "Service", "StatefulSet", "ServiceAccount", "NetworkPolicy", "PodDisruptionBudget")}
 
 
 def test_two_federations_share_a_namespace_without_colliding():
@@ -213,9 +218,9 @@ def test_secret_values_are_masked_unless_asked_for():
         pulumi.export("token", pulumi.Output.secret("t0ken"))
 
     run = run_program({KEY: base()}, "dev", entry=entry)
-    masked = next(m for m in run.manifests() if m["kind"] == "Secret")
-    shown = next(m for m in run.manifests(show_secrets=True) if m["kind"] == "Secret")
-    # Pulumi marks the whole map secret once one value is.
-    assert masked["stringData"] == SECRET_PLACEHOLDER
+    masked = next(m for m in run.manifests() if m["kind"] == "Secret" and m["metadata"]["name"] == "s")
+    shown = next(m for m in run.manifests(show_secrets=True) if m["kind"] == "Secret" and m["metadata"]["name"] == "s")
+    # pulumi-kubernetes marks a Secret's whole map secret; a render keeps its keys.
+    assert masked["stringData"] == {"key": SECRET_PLACEHOLDER, "plain": SECRET_PLACEHOLDER}
     assert shown["stringData"] == {"key": "hush", "plain": "visible"}
     assert "token" in run.secret_outputs and "flwrConfig" not in run.secret_outputs

@@ -1,0 +1,114 @@
+"""TlsTrustComponent: the SuperLink's server certificate and the trust its clients
+mount, from one of three sources (see federation/trust.py for the plain-data side).
+
+- generate: pulumi-tls makes a CA and a server certificate; keys and certificates live
+  in Pulumi state as secrets, and in a kubernetes.io/tls Secret for the SuperLink.
+- certManager: a cert-manager Certificate; Pulumi waits until it is Ready.
+- existingSecret: a kubernetes.io/tls Secret the user manages.
+
+Clients trust a Secret of their own: the generated CA, an existing CA Secret, or a copy
+of the server Secret's `ca.crt` (else `tls.crt`), as the Helm chart's
+copyFromExistingSecret does. `superlink_checksum` / `client_checksum` digest the
+certificates each side mounts, for pod annotations that roll pods when they change.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_tls as tls
+
+from federation import trust
+from federation.plan import FederationPlan
+
+from .kubernetes import register
+
+SERVER_USES = ["digital_signature", "key_encipherment", "server_auth"]
+CA_USES = ["cert_signing", "crl_signing", "digital_signature"]
+
+
+class TlsTrustComponent(pulumi.ComponentResource):
+    superlink_checksum: pulumi.Output[str]
+    client_checksum: pulumi.Output[str]
+    ca_certificate: Optional[pulumi.Output[str]]
+
+    def __init__(self, name: str, plan: FederationPlan, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("flower-federation:index:TlsTrust", name, None, opts)
+        assert plan.trust is not None, "TlsTrustComponent needs TLS (insecure is false)"
+        self._plan = plan
+        child = pulumi.ResourceOptions(parent=self)
+        self.resources: list[pulumi.Resource] = []
+        self.ca_certificate = None
+        source = plan.trust.source
+        if source == "generate":
+            server_cert, ca_pem = self._generate(name, child)
+            self.superlink_checksum = pulumi.Output.all(server_cert, ca_pem).apply(trust.checksum)
+            self.client_checksum = ca_pem.apply(lambda ca: trust.checksum([ca]))
+            self.ca_certificate = ca_pem
+        else:
+            after: list[pulumi.Resource] = []
+            if source == "certManager":
+                after.append(register(trust.certificate(plan), child))
+                self.resources += after
+            server_data = self._read(name, plan.trust.server_secret, "server", after)
+            self.superlink_checksum = server_data.apply(
+                lambda d: trust.checksum([_decode(d, "tls.crt"), _decode(d, "ca.crt")]))
+            if plan.trust.trust_source == "copyFromServerSecret":
+                ca_b64 = server_data.apply(lambda d: (d or {}).get("ca.crt") or (d or {}).get("tls.crt"))
+                self.resources.append(register(trust.trust_secret(plan, ca_base64=pulumi.Output.secret(ca_b64)),
+                                               pulumi.ResourceOptions(parent=self, depends_on=after)))
+                self.client_checksum = ca_b64.apply(lambda b: trust.checksum([_b64decode(b)]))
+            else:
+                ca_data = self._read(name, plan.trust.ca_secret, "ca", [])
+                self.client_checksum = ca_data.apply(lambda d: trust.checksum([_decode(d, plan.trust.ca_key)]))
+        self.register_outputs({"superlinkChecksum": self.superlink_checksum, "clientChecksum": self.client_checksum})
+
+    def _generate(self, name: str, child: pulumi.ResourceOptions):
+        plan = self._plan
+        gen = plan.spec.tls.generate
+        ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm=trust.SERVER_KEY_ALGORITHM,
+                                ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child)
+        ca = tls.SelfSignedCert(
+            f"{name}-ca", private_key_pem=ca_key.private_key_pem, is_ca_certificate=True,
+            subject=tls.SelfSignedCertSubjectArgs(common_name=f"{plan.name} Flower CA", organization="flower-federation"),
+            validity_period_hours=gen.ca_validity_hours, early_renewal_hours=min(gen.early_renewal_hours, gen.ca_validity_hours - 1),
+            allowed_uses=CA_USES, opts=child)
+        server_key = tls.PrivateKey(f"{name}-server-key", algorithm=trust.SERVER_KEY_ALGORITHM,
+                                    ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child)
+        csr = tls.CertRequest(
+            f"{name}-server-csr", private_key_pem=server_key.private_key_pem,
+            subject=tls.CertRequestSubjectArgs(common_name=trust.common_name(plan), organization="flower-federation"),
+            dns_names=trust.superlink_dns_names(plan), ip_addresses=trust.superlink_ip_addresses(plan), opts=child)
+        cert = tls.LocallySignedCert(
+            f"{name}-server-cert", cert_request_pem=csr.cert_request_pem, ca_private_key_pem=ca_key.private_key_pem,
+            ca_cert_pem=ca.cert_pem, validity_period_hours=gen.validity_hours,
+            early_renewal_hours=gen.early_renewal_hours, allowed_uses=SERVER_USES, opts=child)
+        secret_opts = pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"])
+        server = register(trust.server_secret(plan, pulumi.Output.secret(cert.cert_pem),
+                                              pulumi.Output.secret(server_key.private_key_pem),
+                                              pulumi.Output.secret(ca.cert_pem)), secret_opts)
+        ca_secret = register(trust.trust_secret(plan, ca_pem=pulumi.Output.secret(ca.cert_pem)), secret_opts)
+        self.resources += [ca_key, ca, server_key, csr, cert, server, ca_secret]
+        return cert.cert_pem, ca.cert_pem
+
+    def _read(self, name: str, secret: str, role: str, after: list[pulumi.Resource]) -> pulumi.Output[Any]:
+        """An existing Secret's data, read at deploy time (after `after`)."""
+        secret_id: Any = f"{self._plan.namespace}/{secret}"
+        if after:
+            # An id that waits for `after`: while the Certificate is still to be created
+            # (first preview), the read is deferred instead of failing on a missing Secret.
+            secret_id = after[0].id.apply(lambda _: f"{self._plan.namespace}/{secret}")
+        read = k8s.core.v1.Secret.get(f"{name}-{role}-secret-read", secret_id,
+                                      opts=pulumi.ResourceOptions(parent=self, depends_on=after))
+        return pulumi.Output.secret(read.data)
+
+
+def _b64decode(value: Optional[str]) -> str:
+    return base64.b64decode(value).decode(errors="replace") if value else ""
+
+
+def _decode(data: Optional[dict], key: str) -> str:
+    return _b64decode((data or {}).get(key))

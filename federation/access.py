@@ -1,0 +1,139 @@
+"""ServiceAccounts and RBAC, and the Kubernetes executor's config.
+
+Every component runs under a ServiceAccount of its own with no API token: none of them
+needs the Kubernetes API. The one exception is a SuperExec with `executor.type:
+kubernetes` (Flower 1.32+), which starts each ServerApp/ClientApp as a pod; it gets a
+token and a namespace-scoped Role with exactly the verbs Flower's kubernetes_executor
+uses (read off flwr/supercore/superexec/executor/kubernetes_executor.py, 1.41):
+
+- pods: create, list, patch, delete (launch, capacity checks, warm dispatch, sweeping)
+- pods/exec: create, get (warm-executor hand-off; the API server authorizes the
+  WebSocket upgrade as `create` since Kubernetes 1.30, `get` before)
+- secrets: create, list, delete (a per-task AppIo credential Secret)
+
+NVFLARE's launcher Role asks for more (get/watch on pods, get/update on Secrets);
+Flower's executor polls with list and never reads a Secret back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import yaml
+
+from . import network, pods
+from .naming import TASK_EXECUTOR, common_labels
+from .plan import FederationPlan
+
+EXECUTOR_CONFIG_DIR = "/etc/flower/executor"
+EXECUTOR_CONFIG_FILE = "executor.yaml"
+EXECUTOR_CONFIG_VOLUME = "executor-config"
+
+EXECUTOR_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "list", "patch"]},
+    {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete", "list"]},
+]
+# Read-only view of the federation, never its Secrets.
+VIEWER_RULES = [
+    {"apiGroups": [""], "resources": ["pods", "pods/log", "services", "endpoints", "configmaps",
+                                      "persistentvolumeclaims", "serviceaccounts", "events"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["apps"], "resources": ["statefulsets", "daemonsets", "deployments", "replicasets"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["get", "list", "watch"]},
+]
+
+
+def kubernetes_executor(plan: FederationPlan) -> bool:
+    # Rules require distributed placement: task pods dial the SuperExec's API address,
+    # which a sidecar has only on the pod's loopback.
+    return plan.distributed and plan.spec.executor.type == "kubernetes"
+
+
+def _meta(plan: FederationPlan, name: str, component: str, pool: Optional[str] = None) -> dict[str, Any]:
+    return {"name": name, "namespace": plan.namespace,
+            "labels": common_labels(plan.name, component, str(plan.version), pool, plan.spec.labels)}
+
+
+def service_account(plan: FederationPlan, name: str, component: str, pool: Optional[str] = None,
+                    api_token: bool = False) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(plan, name, component, pool),
+            "automountServiceAccountToken": api_token}
+
+
+def executor_args() -> list[str]:
+    return ["--executor", "kubernetes", "--executor-config", f"{EXECUTOR_CONFIG_DIR}/{EXECUTOR_CONFIG_FILE}"]
+
+
+def executor_config_mount() -> dict[str, Any]:
+    return {"name": EXECUTOR_CONFIG_VOLUME, "mountPath": EXECUTOR_CONFIG_DIR, "readOnly": True}
+
+
+def executor_config_volume(plan: FederationPlan, superexec_workload: str) -> dict[str, Any]:
+    return {"name": EXECUTOR_CONFIG_VOLUME,
+            "configMap": {"name": plan.names.executor_config(superexec_workload), "defaultMode": 0o444}}
+
+
+def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[str]) -> dict[str, Any]:
+    """Flower's Kubernetes executor config (its YAML keys): task pods run restricted,
+    under a token-less ServiceAccount, labelled so NetworkPolicies select them."""
+    user = dict(plan.spec.executor.config)
+    config: dict[str, Any] = {
+        "namespace": plan.namespace,
+        "image": plan.spec.executor.image or superexec_image,
+        "image-pull-policy": "IfNotPresent",
+        "labels": network.task_labels(plan, role),
+        "service-account-name": plan.names.task_executor,
+        "pod-security-context": pods.pod_security_context(plan.spec.pod_security_context),
+        "container-security-context": pods.container_security_context(False, plan.spec.security_context),
+        # Read-only root filesystem: Flower's writable paths on an emptyDir.
+        "volumes": [{"name": "scratch", "emptyDir": {}}],
+        "volume-mounts": [{"name": "scratch", "mountPath": path, "subPath": sub}
+                          for sub, path in pods.WRITABLE_PATHS.items()],
+    }
+    if plan.spec.default_resources:
+        config["resources"] = plan.spec.default_resources
+    for key, value in user.items():
+        config[key] = {**config.get(key, {}), **value} if key == "labels" and isinstance(value, dict) else value
+    return config
+
+
+def executor_config_map(plan: FederationPlan, superexec_workload: str, role: str,
+                        superexec_image: Optional[str]) -> dict[str, Any]:
+    text = yaml.safe_dump(executor_config(plan, role, superexec_image), sort_keys=True)
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": _meta(plan, plan.names.executor_config(superexec_workload), TASK_EXECUTOR),
+            "data": {EXECUTOR_CONFIG_FILE: text}}
+
+
+def executor_role_binding(plan: FederationPlan, superexec_workload: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": _meta(plan, superexec_workload, TASK_EXECUTOR),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": plan.names.executor_role},
+        "subjects": [{"kind": "ServiceAccount", "name": superexec_workload, "namespace": plan.namespace}],
+    }
+
+
+def federation_objects(plan: FederationPlan) -> list[dict[str, Any]]:
+    """Objects shared by the whole federation: the executor Role and the task pods'
+    ServiceAccount, and the optional viewer Role."""
+    out: list[dict[str, Any]] = []
+    names = plan.names
+    if kubernetes_executor(plan):
+        out.append(service_account(plan, names.task_executor, TASK_EXECUTOR))
+        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                    "metadata": _meta(plan, names.executor_role, TASK_EXECUTOR), "rules": EXECUTOR_RULES})
+    groups = plan.spec.rbac.viewer_groups
+    if groups:
+        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                    "metadata": _meta(plan, names.viewer_role, "viewer"), "rules": VIEWER_RULES})
+        out.append({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": _meta(plan, names.viewer_role, "viewer"),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.viewer_role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in groups],
+        })
+    return out

@@ -1,0 +1,266 @@
+"""NetworkPolicies from one list of relations.
+
+Every allowed flow is written once as a `Link` ("A may talk to B on port P"); each
+component's policy takes its ingress rules from the links that end at it and its egress
+rules from the links that start at it, so the two sides can never disagree. A policy
+selects a component's pods for both Ingress and Egress, which makes everything not
+linked a default deny.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .config import NetworkPolicy, Pool
+from .dialects import SUPERNODE_APPIO_PORT
+from .naming import (
+    SUPEREXEC_CLIENTAPP,
+    SUPEREXEC_SERVERAPP,
+    SUPERLINK,
+    SUPERNODE,
+    TASK_EXECUTOR,
+    common_labels,
+    selector_labels,
+)
+from .plan import FederationPlan
+
+DNS_PORT = 53
+# Where in-cluster clients reach the Kubernetes API (the Service port and the usual
+# apiserver ports behind it).
+API_SERVER_PORTS = (443, 6443)
+# Package indexes for runtime dependency installation (`uv sync`).
+PACKAGE_INDEX_PORTS = (443,)
+TASK_ROLE_LABEL = "flower.flwr.ai/task-role"
+
+# Field names (not aliases): built with model_construct, merged with model_dump(by_alias=False).
+DEFAULTS = NetworkPolicy.model_construct(
+    enabled=True, allow_external=False, allow_external_egress=False, extra_ingress=[], extra_egress=[],
+    ingress_pod_match_labels={}, ingress_ns_match_labels={}, ingress_ns_pod_match_labels={},
+)
+
+
+@dataclass(frozen=True)
+class Component:
+    """Pods of ours that get a policy."""
+
+    key: str  # object name of the policy
+    labels: tuple  # selector labels, as sorted items (hashable)
+    settings: NetworkPolicy
+    # A group (e.g. every SuperNode of the federation) gets no policy of its own; its
+    # links apply to each member, so adding a pool leaves the SuperLink's policy alone.
+    group: bool = False
+
+    @property
+    def selector(self) -> dict[str, str]:
+        return dict(self.labels)
+
+    def covers(self, other: "Component | Peer") -> bool:
+        if not isinstance(other, Component):
+            return False
+        return other == self or (self.group and set(self.labels) <= set(other.labels))
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A NetworkPolicyPeer other than our own components; `peer=None` means anywhere."""
+
+    peer: Optional[tuple] = None  # ((key, json-able value), ...)
+
+    def render(self) -> Optional[dict[str, Any]]:
+        return None if self.peer is None else _thaw(self.peer)
+
+
+
+
+@dataclass(frozen=True)
+class Link:
+    source: Component | Peer
+    target: Component | Peer
+    ports: tuple[tuple[int, str], ...]
+    why: str = field(default="", compare=False)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple((k, _freeze(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return ("__list__",) + tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        if value and value[0] == "__list__":
+            return [_thaw(v) for v in value[1:]]
+        return {k: _thaw(v) for k, v in value}
+    return value
+
+
+def effective(*layers: NetworkPolicy) -> NetworkPolicy:
+    """Later layers' set fields win over earlier ones; DEFAULTS fill the rest."""
+    merged = DEFAULTS.model_dump(by_alias=False)
+    for layer in layers:
+        merged.update({k: v for k, v in layer.model_dump(by_alias=False).items() if v is not None})
+    return NetworkPolicy.model_construct(**merged)
+
+
+ANYWHERE = Peer()
+# Cluster DNS as kubeadm, EKS, GKE and AKS label it.
+DNS = Peer(_freeze({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}))
+# The API server's address is not a pod: allow its ports to any address.
+API_SERVER = Peer(_freeze({"ipBlock": {"cidr": "0.0.0.0/0"}}))
+
+
+def _tcp(*ports: int) -> tuple[tuple[int, str], ...]:
+    return tuple((p, "TCP") for p in ports)
+
+
+def _sources(settings: NetworkPolicy) -> list[Peer]:
+    """Configured sources allowed to reach a component's API ports (the chart's
+    ingress*MatchLabels)."""
+    peers = []
+    if settings.ingress_pod_match_labels:
+        peers.append(Peer(_freeze({"podSelector": {"matchLabels": dict(sorted(settings.ingress_pod_match_labels.items()))}})))
+    if settings.ingress_ns_match_labels:
+        peer: dict[str, Any] = {"namespaceSelector": {"matchLabels": dict(sorted(settings.ingress_ns_match_labels.items()))}}
+        if settings.ingress_ns_pod_match_labels:
+            peer["podSelector"] = {"matchLabels": dict(sorted(settings.ingress_ns_pod_match_labels.items()))}
+        peers.append(Peer(_freeze(peer)))
+    return peers
+
+
+def task_labels(plan: FederationPlan, role: str) -> dict[str, str]:
+    """Labels the Kubernetes executor puts on the pods it starts for one SuperExec
+    (`role` is `serverapp` or a pool name), so policies can select them."""
+    return {**selector_labels(plan.name, TASK_EXECUTOR), TASK_ROLE_LABEL: role}
+
+
+def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Link]]:
+    spec = plan.spec
+    names = plan.names
+    global_np = spec.network_policy
+    kubernetes_executor = spec.executor.type == "kubernetes"
+    installs = spec.allow_runtime_dependency_installation
+
+    def comp(key: str, labels: dict[str, str], *layers: NetworkPolicy) -> Component:
+        return Component(key, tuple(sorted(labels.items())), effective(global_np, *layers))
+
+    superlink = comp(names.superlink, selector_labels(plan.name, SUPERLINK), spec.superlink.network_policy)
+    components = [superlink]
+    links: list[Link] = []
+    appio_port = plan.ports.serverappio or plan.ports.fleet
+
+    # The SuperLink's public API: Fleet from outside when allowed, Fleet and Control
+    # from the configured sources. (HTTP era: one port carries both.)
+    if superlink.settings.allow_external:
+        links.append(Link(ANYWHERE, superlink, _tcp(plan.ports.fleet), "SuperNodes outside the cluster"))
+    for source in _sources(superlink.settings):
+        links.append(Link(source, superlink, _tcp(*sorted({plan.ports.fleet, plan.ports.control})), "configured sources"))
+
+    serverapp_side = [superlink]
+    if plan.distributed:
+        superexec = comp(names.superexec_serverapp, selector_labels(plan.name, SUPEREXEC_SERVERAPP),
+                         spec.superlink.network_policy)
+        components.append(superexec)
+        links.append(Link(superexec, superlink, _tcp(appio_port), "SuperExec dials the ServerAppIo/Runtime API"))
+        serverapp_side.append(superexec)
+        if kubernetes_executor:
+            tasks = comp(f"{names.task_executor}-serverapp", task_labels(plan, "serverapp"), spec.superlink.network_policy)
+            components.append(tasks)
+            links.append(Link(tasks, superlink, _tcp(appio_port), "ServerApp pods dial the ServerAppIo/Runtime API"))
+            links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
+    if installs:
+        links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in serverapp_side]
+
+    all_supernodes = Component(f"{plan.name}-supernodes", tuple(sorted(selector_labels(plan.name, SUPERNODE).items())),
+                               DEFAULTS, group=True)
+    links.append(Link(all_supernodes, superlink, _tcp(plan.ports.fleet), "SuperNodes dial the Fleet API"))
+    for pool in spec.supernodes.pools:
+        components_of_pool, pool_links = _pool(plan, pool, superlink, comp, kubernetes_executor, installs)
+        components += components_of_pool
+        links += pool_links
+
+    links += [Link(c, DNS, ((DNS_PORT, "UDP"), (DNS_PORT, "TCP")), "name lookups") for c in components]
+    return components, links
+
+
+def _pool(plan: FederationPlan, pool: Pool, superlink: Component, comp, kubernetes_executor: bool, installs: bool):
+    spec = plan.spec
+    names = plan.names
+    layers = (spec.supernodes.network_policy, pool.network_policy)
+    supernode = comp(names.pool(pool.name), selector_labels(plan.name, SUPERNODE, pool.name), *layers)
+    components = [supernode]
+    links: list[Link] = []
+    if plan.distributed:
+        # The SuperNode's Runtime/ClientAppIo API leaves the pod only here.
+        superexec = comp(names.pool_superexec(pool.name), selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name), *layers)
+        components.append(superexec)
+        links.append(Link(superexec, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExec dials its SuperNode"))
+        if supernode.settings.allow_external:
+            links.append(Link(ANYWHERE, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExecs outside the cluster"))
+        for source in _sources(supernode.settings):
+            links.append(Link(source, supernode, _tcp(SUPERNODE_APPIO_PORT), "configured sources"))
+        if kubernetes_executor:
+            tasks = comp(f"{names.task_executor}-{pool.name}", task_labels(plan, pool.name), *layers)
+            components.append(tasks)
+            links.append(Link(tasks, supernode, _tcp(SUPERNODE_APPIO_PORT), "ClientApp pods dial the SuperNode"))
+            links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
+    if installs:
+        links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in components]
+    return components, links
+
+
+def _peer(end: Component | Peer) -> Optional[dict[str, Any]]:
+    if isinstance(end, Component):
+        return {"podSelector": {"matchLabels": end.selector}}
+    return end.render()
+
+
+def _rule(direction: str, other: Component | Peer, ports: tuple) -> dict[str, Any]:
+    rule: dict[str, Any] = {}
+    peer = _peer(other)
+    if peer is not None:
+        rule[direction] = [peer]
+    rule["ports"] = [{"port": p, "protocol": proto} for p, proto in ports]
+    return rule
+
+
+def _ends_at(end: Component | Peer, c: Component) -> bool:
+    return isinstance(end, Component) and end.covers(c)
+
+
+def policies(plan: FederationPlan) -> list[dict[str, Any]]:
+    components, links = components_and_links(plan)
+    out = []
+    for c in components:
+        if not c.settings.enabled:
+            continue
+        ingress = [_rule("from", link.source, link.ports) for link in links if _ends_at(link.target, c)]
+        ingress += list(c.settings.extra_ingress or [])
+        if c.settings.allow_external_egress:
+            egress = [{}]
+        else:
+            egress = [_rule("to", link.target, link.ports) for link in links if _ends_at(link.source, c)]
+            egress += list(c.settings.extra_egress or [])
+        component = dict(c.labels)["app.kubernetes.io/component"]
+        pool = dict(c.labels).get("flower.flwr.ai/pool")
+        labels = common_labels(plan.name, component, str(plan.version), pool, plan.spec.labels)
+        out.append({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": c.key, "namespace": plan.namespace, "labels": labels},
+            "spec": {"podSelector": {"matchLabels": c.selector}, "policyTypes": ["Ingress", "Egress"],
+                     "ingress": ingress, "egress": egress},
+        })
+    return out
+
+
+def pool_policy_names(plan: FederationPlan, pool: Pool) -> set[str]:
+    names = plan.names
+    return {names.pool(pool.name), names.pool_superexec(pool.name), f"{names.task_executor}-{pool.name}"}
+
+
+def superlink_policy_names(plan: FederationPlan) -> set[str]:
+    names = plan.names
+    return {names.superlink, names.superexec_serverapp, f"{names.task_executor}-serverapp"}

@@ -1,0 +1,52 @@
+"""Liveness and readiness probes that hit Flower's real health endpoints.
+
+- gRPC health (`--health-server-address`, always SERVING while the process runs): every
+  program up to Flower 1.42; the kubelet's native gRPC probe checks it.
+- HTTP-era SuperLink: `GET /health` on the API port, HTTPS when TLS is on (the kubelet
+  does not verify the certificate).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .config import ProbeSettings, Probes
+from .dialects import GRPC_HEALTH_UNTIL, FlowerVersion
+
+
+def _settings(s: ProbeSettings, liveness: bool) -> dict[str, Any]:
+    return {
+        "initialDelaySeconds": s.initial_delay_seconds,
+        "periodSeconds": s.period_seconds,
+        "timeoutSeconds": s.timeout_seconds,
+        "failureThreshold": s.failure_threshold,
+        # Kubernetes requires 1 for liveness (config rules say so too).
+        "successThreshold": 1 if liveness else s.success_threshold,
+    }
+
+
+def _both(handler: dict[str, Any], probes: Probes) -> dict[str, Any]:
+    out = {}
+    if probes.liveness_probe.enabled:
+        out["livenessProbe"] = {**handler, **_settings(probes.liveness_probe, True)}
+    if probes.readiness_probe.enabled:
+        out["readinessProbe"] = {**handler, **_settings(probes.readiness_probe, False)}
+    return out
+
+
+def grpc_health(version: FlowerVersion, port: int, probes: Probes) -> dict[str, Any]:
+    if version >= GRPC_HEALTH_UNTIL:
+        return {}
+    return _both({"grpc": {"port": port}}, probes)
+
+
+def http_health(port_name: str, tls: bool, probes: Probes) -> dict[str, Any]:
+    return _both({"httpGet": {"path": "/health", "port": port_name, "scheme": "HTTPS" if tls else "HTTP"}}, probes)
+
+
+def pick(*layers: Optional[Probes]) -> Probes:
+    """The most specific configured probe settings."""
+    for layer in reversed(layers):
+        if layer is not None:
+            return layer
+    return Probes()
