@@ -18,6 +18,7 @@ import yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_KEYS = ("flower-federation:federation", "federation")
+NODE_KEYS_KEYS = ("flower-federation:nodeAuthKeys", "nodeAuthKeys")
 
 
 class UsageError(Exception):
@@ -69,8 +70,8 @@ def _secure_paths(value: Any, path: str = "config") -> Any:
             yield from _secure_paths(v, f"{path}[{i}]")
 
 
-def _federation_value(config: dict[str, Any]) -> Optional[Any]:
-    for key in CONFIG_KEYS:
+def _federation_value(config: dict[str, Any], keys: tuple[str, ...] = CONFIG_KEYS) -> Optional[Any]:
+    for key in keys:
         if key in config:
             return config[key]
     return None
@@ -82,7 +83,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     config, stack = _read_stack_file(args)
     try:
-        plan = load_plan(_federation_value(config), stack)
+        plan = load_plan(_federation_value(config), stack, _federation_value(config, NODE_KEYS_KEYS))
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
