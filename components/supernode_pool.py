@@ -11,7 +11,7 @@ from typing import Optional
 
 import pulumi
 
-from federation import trust, workloads
+from federation import nodeauth, trust, workloads
 from federation.config import Pool
 from federation.plan import FederationPlan
 
@@ -33,9 +33,13 @@ class SuperNodePoolComponent(pulumi.ComponentResource):
             keys = NodeKeysComponent(f"{name}-node-keys", plan, pool, pulumi.ResourceOptions(parent=self))
             depends.append(keys.secret)
             self.public_keys = keys.public_keys
-        annotations = {trust.CHECKSUM_ANNOTATION: ca_checksum} if ca_checksum is not None else None
+        annotations = {}
+        if ca_checksum is not None:
+            annotations[trust.CHECKSUM_ANNOTATION] = ca_checksum
+        if self.public_keys is not None:
+            annotations[nodeauth.CHECKSUM_ANNOTATION] = self.public_keys.apply(nodeauth.keys_checksum)
         child = pulumi.ResourceOptions(parent=self, depends_on=depends)
-        self.resources = [register(m, child) for m in workloads.pool(plan, pool, annotations)]
+        self.resources = [register(m, child) for m in workloads.pool(plan, pool, annotations or None)]
         self.kind = pulumi.Output.from_input(plan.spec.mode)
         self.replicas = pulumi.Output.from_input(pool.replicas)
         self.register_outputs({"kind": self.kind, "replicas": self.replicas})

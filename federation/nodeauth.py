@@ -26,6 +26,15 @@ KEY_CURVE = "P384"
 # What Flower's SuperNode loads (cryptography's load_ssh_private_key).
 OPENSSH_HEADER = "-----BEGIN OPENSSH PRIVATE KEY-----"
 CONFIG_KEY = "nodeAuthKeys"
+# Digest of a pool's public keys on its pod template: a rotated key rolls the pool.
+CHECKSUM_ANNOTATION = "flower.flwr.ai/node-keys-checksum"
+
+
+def keys_checksum(public_keys: dict[str, str]) -> str:
+    import hashlib
+
+    text = "\n".join(f"{slot}={public_keys[slot]}" for slot in sorted(public_keys, key=_slot_order))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def stateful(plan: FederationPlan) -> bool:

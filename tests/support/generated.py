@@ -1,11 +1,12 @@
 """What the Pulumi shell adds to the pure core's manifests: Secrets holding generated
-material (TLS, node keys) and the certificate checksum on pod templates."""
+material (TLS, node keys) and the certificate / node-key checksums on pod templates."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+from federation.nodeauth import CHECKSUM_ANNOTATION as NODE_KEYS_ANNOTATION
 from federation.trust import CHECKSUM_ANNOTATION
 
 
@@ -21,6 +22,7 @@ def without_generated(manifests: list[dict[str, Any]]) -> tuple[list[dict[str, A
         if template:
             annotations = template["metadata"].get("annotations", {})
             assert annotations.pop(CHECKSUM_ANNOTATION, None) is not None, f"{m['kind']} {m['metadata']['name']} has no TLS checksum"
+            annotations.pop(NODE_KEYS_ANNOTATION, None)
             if not annotations:
                 template["metadata"].pop("annotations", None)
         core.append(m)
