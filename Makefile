@@ -20,6 +20,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	.venv-flwr-$*/bin/python -m pip install --quiet --disable-pip-version-check flwr==$*
 	touch $@
 
+.venv-checkov/.installed: requirements-checkov.txt
+	$(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
 render: $(VENV)/.installed
 	@$(PY) -m federation render --stack $(STACK)
 
@@ -30,9 +35,9 @@ schema: $(VENV)/.installed
 	@$(PY) -m federation schema
 
 # pytest exits 5 when it collected no test: that is a failure here, and says so.
-test: $(VENV)/.installed $(FLWR_VENVS)
+test: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed
 	@$(PY) -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
 clean:
-	rm -rf $(VENV) .venv-flwr-* .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-flwr-* .venv-checkov .pytest_cache .hypothesis
