@@ -54,16 +54,22 @@ class TlsTrustComponent(pulumi.ComponentResource):
                 after.append(register(trust.certificate(plan), child))
                 self.resources += after
             server_data = self._read(name, plan.trust.server_secret, "server", after)
-            self.superlink_checksum = server_data.apply(
-                lambda d: trust.checksum([_decode(d, "tls.crt"), _decode(d, "ca.crt")]))
+            # Checksums digest certificates only (public), so they are not secret: a
+            # secret annotation would mark whole workload specs secret in every diff.
             if plan.trust.trust_source == "copyFromServerSecret":
                 ca_b64 = server_data.apply(lambda d: (d or {}).get("ca.crt") or (d or {}).get("tls.crt"))
                 self.resources.append(register(trust.trust_secret(plan, ca_base64=pulumi.Output.secret(ca_b64)),
                                                pulumi.ResourceOptions(parent=self, depends_on=after)))
-                self.client_checksum = ca_b64.apply(lambda b: trust.checksum([_b64decode(b)]))
+                self.superlink_checksum = pulumi.Output.unsecret(server_data.apply(
+                    lambda d: trust.checksum([_decode(d, "tls.crt"), _b64decode((d or {}).get("ca.crt") or (d or {}).get("tls.crt"))])))
+                self.client_checksum = pulumi.Output.unsecret(ca_b64.apply(lambda b: trust.checksum([_b64decode(b)])))
             else:
                 ca_data = self._read(name, plan.trust.ca_secret, "ca", [])
-                self.client_checksum = ca_data.apply(lambda d: trust.checksum([_decode(d, plan.trust.ca_key)]))
+                # The SuperLink mounts the user's CA Secret too: both feed its checksum.
+                self.superlink_checksum = pulumi.Output.unsecret(pulumi.Output.all(server_data, ca_data).apply(
+                    lambda ds: trust.checksum([_decode(ds[0], "tls.crt"), _decode(ds[1], plan.trust.ca_key)])))
+                self.client_checksum = pulumi.Output.unsecret(
+                    ca_data.apply(lambda d: trust.checksum([_decode(d, plan.trust.ca_key)])))
         self.register_outputs({"superlinkChecksum": self.superlink_checksum, "clientChecksum": self.client_checksum})
 
     def _generate(self, name: str, child: pulumi.ResourceOptions):

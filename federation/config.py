@@ -45,7 +45,7 @@ class NetworkPolicy(Model):
     `supernodes`, a pool), where an unset field inherits."""
 
     enabled: Optional[bool] = Field(default=None, description="Default true: a default-deny policy per component plus exactly what Flower needs.")
-    allow_external: Optional[bool] = Field(default=None, description="Default false. SuperLink: accept Fleet and Control traffic from anywhere (SuperNodes in other clusters). Pools (distributed only): accept the SuperNode's plaintext Runtime/ClientAppIo API from anywhere.")
+    allow_external: Optional[bool] = Field(default=None, description="Default false. SuperLink: accept Fleet traffic from anywhere (SuperNodes in other clusters; in the HTTP era Fleet and Control share the port). Pools (distributed only): accept the SuperNode's plaintext Runtime/ClientAppIo API from anywhere.")
     allow_external_egress: Optional[bool] = Field(default=None, description="Default false: egress only to DNS and the Flower peers. true: unrestricted egress (e.g. ClientApps fetching data).")
     extra_ingress: Optional[list[Any]] = Field(default=None, description="Extra NetworkPolicyIngressRules for this component.")
     extra_egress: Optional[list[Any]] = Field(default=None, description="Extra NetworkPolicyEgressRules (ignored when allowExternalEgress).")

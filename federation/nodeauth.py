@@ -181,11 +181,13 @@ def supplied_key_problems(spec, keys: Any) -> list:
             why = _key_problem(text)
             if why:
                 out.append(problem(at(pool_name, slot), why, root=CONFIG_KEY))
-            elif text in seen:
-                out.append(problem(at(pool_name, slot), f"the same key as {seen[text]}: every SuperNode needs its own",
+                continue
+            identity = public_key(text)  # the same key however it is written
+            if identity in seen:
+                out.append(problem(at(pool_name, slot), f"the same key as {seen[identity]}: every SuperNode needs its own",
                                    root=CONFIG_KEY))
             else:
-                seen[text] = f"{pool_name}.{slot}"
+                seen[identity] = f"{pool_name}.{slot}"
     for name, pool in sorted(pools.items()):
         if spec.mode == "StatefulSet":
             given = {str(s) for s in keys.get(name, {})} if isinstance(keys.get(name), dict) else set()

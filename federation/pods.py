@@ -89,12 +89,17 @@ def merge_resources(defaults: Optional[dict[str, Any]], own: Optional[dict[str, 
             merged[section] = {**merged.get(section, {}), **copy.deepcopy(amounts)}
         else:
             merged[section] = copy.deepcopy(amounts)
-    # A default request above a limit the user set would make the pod invalid.
+    # A request above its limit makes the pod invalid. Whichever side came from the
+    # defaults gives way to the one the component set.
     limits = merged.get("limits", {})
     requests = merged.get("requests", {})
+    own_requests = (own or {}).get("requests", {}) if isinstance((own or {}).get("requests"), dict) else {}
     for name in list(requests):
-        if name in limits and name not in (own or {}).get("requests", {}):
-            requests[name] = limits[name] if _exceeds(requests[name], limits[name]) else requests[name]
+        if name in limits and _exceeds(requests[name], limits[name]):
+            if name in own_requests:
+                limits[name] = requests[name]
+            else:
+                requests[name] = limits[name]
     return merged
 
 

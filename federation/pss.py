@@ -88,6 +88,8 @@ def restricted_violations(template: dict) -> list[str]:
     pod_seccomp = (pod_sc.get("seccompProfile") or {}).get("type")
     if pod_sc.get("runAsUser") == 0:
         out.append("running as non-root user: spec.securityContext.runAsUser 0")
+    if pod_sc.get("runAsNonRoot") is False:
+        out.append("running as non-root: spec.securityContext.runAsNonRoot false")
     for where, c in _containers(spec):
         sc = c.get("securityContext") or {}
         if sc.get("allowPrivilegeEscalation") is not False:

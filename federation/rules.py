@@ -113,6 +113,11 @@ PERCENT = re.compile(r"^[0-9]+%$")
 EXECUTOR_MANAGED_KEYS = ("namespace", "service-account-name")
 
 
+def go_duration_seconds(text: str) -> float:
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+    return sum(float(n) * units[u] for n, _, u in re.findall(r"([0-9]+(\.[0-9]+)?)(h|ms|us|ns|m|s)", text))
+
+
 def _version_gates(raw: dict, dialect: Dialect) -> Iterator[Problem]:
     v = dialect.version
     if _get(raw, "nodeAuth", "enabled") is True and v < NODE_AUTH_SINCE:
@@ -137,10 +142,15 @@ def _tls(raw: dict) -> Iterator[Problem]:
         yield problem(("tls", "existingSecret"), f"only used with tls.source: existingSecret (source is {source})")
     if source == "certManager" and not _get(tls, "certManager", "issuerRef"):
         yield problem(("tls", "certManager", "issuerRef"), "name the cert-manager Issuer or ClusterIssuer for source certManager")
-    for key in ("duration", "renewBefore"):
-        value = _get(tls, "certManager", key)
+    durations = {}
+    for key, default in (("duration", "43800h"), ("renewBefore", "360h")):
+        value = _get(tls, "certManager", key, default=default)
         if isinstance(value, str) and not GO_DURATION.match(value):
             yield problem(("tls", "certManager", key), f"'{value}' is not a duration (e.g. 43800h, 360h)")
+        elif isinstance(value, str):
+            durations[key] = go_duration_seconds(value)
+    if len(durations) == 2 and durations["renewBefore"] >= durations["duration"]:
+        yield problem(("tls", "certManager", "renewBefore"), "must be shorter than duration (cert-manager refuses it)")
     gen = _dict(tls.get("generate"))
     validity, renewal = gen.get("validityHours", 8760), gen.get("earlyRenewalHours", 720)
     if isinstance(validity, int) and isinstance(renewal, int) and renewal >= validity:
@@ -221,8 +231,8 @@ def _disruption_budget(pool: dict, i: int) -> Iterator[Problem]:
         yield problem(at, "set maxUnavailable or minAvailable, not both")
     for key in ("maxUnavailable", "minAvailable"):
         value = budget.get(key)
-        if isinstance(value, str) and not PERCENT.match(value):
-            yield problem(at + (key,), f"'{value}' must be a count or a percentage such as 25%")
+        if isinstance(value, str) and not (PERCENT.match(value) and int(value[:-1]) <= 100):
+            yield problem(at + (key,), f"'{value}' must be a count or a percentage from 0% to 100%")
         if isinstance(value, int) and not isinstance(value, bool) and value < 0:
             yield problem(at + (key,), "must not be negative")
 

@@ -39,7 +39,9 @@ def superlink_ip_addresses(plan: FederationPlan) -> list[str]:
 
 
 def common_name(plan: FederationPlan) -> str:
-    return plan.superlink_host
+    # X.509 limits a common name to 64 bytes; the SANs carry the full names. The
+    # StatefulSet rule keeps `<name>-superlink` within 52.
+    return plan.names.superlink
 
 
 def _labels(plan: FederationPlan) -> dict[str, str]:

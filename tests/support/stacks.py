@@ -31,8 +31,15 @@ def base(version: str = HTTP_ERA, *, isolation: str = "subprocess", placement: s
     if process:
         raw["superlink"] = {"superexecImage": f"flwr/superexec:{version}"}
         raw["superexecPlacement"] = placement
-    raw.update(copy.deepcopy(extra))
-    return raw
+    return _merge(raw, copy.deepcopy(extra))
+
+
+def _merge(base_value: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` over `base_value`, merging nested mappings (so `supernodes=` keeps pools)."""
+    out = dict(base_value)
+    for key, value in extra.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def security_stacks() -> dict[str, dict[str, Any]]:
