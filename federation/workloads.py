@@ -379,6 +379,8 @@ def pool(plan: FederationPlan, pool: Pool, pod_annotations: Optional[dict] = Non
         _apply_gpu(pool, target, template)
     template = pods.apply_pod_template(template, pool.pod_template)
 
+    if not stateful and _node_auth(plan):
+        _only_nodes_with_keys(template, nodeauth.slots(plan, pool, plan.node_auth_keys))
     meta = _meta(plan, workload_name, labels)
     objects: list[Manifest] = [access.service_account(plan, workload_name, SUPERNODE, pool.name)]
     objects += _pool_extras(plan, pool, workload_name, selector, labels)
@@ -409,6 +411,17 @@ def pool(plan: FederationPlan, pool: Pool, pod_annotations: Optional[dict] = Non
     if plan.distributed:
         objects += _pool_superexec(plan, pool, workload_name)
     return objects
+
+
+def _only_nodes_with_keys(template: dict, node_names: list[str]) -> None:
+    """A DaemonSet SuperNode finds its key by node name: keep it off nodes without one
+    (it would crash-loop). ANDed into every required node selector term the user set."""
+    field = {"key": "metadata.name", "operator": "In", "values": sorted(node_names)}
+    affinity = template["spec"].setdefault("affinity", {})
+    node_affinity = affinity.setdefault("nodeAffinity", {})
+    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.get("nodeSelectorTerms") or [{}]
+    required["nodeSelectorTerms"] = [{**t, "matchFields": [*t.get("matchFields", []), field]} for t in terms]
 
 
 def _pool_extras(plan: FederationPlan, pool: Pool, workload_name: str, selector: dict, labels: dict) -> list[Manifest]:

@@ -60,6 +60,14 @@ class Flower:
     def connection(self, toml_text: str) -> dict[str, Any]:
         return self._call({"op": "connection", "toml": toml_text})
 
+    def executor_config(self, yaml_text: str, executor: str = "kubernetes") -> dict[str, Any]:
+        """The Kubernetes executor config Flower builds from this executor.yaml text."""
+        return self._call({"op": "executor_config", "yaml": yaml_text, "executor": executor})
+
+    def grpc_health(self, address: str, timeout: float = 5) -> str:
+        """grpc.health.v1 status at `address` (e.g. "SERVING"), as a kubelet grpc probe sees it."""
+        return self._call({"op": "grpc_health", "address": address, "timeout": timeout})
+
     def close(self) -> None:
         if self.proc.stdin:
             self.proc.stdin.close()

@@ -4,6 +4,8 @@ requests on stdin, one JSON object per line:
     {"op": "parse", "program": "flower-superlink", "args": [...]}
     {"op": "node_config", "value": "k=1 ..."}
     {"op": "connection", "toml": "...", "name": "conn"}  (flwr >= 1.26 config.toml)
+    {"op": "executor_config", "yaml": "...", "executor": "kubernetes"}  (flwr >= 1.41)
+    {"op": "grpc_health", "address": "127.0.0.1:8081", "timeout": 5}
 
 with one JSON line: {"ok": true, "result": ...} or {"ok": false, "error": "..."}.
 Parsing uses Flower's own argparse parsers, the ones each program's main() calls.
@@ -66,7 +68,42 @@ def handle(req):
         conn = parse_superlink_connection(doc["superlink"][name], name)
         return {"name": name, "address": conn.address, "insecure": conn.insecure,
                 "root_certificates": conn.root_certificates}
+    if op == "executor_config":
+        return _executor_config(req["yaml"], req.get("executor", "kubernetes"))
+    if op == "grpc_health":
+        # What a kubelet `grpc` probe asks: grpc.health.v1.Health/Check on the port.
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        with grpc.insecure_channel(req["address"]) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=req.get("service", "")), timeout=req.get("timeout", 5))
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     raise ValueError(f"unknown op {op}")
+
+
+def _executor_config(text, executor):
+    """The executor config file as flower-superexec reads it: the YAML loaded from a
+    file by Flower's own loader, then turned into the Kubernetes executor's dataclass
+    by the factory `get_executor` uses. Returns the dataclass fields (callables left out)."""
+    import dataclasses
+    import os
+    import tempfile
+
+    from flwr.supercore.constant import ExecutorType
+    from flwr.supercore.superexec.executor.config import load_executor_config
+    from flwr.supercore.superexec.executor.factory import _kubernetes_executor_config_from_mapping
+
+    fd, path = tempfile.mkstemp(suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        mapping = load_executor_config(path, ExecutorType(executor))
+    finally:
+        os.unlink(path)
+    config = _kubernetes_executor_config_from_mapping(mapping)
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items() if not callable(v)}
 
 
 def main():
