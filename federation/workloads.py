@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from . import access, network, nodeauth, pods, probes
+from . import access, network, nodeauth, pods, probes, pss
 from .config import Pool
 from .dialects import (
     ANY_ADDRESS,
@@ -99,8 +99,6 @@ def _client_ca_file(plan: FederationPlan) -> Optional[str]:
 def namespace(plan: FederationPlan) -> Manifest:
     """Enforces the strictest Pod Security level every pod of the federation meets:
     `restricted` unless something (AMD mountAll, a weakened securityContext) needs more."""
-    from . import pss  # pss reads the templates built below
-
     level = pss.namespace_level([t for t in pod_templates(plan)])
     labels = {**plan.spec.labels, "app.kubernetes.io/managed-by": "pulumi",
               "pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/warn": level}
