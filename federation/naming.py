@@ -17,6 +17,8 @@ SUPERLINK = "superlink"
 SUPERNODE = "supernode"
 SUPEREXEC_SERVERAPP = "superexec-serverapp"
 SUPEREXEC_CLIENTAPP = "superexec-clientapp"
+# Init container that creates the SuperLink's database schema (see dialects.py).
+INIT_STATE = "init-state"
 # Pods the Kubernetes executor creates for each ServerApp/ClientApp.
 TASK_EXECUTOR = "taskexecutor"
 

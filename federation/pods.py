@@ -9,12 +9,12 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterable, Optional
 
-from .naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
+from .naming import INIT_STATE, SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
 from .quantity import parse_quantity
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV, POD_INDEX_LABEL
 
 FLOWER_UID = 49999
-MANAGED_CONTAINERS = (SUPERLINK, SUPERNODE, SUPEREXEC_SERVERAPP, SUPEREXEC_CLIENTAPP)
+MANAGED_CONTAINERS = (SUPERLINK, SUPERNODE, SUPEREXEC_SERVERAPP, SUPEREXEC_CLIENTAPP, INIT_STATE)
 
 # Where Flower writes (../shared/flower-cli.md): FLWR_HOME, caches and temp dirs.
 # One emptyDir per container, mounted with a subPath per directory, so containers of
@@ -161,8 +161,9 @@ def pod_template(
     service_account: Optional[str] = None,
     api_token: bool = False,
     security_overrides: Optional[dict[str, Any]] = None,
+    init_containers: Optional[list[dict[str, Any]]] = None,
 ) -> dict[str, Any]:
-    scratch = [{"name": scratch_volume(c["name"]), "emptyDir": {}} for c in containers]
+    scratch = [{"name": scratch_volume(c["name"]), "emptyDir": {}} for c in [*(init_containers or []), *containers]]
     metadata: dict[str, Any] = {"labels": dict(labels)}
     if annotations:
         metadata["annotations"] = dict(annotations)
@@ -175,6 +176,7 @@ def pod_template(
         # Service env vars are noise for Flower and leak the namespace's services.
         "enableServiceLinks": False,
         "securityContext": pod_security_context(security_overrides),
+        **({"initContainers": init_containers} if init_containers else {}),
         "containers": containers,
         "volumes": scratch + volumes,
     })

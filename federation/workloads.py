@@ -16,11 +16,14 @@ from .dialects import (
     HEALTH_PORT,
     LOOPBACK,
     SIDECAR_HEALTH_PORT,
+    STATE_MIGRATION_SCRIPT,
     SUPERNODE_APPIO_PORT,
     ServerTls,
     health_server_args,
+    needs_state_init,
 )
 from .naming import (
+    INIT_STATE,
     SUPEREXEC_CLIENTAPP,
     SUPEREXEC_SERVERAPP,
     SUPERLINK,
@@ -71,9 +74,21 @@ def _container(plan: FederationPlan, name: str, image: str, args: list[str], *, 
 
 
 def _template(plan: FederationPlan, labels: dict, containers: list[dict], volumes: list[dict], *,
-              service_account: str, api_token: bool = False, annotations: Optional[dict] = None) -> dict:
+              service_account: str, api_token: bool = False, annotations: Optional[dict] = None,
+              init_containers: Optional[list[dict]] = None) -> dict:
     return pods.pod_template(labels, containers, volumes, annotations, service_account=service_account,
-                             api_token=api_token, security_overrides=plan.spec.pod_security_context)
+                             api_token=api_token, security_overrides=plan.spec.pod_security_context,
+                             init_containers=init_containers)
+
+
+def _state_init_container(plan: FederationPlan) -> dict:
+    """Creates the SuperLink's database schema before it starts (see dialects)."""
+    c = _container(plan, INIT_STATE, plan.superlink_image, [f"{pods.STATE_DIR}/state.db"],
+                   resources=plan.spec.superlink.resources,
+                   mounts=[{"name": pods.STATE_VOLUME, "mountPath": pods.STATE_DIR}])
+    # The image's Python (the entrypoint is flower-superlink, which cannot only migrate).
+    c["command"] = ["python", "-c", STATE_MIGRATION_SCRIPT]
+    return c
 
 
 def _superlink_probes(plan: FederationPlan):
@@ -194,10 +209,13 @@ def superlink(plan: FederationPlan, pod_annotations: Optional[dict] = None) -> l
     if plan.process_isolation and not plan.distributed:
         containers.append(_superexec_serverapp_container(plan))
 
+    init = []
+    if persist and needs_state_init(plan.version):
+        init.append(_state_init_container(plan))
     selector = selector_labels(plan.name, SUPERLINK)
     labels = _labels(plan, SUPERLINK)
     template = _template(plan, labels, containers, volumes, service_account=names.superlink,
-                         annotations=pod_annotations)
+                         annotations=pod_annotations, init_containers=init)
     template = pods.apply_pod_template(template, sl.pod_template)
 
     claims = []
