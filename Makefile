@@ -6,7 +6,7 @@ FLWR_VERSIONS := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
 FLWR_VENVS := $(foreach v,$(FLWR_VERSIONS),.venv-flwr-$(v)/.installed)
 STACK ?= dev
 
-.PHONY: render validate test schema clean
+.PHONY: render validate test e2e schema clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes.
@@ -37,6 +37,12 @@ schema: $(VENV)/.installed
 # pytest exits 5 when it collected no test: that is a failure here, and says so.
 test: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed
 	@$(PY) -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
+
+# End-to-end: rendered pods as real processes with real Flower, one network namespace
+# per pod (tests/e2e). Needs root and `ip netns`; skips with the reason otherwise.
+e2e: $(VENV)/.installed $(FLWR_VENVS)
+	@$(PY) -m pytest tests/e2e -v; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
 clean:

@@ -8,7 +8,7 @@ otherwise, any other `$` is kept.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 
 def expand(text: str, env: Mapping[str, str]) -> str:
@@ -42,23 +42,80 @@ def expand(text: str, env: Mapping[str, str]) -> str:
 
 
 def field_value(path: str, pod: Mapping[str, Any]) -> str:
-    """A downward-API fieldRef for a pod described as {"name", "nodeName", "labels"}."""
+    """A downward-API fieldRef for a pod described as {"name", "nodeName", "labels"}
+    (and, where a pod has them, "namespace", "annotations", "podIP", "hostIP",
+    "serviceAccountName", "uid")."""
     if path == "metadata.name":
         return pod["name"]
     if path == "spec.nodeName":
         return pod["nodeName"]
     if path.startswith("metadata.labels['") and path.endswith("']"):
         return pod["labels"][path[len("metadata.labels['") : -2]]
+    if path.startswith("metadata.annotations['") and path.endswith("']") and "annotations" in pod:
+        return pod["annotations"][path[len("metadata.annotations['") : -2]]
+    optional = {"metadata.namespace": "namespace", "status.podIP": "podIP", "status.hostIP": "hostIP",
+                "spec.serviceAccountName": "serviceAccountName", "metadata.uid": "uid"}
+    if path in optional and optional[path] in pod:
+        return pod[optional[path]]
     raise KeyError(f"unsupported fieldRef {path}")
 
 
-def container_env(container: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, str]:
+# What a container's env may read from other objects: lookup(kind, name) returns the
+# object's data as text ({key: value}) or None when there is no such object.
+Lookup = Callable[[str, str], Optional[Mapping[str, str]]]
+
+
+class MissingReference(KeyError):
+    """A non-optional env reference to a missing object or key: the kubelet refuses to
+    start the container (CreateContainerConfigError)."""
+
+
+def _ref_value(kind: str, ref: Mapping[str, Any], lookup: Lookup) -> Optional[str]:
+    data = lookup(kind, ref["name"])
+    if data is None or ref["key"] not in data:
+        if ref.get("optional"):
+            return None
+        raise MissingReference(f"{kind} {ref['name']} has no key {ref['key']}" if data is not None
+                               else f"{kind} {ref['name']} not found")
+    return data[ref["key"]]
+
+
+def container_env(container: Mapping[str, Any], pod: Mapping[str, Any],
+                  lookup: Optional[Lookup] = None) -> dict[str, str]:
+    """The container's environment as the kubelet builds it: `envFrom` (Secrets and
+    ConfigMaps, with prefixes) first, then `env` in order, each value `$(VAR)`-expanded
+    against the variables before it. `lookup` resolves Secret/ConfigMap references;
+    without it only literal values and fieldRefs are resolved (references to other
+    objects are left out)."""
     env: dict[str, str] = {}
+    for source in container.get("envFrom", []) if lookup is not None else []:
+        for kind, key in (("Secret", "secretRef"), ("ConfigMap", "configMapRef")):
+            if key not in source:
+                continue
+            ref = source[key]
+            data = lookup(kind, ref["name"])
+            if data is None:
+                if ref.get("optional"):
+                    continue
+                raise MissingReference(f"{kind} {ref['name']} not found")
+            for k, v in data.items():
+                env[source.get("prefix", "") + k] = v
     for var in container.get("env", []):
+        source = var.get("valueFrom", {})
         if "value" in var:
             env[var["name"]] = expand(var["value"], env)
-        elif "fieldRef" in var.get("valueFrom", {}):
-            env[var["name"]] = field_value(var["valueFrom"]["fieldRef"]["fieldPath"], pod)
+        elif "fieldRef" in source:
+            env[var["name"]] = field_value(source["fieldRef"]["fieldPath"], pod)
+        elif lookup is None:
+            continue
+        elif "secretKeyRef" in source or "configMapKeyRef" in source:
+            kind, ref = ("Secret", source["secretKeyRef"]) if "secretKeyRef" in source \
+                else ("ConfigMap", source["configMapKeyRef"])
+            value = _ref_value(kind, ref, lookup)
+            if value is not None:
+                env[var["name"]] = value
+        elif "name" in var and not source:
+            env[var["name"]] = ""  # `- name: X` alone sets X to the empty string
     return env
 
 
@@ -67,6 +124,15 @@ def container_argv(container: Mapping[str, Any], pod: Mapping[str, Any]) -> list
     env = container_env(container, pod)
     assert "command" not in container, "flower containers rely on the image entrypoint"
     return [expand(a, env) for a in container.get("args", [])]
+
+
+def container_command(container: Mapping[str, Any], pod: Mapping[str, Any], entrypoint: list[str],
+                      lookup: Optional[Lookup] = None) -> list[str]:
+    """The full argv the kubelet has the runtime exec: `command` (else the image's
+    `entrypoint`) then `args`, both `$(VAR)`-expanded against the container's env."""
+    env = container_env(container, pod, lookup)
+    command = [expand(a, env) for a in container["command"]] if "command" in container else list(entrypoint)
+    return command + [expand(a, env) for a in container.get("args", [])]
 
 
 def pod_for(workload: Mapping[str, Any], index: int = 0, node: str = "node-a") -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Numpy FedAvg app for the e2e tests (tests/e2e)."""

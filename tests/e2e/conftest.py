@@ -1,0 +1,100 @@
+"""End-to-end tests: skip (with the reason) where the harness cannot run, show the
+federation's container logs with a failure, and print per Flower version which
+scenarios passed and how long each took."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+# Scenario functions run in lane threads, but their asserts should read like tests'.
+pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.stack")
+
+from tests.e2e import harness  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+_SKIP: list = []  # computed once: [reason or None]
+_RESULTS: dict[str, dict] = {}  # nodeid -> {version, scenario, outcome, seconds}
+
+
+def _skip_reason():
+    if not _SKIP:
+        _SKIP.append(harness.skip_reason())
+    return _SKIP[0]
+
+
+def _is_e2e(item) -> bool:
+    return HERE in Path(str(item.fspath)).resolve().parents
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "scenario(title, id): an e2e scenario, reported per Flower version")
+
+
+def pytest_collection_modifyitems(config, items):
+    e2e = [i for i in items if _is_e2e(i)]
+    if not e2e:
+        return
+    reason = _skip_reason()
+    for item in e2e:
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+        marker = item.get_closest_marker("scenario")
+        if marker is not None:
+            version = getattr(item, "callspec", None) and item.callspec.params.get("version")
+            _RESULTS[item.nodeid] = {"version": version or "-", "scenario": f"{marker.kwargs['id']}. {marker.args[0]}",
+                                     "outcome": "not run", "seconds": 0.0, "order": len(_RESULTS)}
+
+
+def pytest_runtest_logreport(report):
+    entry = _RESULTS.get(report.nodeid)
+    if entry is None:
+        return
+    props = dict(p for p in report.user_properties if p[0] == "scenario_seconds")
+    if "scenario_seconds" in props:  # the lane measured the scenario itself
+        entry["seconds"] = props["scenario_seconds"]
+    for k, v in report.user_properties:
+        if k == "phases" and v:
+            entry["phases"] = v
+    entry.setdefault("incidents", [])
+    entry["incidents"] += [v for k, v in report.user_properties if k == "incident" and v not in entry["incidents"]]
+    if report.when == "call" or report.outcome != "passed":
+        if entry["outcome"] in ("not run", "passed"):
+            if hasattr(report, "wasxfail"):
+                entry["outcome"] = "xfailed"
+                entry["incidents"].append(report.wasxfail.splitlines()[0][:400])
+            else:
+                entry["outcome"] = "skipped" if report.skipped else report.outcome
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _RESULTS:
+        return
+    tr = terminalreporter
+    tr.section("e2e scenarios by Flower version")
+    reason = _skip_reason()
+    if reason:
+        tr.write_line(f"all skipped: {reason}")
+        return
+    by_version: dict[str, list[dict]] = {}
+    for entry in sorted(_RESULTS.values(), key=lambda e: e["order"]):
+        by_version.setdefault(entry["version"], []).append(entry)
+    for version in sorted(by_version):
+        entries = sorted(by_version[version], key=lambda e: e["scenario"])
+        total = sum(e["seconds"] for e in entries)
+        passed = sum(e["outcome"] == "passed" for e in entries)
+        tr.write_line(f"Flower {version}: {passed}/{len(entries)} scenarios passed, {total:.1f}s")
+        for e in entries:
+            tr.write_line(f"  {e['outcome']:>8}  {e['seconds']:6.1f}s  {e['scenario']}")
+            if e.get("phases"):
+                tr.write_line(f"            ({e['phases']})")
+            for text in e.get("incidents", []):
+                tr.write_line(f"            incident: {text}")
+    tr.write_line("(a scenario's time counts from the end of the previous one on the same federation; "
+                  "the first on a federation includes starting it: 1 (subprocess), 2 (process), 5 (negative). "
+                  "Both versions run side by side.)")
+    if harness.EXPOSED:
+        tr.write_line("note: the Flower venvs' base interpreter is not reachable by uid 49999 on this host ("
+                      + ", ".join(sorted(harness.EXPOSED)) + " not searchable); each container saw only that "
+                      "interpreter's directory (tmpfs over the private parent), as an image would provide it")

@@ -1,0 +1,126 @@
+"""The container runtime's last step, run as root inside a container's namespaces.
+
+The harness starts every container as
+
+    ip netns exec <pod netns> unshare --pid --fork --kill-child --mount-proc --uts \
+        <python> podinit.py <spec.json>
+
+so the container has the pod's network namespace (shared by the pod's containers), its
+own mount, UTS and PID namespaces, and is PID 1 of the latter: when it exits, the kernel
+kills every process it left behind (Flower's SuperExecs and app processes included),
+as when a container's init exits. This script then does what runc does before exec:
+
+0. makes the directories the "image" needs reachable (see _expose);
+1. bind-mounts each volume's host directory (or subPath) at its mountPath, read-only
+   where the mount or the volume type says so, parents before children (sources are
+   opened first and mounted through /proc/self/fd, since a mount at e.g. /tmp would
+   hide the host directories the later sources live in);
+2. remounts `/` read-only for readOnlyRootFilesystem;
+3. sets the hostname (the pod's name);
+4. execs the program through `setpriv`: runAsUser/runAsGroup, supplementary groups
+   (fsGroup, supplementalGroups), no_new_privs for allowPrivilegeEscalation=false, an
+   empty capability bounding set for `drop: [ALL]`; with the container's environment
+   only, in its workingDir.
+
+Only the standard library: it runs under whichever Python starts it.
+Spec (JSON): {"mounts": [{"source", "target", "readOnly"}], "hostname", "readOnlyRoot",
+"user": {"uid", "gid", "groups", "noNewPrivs", "dropAllCaps"} or null (stay root),
+"expose": [{"mask": "/root", "paths": [...]}],
+"setpriv": host path of setpriv, "env": {...}, "argv": [...], "cwd": "..."}.
+"""
+
+import ctypes
+import json
+import os
+import socket
+import sys
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+
+
+def _mount(source, target: str, fstype=None, flags: int = 0, data=None) -> None:
+    """mount(2) itself: mount(8) would canonicalize a /proc/self/fd source to a path."""
+    enc = lambda v: v.encode() if isinstance(v, str) else v  # noqa: E731
+    if _libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
+        err = ctypes.get_errno()
+        sys.stderr.write(f"podinit: mount {source} -> {target} failed: {os.strerror(err)}\n")
+        sys.exit(127)
+
+
+def _bind(fd: int, target: str, read_only: bool) -> None:
+    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND)
+    if read_only:
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+
+
+def _expose(entries: list) -> None:
+    """Make host directories the image would have (the Flower venv's base interpreter)
+    reachable for the container user: a tmpfs over their first ancestor that user cannot
+    search (e.g. /root, mode 0700), with only those directories bound back, read-only."""
+    for entry in entries:
+        keep = [(path, os.open(path, os.O_PATH)) for path in entry["paths"]]
+        _mount("tmpfs", entry["mask"], "tmpfs", 0, "mode=0755,size=64k")
+        for path, fd in keep:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            _bind(fd, path, read_only=True)
+            os.close(fd)
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    _expose(spec.get("expose") or [])
+    mounts = sorted(spec["mounts"], key=lambda m: m["target"].rstrip("/").count("/"))
+    # Hold every source before mounting anything: a mount (e.g. an emptyDir at /tmp) may
+    # hide where later sources live on the host.
+    sources = [os.open(m["source"], os.O_PATH) for m in mounts]
+    for m, fd in zip(mounts, sources):
+        _bind(fd, m["target"], bool(m.get("readOnly")))
+    for fd in sources:
+        os.close(fd)
+    if spec.get("readOnlyRoot"):
+        _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+    if spec.get("hostname"):
+        socket.sethostname(spec["hostname"])
+    try:
+        os.chdir(spec.get("cwd") or "/")
+    except OSError as exc:
+        sys.stderr.write(f"podinit: workingDir {spec.get('cwd')}: {exc}\n")
+        sys.exit(127)
+    argv = list(spec["argv"])
+    user = spec.get("user")
+    if user is not None:
+        wrap = ["setpriv", f"--reuid={user['uid']}", f"--regid={user['gid']}"]
+        groups = user.get("groups") or []
+        wrap.append(f"--groups={','.join(str(g) for g in groups)}" if groups else "--clear-groups")
+        if user.get("noNewPrivs"):
+            wrap.append("--no-new-privs")
+        if user.get("dropAllCaps"):
+            wrap += ["--inh-caps=-all", "--bounding-set=-all"]
+        argv = wrap + ["--", *argv]
+    env = spec["env"]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        # setpriv comes from the host; the program it runs is looked up on the
+        # container's PATH, as the image's entrypoint would be.
+        os.execve(spec["setpriv"] if user is not None else _which(argv[0], env), argv, env)
+    except OSError as exc:
+        sys.stderr.write(f"podinit: exec {argv[0]}: {exc}\n")
+        sys.exit(127)
+
+
+def _which(program: str, env: dict) -> str:
+    if "/" in program:
+        return program
+    for d in env.get("PATH", "").split(":"):
+        candidate = os.path.join(d, program)
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return program
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""The e2e scenarios, and the lanes that run them: one thread per Flower version, so the
+two versions' federations run side by side (most of a scenario's time is Flower
+waiting: SuperNodes poll every 3 s, heartbeats expire after tens of seconds), which
+keeps the whole suite within a few minutes on two cores. Within a lane everything is
+sequential: one federation at a time.
+
+Federations and their scenarios (test_e2e.py reports each scenario as one test):
+
+- `subprocess`: TLS, node authentication, subprocess isolation, pools a (3 replicas,
+  partition-id = ordinal, num-partitions = replicas) and b (1 replica).
+  1. every SuperNode registers (the exported register script, real `flwr`) and shows
+     online under the node id its own key got; `flwr run` of the numpy FedAvg app (two
+     rounds) through the exported connection config completes; every round has every
+     pod, each with the partition-id its ordinal gives; the ServerApp ran in the
+     SuperLink's container and the ClientApps in the SuperNodes' containers.
+  3. the SuperLink pod is deleted (its process killed) and recreated on the same
+     claim: the earlier runs and the registered nodes are still listed, the SuperNodes
+     reconnect without registering again, and a new run completes.
+  4. SuperNode a-1 is killed while its ClientApp trains: the run still finishes with
+     the other pods, the harness restarts the container, it comes back online under the
+     same node id, and the next run has all four pods again.
+- `process`: the same stack with process isolation (SuperExec sidecars).
+  2. the run completes, and ServerApp/ClientApps ran in the SuperExec containers, not
+     in the SuperLink/SuperNode containers.
+- `negative`: one SuperNode whose pod trusts another deployment's CA (its CA volume
+  points at a Secret holding that CA).
+  5. the harness reports the federation not ready (SuperLink Ready, no SuperNode
+     online, the SuperNode's log shows the certificate verification failure): the suite
+     can fail.
+
+Waits are bounded everywhere (see the constants). What real Flower does that a test
+must not hide (a crash the kubelet restarts, a SuperExec lost) is kept as an incident
+and printed in the summary. A scenario whose federation does not become ready (or
+whose run hangs) while the SuperLink's log shows the LinkState initialization race of
+the Flower version under test (stack.known_bug: flwr before 1.41 has no lock there) is
+reported as xfailed with that evidence: visible, not passed, not hiding other failures
+(an assertion on what a run did still fails).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from tests.e2e.harness import NotReady
+from tests.e2e.stack import NAME, Federation, KnownFlowerBug, RunResult, config, render
+
+READY_TIMEOUT = 150  # a federation start on a loaded 2-core machine takes 20-60 s
+NEGATIVE_TIMEOUT = 35  # after registration, a healthy SuperNode is online in ~5-20 s
+KILL_WINDOW = 60
+
+
+@dataclass
+class Outcome:
+    scenario: str
+    status: str = "pending"  # passed / failed / xfailed (a known Flower bug, with its evidence)
+    seconds: float = 0.0
+    error: str = ""
+    incidents: list[str] = field(default_factory=list)
+    phases: list[str] = field(default_factory=list)
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+def expected_clients(raw: dict[str, Any]) -> dict[str, list[int]]:
+    """{pod name: [num-partitions, partition-id]} as the config means it: `{index}` is
+    the pod's ordinal, `{replicas}` the pool's replicas (README, nodeConfig)."""
+    out = {}
+    for pool in raw["supernodes"]["pools"]:
+        for k in range(pool["replicas"]):
+            def value(v: Any) -> int:
+                return k if v == "{index}" else pool["replicas"] if v == "{replicas}" else int(v)
+            nc = pool["nodeConfig"]
+            out[f"{raw['name']}-supernode-{pool['name']}-{k}"] = [value(nc["num-partitions"]), value(nc["partition-id"])]
+    return out
+
+
+def run_id(result: RunResult) -> Optional[str]:
+    m = re.search(r"run_id `(\d+)`|started run (\d+)", result.output)
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def node_id_from_log(fed: Federation, pod_name: str) -> Optional[str]:
+    """The node id the SuperNode's latest incarnation logged."""
+    ids = re.findall(r"SuperNode ID: (\d+)", fed.cluster.pod(pod_name).containers[0].log(100000))
+    return ids[-1] if ids else None
+
+
+def assert_completed(result: RunResult, expected: dict[str, list[int]], rounds: int = 2) -> None:
+    tail = result.output[-3000:]
+    assert result.returncode == 0, f"flwr run exited {result.returncode}:\n{tail}"
+    assert result.done, f"the ServerApp did not finish ({result.summary()}):\n{tail}"
+    assert len(result.rounds) == rounds, f"{len(result.rounds)} rounds, expected {rounds}:\n{tail}"
+    for i, clients in enumerate(result.rounds, 1):
+        assert clients == expected, f"round {i}: clients {clients}, expected {expected}"
+
+
+def assert_listed(fed: Federation, rid: Optional[str], status: str = "finished:completed") -> dict[str, str]:
+    runs = {str(r["run-id"]): r["status"] for r in fed.runs()}
+    assert rid is not None and rid in runs, f"run {rid} not in `flwr list`: {runs}"
+    assert runs[rid] == status, f"run {rid} is {runs[rid]}, expected {status}"
+    return runs
+
+
+def ran_in(result: RunResult, program: str) -> set[tuple[str, str]]:
+    return {(pod, container) for pod, container, prog in result.ran if prog == program}
+
+
+# --- scenarios --------------------------------------------------------------------------
+
+def scenario_1(fed: Federation, memo: dict) -> None:
+    fed.wait_ready(READY_TIMEOUT)
+    expected = expected_clients(fed.rendered.raw)
+    nodes = fed.supernodes()
+    assert len(nodes) == len(expected), f"{len(nodes)} nodes listed, expected {len(expected)}: {nodes}"
+    assert all(n["status"] == "online" for n in nodes), nodes
+    ids = {pod: node_id_from_log(fed, pod) for pod in expected}
+    listed = {str(n["node-id"]) for n in nodes}
+    assert set(ids.values()) == listed, f"SuperNode ids in the pods' logs {ids} vs listed {listed}"
+
+    result = fed.run_app()
+    assert_completed(result, expected)
+    assert ran_in(result, "flwr-serverapp") == {(fed.superlink.name, "superlink")}, result.ran
+    assert ran_in(result, "flwr-clientapp") == {(pod, "supernode") for pod in expected}, result.ran
+    rid = run_id(result)
+    memo["runs"] = assert_listed(fed, rid)
+    memo["nodes"] = ids
+
+
+def scenario_3(fed: Federation, memo: dict) -> None:
+    fed.wait_ready(READY_TIMEOUT)
+    expected = expected_clients(fed.rendered.raw)
+    before_runs = {str(r["run-id"]): r["status"] for r in fed.runs()}
+    if not before_runs:  # scenario 1 failed before its run: make one to look for later
+        assert_completed(fed.run_app(), expected)
+        before_runs = {str(r["run-id"]): r["status"] for r in fed.runs()}
+    before_nodes = sorted(str(n["node-id"]) for n in fed.supernodes())
+    registrations = fed.register_runs
+
+    pod = fed.superlink
+    fed.cluster.delete_pod(pod)
+    assert not pod.containers[0].running
+    t = time.monotonic()
+    fed.cluster.recreate_pod(pod)
+    fed.cluster.wait_pods_ready([pod], READY_TIMEOUT)
+    fed.phase("SuperLink Ready again", time.monotonic() - t)
+
+    after_runs = {str(r["run-id"]): r["status"] for r in fed.runs()}
+    for rid, status in before_runs.items():
+        assert after_runs.get(rid) == status, f"run {rid} was {status}, after the restart: {after_runs.get(rid)}"
+    assert sorted(str(n["node-id"]) for n in fed.supernodes()) == before_nodes, "registered nodes changed"
+    fed.wait_ready(READY_TIMEOUT)  # the SuperNodes reconnect by themselves
+    assert fed.register_runs == registrations, "the nodes had to be registered again"
+    assert sorted(str(n["node-id"]) for n in fed.online()) == before_nodes
+
+    result = fed.run_app()
+    assert_completed(result, expected)
+    rid = run_id(result)
+    assert rid not in before_runs
+    assert_listed(fed, rid)
+
+
+def scenario_4(fed: Federation, memo: dict) -> None:
+    fed.wait_ready(READY_TIMEOUT)
+    expected = expected_clients(fed.rendered.raw)
+    victim_pod = f"{NAME}-supernode-a-1"
+    victim = fed.cluster.pod(victim_pod).container("supernode")
+    node_id = node_id_from_log(fed, victim_pod)
+    restarts = victim.restarts
+    killed: dict[str, float] = {}
+
+    def kill_while_training() -> None:
+        deadline = time.monotonic() + KILL_WINDOW
+        while time.monotonic() < deadline:
+            if any(pod == victim_pod and any(a.endswith("flwr-clientapp") for a in argv[:2])
+                   for pod, _, _, argv in fed.cluster.processes()):
+                victim.kill()
+                killed["at"] = time.monotonic()
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"no ClientApp of {victim_pod} seen running within {KILL_WINDOW}s")
+
+    interrupted = fed.run_app({"num-server-rounds": 1, "train-seconds": 3.0, "round-timeout": 20.0},
+                              during=kill_while_training)
+    assert interrupted.during_error is None, interrupted.during_error
+    # The run does not hang on the lost node: it finishes with the others.
+    survivors = {pod: v for pod, v in expected.items() if pod != victim_pod}
+    assert_completed(interrupted, survivors, rounds=1)
+
+    deadline = time.monotonic() + 30
+    while victim.restarts == restarts and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert victim.restarts > restarts, "the killed SuperNode was not restarted"
+    fed.wait_ready(READY_TIMEOUT)  # rejoined: every SuperNode online again
+    assert node_id_from_log(fed, victim_pod) == node_id, "the restarted SuperNode came back as another node"
+    fed.phase("killed SuperNode back online", time.monotonic() - killed["at"])
+
+    result = fed.run_app()
+    assert_completed(result, expected)
+    assert_listed(fed, run_id(result))
+
+
+def scenario_2(fed: Federation, memo: dict) -> None:
+    fed.wait_ready(READY_TIMEOUT)
+    expected = expected_clients(fed.rendered.raw)
+    result = fed.run_app()
+    assert_completed(result, expected)
+    assert ran_in(result, "flwr-serverapp") == {(fed.superlink.name, "superexec-serverapp")}, result.ran
+    assert ran_in(result, "flwr-clientapp") == {(pod, "superexec-clientapp") for pod in expected}, result.ran
+    assert_listed(fed, run_id(result))
+
+
+TLS_FAILURE = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|unable to get local issuer|"
+                         r"Handshake failed|SSL", re.I)
+
+
+def scenario_5(fed: Federation, memo: dict) -> None:
+    try:
+        fed.wait_ready(NEGATIVE_TIMEOUT, remedies=0)
+    except NotReady as exc:
+        reason = str(exc)
+    else:
+        raise AssertionError("a SuperNode trusting the wrong CA was reported ready: the harness cannot fail")
+    assert fed.superlink.is_ready(), "the SuperLink itself should be fine:\n" + fed.superlink.describe()
+    assert fed.online() == [], "a SuperNode is online although it trusts another CA"
+    logs = "\n".join(p.containers[0].log(100000) for p in fed.supernodes_pods)
+    assert TLS_FAILURE.search(logs), f"no TLS verification failure in the SuperNode logs:\n{logs[-3000:]}"
+    memo["reason"] = reason.splitlines()[0]
+
+
+def _wrong_ca(version: str) -> Callable[[list[dict]], None]:
+    """Point the SuperNodes' CA volume at a Secret holding another deployment's CA."""
+    other = render(config(version, pools=[("a", 1)])).outputs["caCertificate"]
+
+    def tamper(manifests: list[dict]) -> None:
+        ca_secret = f"{NAME}-ca"
+        manifests.append({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                          "metadata": {"name": f"{NAME}-wrong-ca", "namespace": manifests[0]["metadata"].get("namespace")},
+                          "stringData": {"ca.crt": other}})
+        changed = 0
+        for m in manifests:
+            if m["kind"] == "StatefulSet" and "supernode" in m["metadata"]["name"]:
+                for v in m["spec"]["template"]["spec"]["volumes"]:
+                    if v.get("secret", {}).get("secretName") == ca_secret:
+                        v["secret"]["secretName"] = f"{NAME}-wrong-ca"
+                        changed += 1
+        assert changed, "no SuperNode CA volume to break"
+    return tamper
+
+
+@dataclass
+class Group:
+    name: str
+    scenarios: list[tuple[str, Callable[[Federation, dict], None]]]
+    make: Callable[[str], Federation]
+
+
+GROUPS = [
+    Group("subprocess", [("1", scenario_1), ("3", scenario_3), ("4", scenario_4)],
+          lambda v: Federation(v, config(v), label="subprocess")),
+    Group("process", [("2", scenario_2)],
+          lambda v: Federation(v, config(v, isolation="process"), label="process")),
+    Group("negative", [("5", scenario_5)],
+          lambda v: Federation(v, config(v, pools=[("a", 1)]), label="negative", tamper=_wrong_ca(v))),
+]
+SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
+# Lanes per Flower version (threads): the subprocess federation's three scenarios take
+# longest; the other two federations share a lane. So at most four federations run at
+# once: mostly idle processes (Flower polls), which two cores handle.
+LANES = [["subprocess"], ["process", "negative"]]
+# One federation starts at a time: a start is a burst of CPU (every container imports
+# Flower), and several at once on two cores slow a SuperLink past its liveness probe
+# (killed at ~20-30 s). A lane holds the gate until its SuperLink is Ready.
+START_GATE = threading.Semaphore(1)
+GATE_HOLD = 60
+GATE_TIMEOUT = 600
+
+
+class Lane(threading.Thread):
+    """Runs the wanted scenarios of some groups of one Flower version, in order, in a
+    thread, one federation at a time."""
+
+    def __init__(self, version: str, wanted: set[str], groups: list[str]):
+        super().__init__(name=f"e2e-{version}-{'+'.join(groups)}", daemon=True)
+        self.version = version
+        self.groups = [g for g in GROUPS if g.name in groups]
+        self.wanted = {sid for g in self.groups for sid, _ in g.scenarios} & wanted
+        self.outcomes = {s: Outcome(s) for s in SCENARIOS if s in self.wanted}
+        self.events = {s: threading.Event() for s in self.outcomes}
+        self.memo: dict[str, Any] = {}
+        self.current: Optional[Federation] = None
+        self.stopping = False
+
+    def run(self) -> None:
+        for group in self.groups:
+            todo = [(s, fn) for s, fn in group.scenarios if s in self.wanted]
+            if not todo:
+                continue
+            if self.stopping:
+                break
+            if not START_GATE.acquire(timeout=GATE_TIMEOUT):
+                for s, _ in todo:
+                    self._finish(s, "failed", 0.0, f"no turn to start a federation within {GATE_TIMEOUT}s", [])
+                continue
+            start = time.monotonic()
+            try:
+                fed = group.make(self.version)
+            except BaseException:
+                START_GATE.release()
+                err = f"starting the {group.name} federation failed:\n{traceback.format_exc()}"
+                for s, _ in todo:
+                    self._finish(s, "failed", time.monotonic() - start, err, [])
+                continue
+            try:  # hold the gate while its processes start (the first scenario checks readiness)
+                fed.cluster.wait_pods_ready([fed.superlink], GATE_HOLD)
+            except NotReady:
+                pass
+            finally:
+                START_GATE.release()
+            self.current = fed
+            try:
+                for s, fn in todo:
+                    seen = len(fed.incidents)
+                    fed.phases = []
+                    try:
+                        fn(fed, self.memo)
+                    except (NotReady, KnownFlowerBug) as exc:
+                        bug = exc if isinstance(exc, KnownFlowerBug) else fed.known_bug()
+                        if bug:  # a known upstream bug explains it: xfailed, with the evidence
+                            self._finish(s, "xfailed", time.monotonic() - start,
+                                         f"{bug}\n(while: {str(exc).splitlines()[0][:300]})", fed.incidents[seen:])
+                        else:
+                            self._finish(s, "failed", time.monotonic() - start, self._explain(fed), fed.incidents[seen:])
+                    except BaseException as exc:
+                        self._finish(s, "failed", time.monotonic() - start, self._explain(fed), fed.incidents[seen:])
+                    else:
+                        self._finish(s, "passed", time.monotonic() - start, "", fed.incidents[seen:])
+                    start = time.monotonic()
+            finally:
+                self.current = None
+                fed.close()
+
+    @staticmethod
+    def _explain(fed: Federation) -> str:
+        return (traceback.format_exc() + "\n--- pods ---\n" + "\n".join(p.describe() for p in fed.cluster.pods.values())
+                + "\n--- container logs (tails) ---\n" + fed.cluster.logs(tail=40))
+
+    def _finish(self, scenario: str, status: str, seconds: float, error: str, incidents: list[str]) -> None:
+        o = self.outcomes[scenario]
+        o.status, o.seconds, o.error, o.incidents = status, seconds, error, list(incidents)
+        o.phases = list(self.current.phases) if self.current is not None else []
+        self.events[scenario].set()
+
+    def outcome(self, scenario: str, timeout: float) -> Outcome:
+        if not self.events[scenario].wait(timeout):
+            o = copy.copy(self.outcomes[scenario])
+            o.status, o.error = "failed", f"scenario {scenario} did not finish within {timeout:.0f}s"
+            return o
+        return self.outcomes[scenario]

@@ -1,0 +1,102 @@
+"""End to end: the rendered federation, started pod by pod as the kubelet would, with
+real Flower 1.26.1 (gRPC era) and 1.41.0 (HTTP era). See harness.py for what is
+emulated and how, stack.py for the rendering and the CLI, scenarios.py for what each
+scenario proves. Both versions run side by side (two lanes each, see scenarios.LANES); each test waits for
+its scenario's outcome and reports it, with the scenario's own duration."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import harness
+from tests.e2e.scenarios import LANES, Lane
+from tests.e2e.stack import VERSIONS, venv
+
+RESULT_TIMEOUT = 900  # the whole e2e takes a few minutes; this only bounds a hang
+
+
+@pytest.fixture(scope="session")
+def lanes(request):
+    """One lane per Flower version, running the selected scenarios."""
+    harness.install_cleanup_handlers()
+    wanted: dict[str, set[str]] = {}
+    for item in request.session.items:
+        marker = item.get_closest_marker("scenario")
+        if marker is None or item.get_closest_marker("skip") or not hasattr(item, "callspec"):
+            continue
+        wanted.setdefault(item.callspec.params["version"], set()).add(marker.kwargs["id"])
+    for version in wanted:
+        python = venv(version) / "bin" / "python"
+        if not python.exists():
+            pytest.fail(f"{python} missing: run `make test` or `make e2e`, which install flwr=={version}")
+    running = [lane for v, s in wanted.items() for groups in LANES if (lane := Lane(v, s, groups)).wanted]
+    for lane in running:
+        lane.start()
+    try:
+        yield running
+    finally:
+        for lane in running:
+            lane.stopping = True
+        for lane in running:
+            lane.join(timeout=RESULT_TIMEOUT)
+        harness.close_all()
+
+
+def check(lanes, version: str, scenario: str, record_property) -> None:
+    lane = next(lane for lane in lanes if lane.version == version and scenario in lane.wanted)
+    outcome = lane.outcome(scenario, RESULT_TIMEOUT)
+    record_property("scenario_seconds", outcome.seconds)
+    record_property("phases", ", ".join(outcome.phases))
+    for text in outcome.incidents:
+        record_property("incident", text)
+    if outcome.status == "xfailed":
+        pytest.xfail(outcome.error)
+    if outcome.status != "passed":
+        pytest.fail(outcome.error, pytrace=False)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario("subprocess isolation, pools 3+1, TLS + node auth: all online, 2-round run completes",
+                      id="1")
+def test_1_subprocess_isolation(lanes, version, record_property):
+    check(lanes, version, "1", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario("process isolation: the run completes in the SuperExec sidecars", id="2")
+def test_2_process_isolation(lanes, version, record_property):
+    check(lanes, version, "2", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario("SuperLink restart on the same volume: runs and nodes kept, SuperNodes reconnect, "
+                      "new run completes", id="3")
+def test_3_superlink_restart(lanes, version, record_property):
+    check(lanes, version, "3", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario("SuperNode killed mid-run: restarted, rejoins, federation stays usable", id="4")
+def test_4_supernode_killed_mid_run(lanes, version, record_property):
+    check(lanes, version, "4", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario("negative control: SuperNodes trusting the wrong CA are detected as not ready", id="5")
+def test_5_negative_control_wrong_ca(lanes, version, record_property):
+    check(lanes, version, "5", record_property)
+
+
+def test_9_nothing_left_behind(lanes):
+    """After every federation closed: no network namespace, /etc/netns entry, process,
+    work directory or mountpoint of ours is left."""
+    for lane in lanes:
+        lane.stopping = True
+        lane.join(timeout=RESULT_TIMEOUT)
+        assert not lane.is_alive(), f"lane {lane.version} still running"
+    assert harness.CREATED, "no cluster was created"
+    left = harness.leftovers()
+    assert left == [], f"left behind: {left}"
