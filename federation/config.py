@@ -70,6 +70,10 @@ class Probes(Model):
 
     liveness_probe: ProbeSettings = ProbeSettings()
     readiness_probe: ProbeSettings = ProbeSettings()
+    startup_probe: ProbeSettings = Field(
+        default=ProbeSettings.model_validate({"periodSeconds": 5, "failureThreshold": 24}),
+        description="Holds liveness off while a program starts (up to 2 minutes by default): a SuperLink killed during its first database migration would leave a half-migrated --database behind.",
+    )
 
 
 class DisruptionBudget(Model):

@@ -31,6 +31,9 @@ def _both(handler: dict[str, Any], probes: Probes) -> dict[str, Any]:
         out["livenessProbe"] = {**handler, **_settings(probes.liveness_probe, True)}
     if probes.readiness_probe.enabled:
         out["readinessProbe"] = {**handler, **_settings(probes.readiness_probe, False)}
+    if probes.startup_probe.enabled:
+        # Kubernetes requires successThreshold 1 for startup probes too.
+        out["startupProbe"] = {**handler, **_settings(probes.startup_probe, True)}
     return out
 
 

@@ -201,9 +201,10 @@ def _network_policies(raw: dict, pools) -> Iterator[Problem]:
 
 def _probes(raw: dict) -> Iterator[Problem]:
     for at in (("probes",), ("superlink", "probes"), ("supernodes", "probes")):
-        value = _get(raw, *at, "livenessProbe", "successThreshold")
-        if isinstance(value, int) and value != 1:
-            yield problem(at + ("livenessProbe", "successThreshold"), "must be 1 for a liveness probe (a Kubernetes rule)")
+        for probe in ("livenessProbe", "startupProbe"):
+            value = _get(raw, *at, probe, "successThreshold")
+            if isinstance(value, int) and value != 1:
+                yield problem(at + (probe, "successThreshold"), f"must be 1 for a {probe[:-5]} probe (a Kubernetes rule)")
 
 
 def _executor(raw: dict, isolation: str) -> Iterator[Problem]:

@@ -1363,3 +1363,29 @@ def test_the_same_key_written_differently_is_still_a_duplicate():
     err = _errors(base(nodeAuth=KEY_CONFIG), node_auth_keys=keys)
     assert [p.path for p in err.problems] == ['nodeAuthKeys.alpha["1"]']
     assert "the same key as alpha.0" in err.problems[0].message
+
+
+# --- startup probes --------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", [GRPC_ERA, HTTP_ERA])
+def test_startup_probe_holds_liveness_off_while_a_program_starts(version):
+    # A SuperLink killed by liveness during its first migration would leave a
+    # half-migrated --database on the PVC; the startup probe gives it 2 minutes.
+    templates = pod_templates(load_plan(base(version, nodeAuth={"enabled": True}), "dev"))
+    probed = [c for t in templates for c in t["spec"]["containers"] if "livenessProbe" in c]
+    assert probed
+    for c in probed:
+        startup = c["startupProbe"]
+        handler = {k: v for k, v in c["livenessProbe"].items() if k in ("grpc", "httpGet")}
+        assert handler and handler.items() <= startup.items()
+        assert startup["periodSeconds"] * startup["failureThreshold"] == 120
+        assert startup["successThreshold"] == 1
+
+
+def test_startup_probe_is_configurable_and_checked():
+    raw = base(HTTP_ERA, probes={"startupProbe": {"enabled": False}})
+    templates = pod_templates(load_plan(raw, "dev"))
+    assert not any("startupProbe" in c for t in templates for c in t["spec"]["containers"])
+    with pytest.raises(ConfigError) as err:
+        load_plan(base(HTTP_ERA, superlink={"probes": {"startupProbe": {"successThreshold": 2}}}), "dev")
+    assert "federation.superlink.probes.startupProbe.successThreshold: must be 1 for a startup probe (a Kubernetes rule)" in str(err.value)
