@@ -11,16 +11,9 @@ import pytest
 
 from federation.plan import load_plan
 from federation.workloads import all_objects
-from tests.support.flower import GRPC_ERA, HTTP_ERA, FlowerError
+from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS, WORKLOADS, FlowerError
 from tests.support.kube import container_argv, mounted_files, pod_for
 
-PROGRAMS = {
-    "superlink": "flower-superlink",
-    "supernode": "flower-supernode",
-    "superexec-serverapp": "flower-superexec",
-    "superexec-clientapp": "flower-superexec",
-}
-WORKLOADS = ("StatefulSet", "Deployment", "DaemonSet")
 
 
 def stack(version: str, isolation: str, placement: str = "sidecar", insecure: bool = False,

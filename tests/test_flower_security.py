@@ -46,18 +46,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from components.offline import run_program
 from federation.plan import FederationPlan, load_plan
-from tests.support.flower import GRPC_ERA, HTTP_ERA, ROOT, FlowerError
+from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS, ROOT, WORKLOADS, FlowerError
 from tests.support.kube import container_argv, pod_for
 from tests.support.stacks import daemonset_node_keys, security_stacks
 from tests.support.tls_provider import RealTlsProvider, new_openssh_key
 
-PROGRAMS = {
-    "superlink": "flower-superlink",
-    "supernode": "flower-supernode",
-    "superexec-serverapp": "flower-superexec",
-    "superexec-clientapp": "flower-superexec",
-}
-WORKLOADS = ("StatefulSet", "Deployment", "DaemonSet")
 VERSIONS = (GRPC_ERA, HTTP_ERA)  # the versions with a real-Flower venv
 # Flower serves the gRPC health protocol (--health-server-address) before 1.43.
 GRPC_HEALTH_UNTIL = (1, 43)

@@ -15,6 +15,16 @@ GRPC_ERA = "1.26.1"
 HTTP_ERA = "1.41.0"
 
 
+# The Flower program each managed container runs (its image's entrypoint).
+PROGRAMS = {
+    "superlink": "flower-superlink",
+    "supernode": "flower-supernode",
+    "superexec-serverapp": "flower-superexec",
+    "superexec-clientapp": "flower-superexec",
+}
+WORKLOADS = ("StatefulSet", "Deployment", "DaemonSet")
+
+
 def venv_python(version: str) -> Path:
     return ROOT / f".venv-flwr-{version}" / "bin" / "python"
 
