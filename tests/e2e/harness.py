@@ -309,18 +309,21 @@ def _unsearchable(path: Path) -> Optional[Path]:
 
 
 def image_exposures(venv: Path) -> list[dict[str, Any]]:
-    """What podinit must expose so a non-root container user can run `venv`'s Python:
-    on hosts where the venv's base interpreter lives under a private directory (pyenv
-    under /root, mode 0700), a tmpfs over that directory with only the interpreter's
-    prefix bound back. The venv itself must be reachable as is."""
-    blocked = _unsearchable(venv / "bin")
-    if blocked is not None:
-        raise HarnessError(f"{venv} is not reachable by a non-root user ({blocked} is not searchable)")
+    """What podinit must expose so a non-root container user can run `venv`'s Python,
+    as an image would provide it: the venv and its base interpreter's prefix. Where one
+    lives under a directory that user cannot search (a checkout in a 0700 `mktemp -d`,
+    pyenv under /root), a tmpfs goes over the first such directory with only the needed
+    paths bound back."""
     prefix = Path(os.path.realpath(venv / "bin" / "python")).parent.parent
-    mask = _unsearchable(prefix)
-    if mask is None or mask == prefix:
-        return [] if mask is None else [{"mask": str(mask.parent), "paths": [str(prefix)]}]
-    return [{"mask": str(mask), "paths": [str(prefix)]}]
+    by_mask: dict[str, set[str]] = {}
+    for path in (venv, prefix):
+        mask = _unsearchable(path)
+        if mask is None:
+            continue
+        if mask == path:
+            raise HarnessError(f"{path} itself is not searchable by a non-root user")
+        by_mask.setdefault(str(mask), set()).add(str(path))
+    return [{"mask": mask, "paths": sorted(paths)} for mask, paths in sorted(by_mask.items())]
 
 
 # --- the prober ------------------------------------------------------------------------
