@@ -724,7 +724,7 @@ class Pod:
             MOUNTPOINTS.ensure(m["mountPath"], is_file=source.is_file())
             mounts.append({"source": str(source), "target": m["mountPath"],
                            "readOnly": bool(m.get("readOnly")) or m["name"] in self.read_only_volumes})
-        launch = {"mounts": mounts, "expose": self.cluster.exposures, "hostname": self.name, "readOnlyRoot": bool(sc.get("readOnlyRootFilesystem")),
+        launch = {"mounts": mounts, "expose": self.cluster.exposures, "image": self.cluster.image_paths, "hostname": self.name, "readOnlyRoot": bool(sc.get("readOnlyRootFilesystem")),
                   "user": user, "setpriv": shutil.which("setpriv"), "env": env, "argv": argv,
                   "cwd": spec.get("workingDir", IMAGE_HOME)}
         MOUNTPOINTS.ensure(launch["cwd"])
@@ -828,6 +828,8 @@ class Cluster:
         self.venv = venv
         self.label = label
         self.exposures = image_exposures(venv)
+        # What the image provides at fixed paths: the venv and its base interpreter.
+        self.image_paths = [str(venv), os.path.realpath(venv / "bin" / "python").rsplit("/bin/", 1)[0]]
         EXPOSED.update(e["mask"] for e in self.exposures)
         self.id = f"{ID_PREFIX}{secrets.token_hex(2)}"
         self.netns: list[str] = []

@@ -10,11 +10,11 @@ own mount, UTS and PID namespaces, and is PID 1 of the latter: when it exits, th
 kills every process it left behind (Flower's SuperExecs and app processes included),
 as when a container's init exits. This script then does what runc does before exec:
 
-0. makes the directories the "image" needs reachable (see _expose);
 1. bind-mounts each volume's host directory (or subPath) at its mountPath, read-only
    where the mount or the volume type says so, parents before children (sources are
    opened first and mounted through /proc/self/fd, since a mount at e.g. /tmp would
    hide the host directories the later sources live in);
+   then makes the directories the "image" needs reachable (see _expose);
 2. remounts `/` read-only for readOnlyRootFilesystem;
 3. sets the hostname (the pod's name);
 4. execs the program through `setpriv`: runAsUser/runAsGroup, supplementary groups
@@ -25,7 +25,7 @@ as when a container's init exits. This script then does what runc does before ex
 Only the standard library: it runs under whichever Python starts it.
 Spec (JSON): {"mounts": [{"source", "target", "readOnly"}], "hostname", "readOnlyRoot",
 "user": {"uid", "gid", "groups", "noNewPrivs", "dropAllCaps"} or null (stay root),
-"expose": [{"mask": "/root", "paths": [...]}],
+"expose": [{"mask": "/root", "paths": [...]}], "image": [venv, interpreter prefix],
 "setpriv": host path of setpriv, "env": {...}, "argv": [...], "cwd": "..."}.
 """
 
@@ -55,23 +55,42 @@ def _bind(fd: int, target: str, read_only: bool) -> None:
         _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
 
 
-def _expose(entries: list) -> None:
-    """Make host directories the image would have (the Flower venv's base interpreter)
-    reachable for the container user: a tmpfs over their first ancestor that user cannot
-    search (e.g. /root, mode 0700), with only those directories bound back, read-only."""
-    for entry in entries:
-        keep = [(path, os.open(path, os.O_PATH)) for path in entry["paths"]]
-        _mount("tmpfs", entry["mask"], "tmpfs", 0, "mode=0755,size=64k")
-        for path, fd in keep:
+def _same(path: str, st: os.stat_result) -> bool:
+    try:
+        cur = os.stat(path)
+    except OSError:
+        return False
+    return (cur.st_dev, cur.st_ino) == (st.st_dev, st.st_ino)
+
+
+def _hold_image(entries: list, image: list) -> tuple[list, list]:
+    """Before any mount: the masks' identities and fds of the image's directories (the
+    Flower venv and its base interpreter), which volume mounts (an emptyDir at /tmp) or
+    masks may hide afterwards."""
+    masks = [(e["mask"], os.stat(e["mask"])) for e in entries]
+    paths = sorted({p for e in entries for p in e["paths"]} | set(image))
+    return masks, [(p, os.open(p, os.O_PATH)) for p in paths]
+
+
+def _expose(masks: list, paths: list) -> None:
+    """Make the image's directories reachable for the container user at their own
+    paths: a tmpfs over each first ancestor that user cannot search (e.g. /root, mode
+    0700) unless a volume already hides it, then every image directory that is no
+    longer the host's is bound back, read-only."""
+    for mask, st in masks:
+        if _same(mask, st):
+            _mount("tmpfs", mask, "tmpfs", 0, "mode=0755,size=64k")
+    for path, fd in paths:
+        if not _same(path, os.fstat(fd)):
             os.makedirs(path, mode=0o755, exist_ok=True)
             _bind(fd, path, read_only=True)
-            os.close(fd)
+        os.close(fd)
 
 
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
-    _expose(spec.get("expose") or [])
+    masks, image = _hold_image(spec.get("expose") or [], spec.get("image") or [])
     mounts = sorted(spec["mounts"], key=lambda m: m["target"].rstrip("/").count("/"))
     # Hold every source before mounting anything: a mount (e.g. an emptyDir at /tmp) may
     # hide where later sources live on the host.
@@ -80,6 +99,7 @@ def main() -> None:
         _bind(fd, m["target"], bool(m.get("readOnly")))
     for fd in sources:
         os.close(fd)
+    _expose(masks, image)
     if spec.get("readOnlyRoot"):
         _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY)
     if spec.get("hostname"):
