@@ -147,8 +147,10 @@ def supplied_key_problems(spec, keys: Any) -> list:
     from .errors import problem
     from .rules import DNS_NAME
 
-    def at(*parts) -> tuple:
-        return parts
+    out: list = []
+
+    def bad(parts: tuple, message: str) -> None:
+        out.append(problem(parts, message, root=CONFIG_KEY))
 
     if keys is None:
         return [problem((), "missing: nodeAuth.keySource is config, so set one key per SuperNode with "
@@ -156,36 +158,34 @@ def supplied_key_problems(spec, keys: Any) -> list:
                         root=CONFIG_KEY)]
     if not isinstance(keys, dict):
         return [problem((), "must be a mapping {pool: {slot: private key}}", root=CONFIG_KEY)]
-    out = []
     pools = {p.name: p for p in spec.supernodes.pools}
     seen: dict[str, str] = {}
     for pool_name in sorted(keys):
         if pool_name not in pools:
-            out.append(problem(at(pool_name), f"no pool named '{pool_name}' (pools: {', '.join(sorted(pools))})", root=CONFIG_KEY))
+            bad((pool_name,), f"no pool named '{pool_name}' (pools: {', '.join(sorted(pools))})")
             continue
         slots_given = keys[pool_name]
         if not isinstance(slots_given, dict):
-            out.append(problem(at(pool_name), "must be a mapping {slot: private key}", root=CONFIG_KEY))
+            bad((pool_name,), "must be a mapping {slot: private key}")
             continue
         if spec.mode == "StatefulSet":
             wanted = {str(i) for i in range(pools[pool_name].replicas or 0)}
             for slot in sorted(set(map(str, slots_given)) - wanted, key=_slot_order):
-                out.append(problem(at(pool_name, slot), f"pool '{pool_name}' has replicas 0..{len(wanted) - 1}; "
-                                                        f"no SuperNode would use this key", root=CONFIG_KEY))
+                bad((pool_name, slot), f"pool '{pool_name}' has replicas 0..{len(wanted) - 1}; "
+                                       f"no SuperNode would use this key")
         elif not slots_given:
-            out.append(problem(at(pool_name), "give at least one node name and its key", root=CONFIG_KEY))
+            bad((pool_name,), "give at least one node name and its key")
         for slot, text in sorted(slots_given.items(), key=lambda kv: _slot_order(str(kv[0]))):
             slot = str(slot)
             if spec.mode == "DaemonSet" and not DNS_NAME.match(slot):
-                out.append(problem(at(pool_name, slot), "DaemonSet keys are named by Kubernetes node name", root=CONFIG_KEY))
+                bad((pool_name, slot), "DaemonSet keys are named by Kubernetes node name")
             why = _key_problem(text)
             if why:
-                out.append(problem(at(pool_name, slot), why, root=CONFIG_KEY))
+                bad((pool_name, slot), why)
                 continue
             identity = public_key(text)  # the same key however it is written
             if identity in seen:
-                out.append(problem(at(pool_name, slot), f"the same key as {seen[identity]}: every SuperNode needs its own",
-                                   root=CONFIG_KEY))
+                bad((pool_name, slot), f"the same key as {seen[identity]}: every SuperNode needs its own")
             else:
                 seen[identity] = f"{pool_name}.{slot}"
     for name, pool in sorted(pools.items()):
@@ -193,7 +193,7 @@ def supplied_key_problems(spec, keys: Any) -> list:
             given = {str(s) for s in keys.get(name, {})} if isinstance(keys.get(name), dict) else set()
             missing = [str(i) for i in range(pool.replicas or 0) if str(i) not in given]
             if missing:
-                out.append(problem(at(name), f"missing keys for replicas {', '.join(missing)}", root=CONFIG_KEY))
+                bad((name,), f"missing keys for replicas {', '.join(missing)}")
         elif name not in keys:
-            out.append(problem(at(name), "missing: give one key per Kubernetes node name", root=CONFIG_KEY))
+            bad((name,), "missing: give one key per Kubernetes node name")
     return out

@@ -202,13 +202,8 @@ def _merge_container(base: dict, patch: dict) -> dict:
             out[key] = _merge_named(out.get(key, []), value, lambda a, b: copy.deepcopy(b)) if key != "envFrom" \
                 else list(out.get(key, [])) + copy.deepcopy(value)
         elif key == "resources" and isinstance(value, dict):
-            # Merge limits/requests key by key, so a patch setting a CPU limit keeps
-            # the GPU limit we put there.
-            merged = copy.deepcopy(out.get(key, {}))
-            for section, amounts in value.items():
-                merged[section] = {**merged.get(section, {}), **copy.deepcopy(amounts)} \
-                    if isinstance(amounts, dict) else copy.deepcopy(amounts)
-            out[key] = merged
+            # Key by key, so a patch setting a CPU limit keeps the GPU limit we put there.
+            out[key] = merge_resources(out.get(key), value)
         elif key == "securityContext" and isinstance(value, dict):
             out[key] = {**out.get(key, {}), **copy.deepcopy(value)}
         else:
