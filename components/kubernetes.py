@@ -3,14 +3,21 @@
 Typed resources (rather than a YAML group) give `pulumi preview --diff` field-level
 diffs and per-object replace decisions. The manifests are in Kubernetes' camelCase,
 which pulumi-kubernetes passes through unchanged for dict inputs.
+
+This is where Pulumi Outputs meet the core's plain data: `register` takes extra
+top-level fields (a Secret's generated `stringData`) and pod-template annotations (the
+checksums that roll pods) and places them into a shallow copy at registration, so the
+core never holds an Output.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from federation.kube import Manifest
 
 _RESOURCE_BY_KIND: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
@@ -30,18 +37,30 @@ _RESOURCE_BY_KIND: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] =
 _CUSTOM_KINDS = {("cert-manager.io/v1", "Certificate")}
 
 
-def register(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+def register(manifest: Manifest, opts: pulumi.ResourceOptions, *, fields: Optional[Mapping[str, Any]] = None,
+             pod_annotations: Optional[Mapping[str, pulumi.Input[str]]] = None) -> pulumi.CustomResource:
     """One Kubernetes object. Its logical name is its Kubernetes name: unique per kind
-    within a federation's namespace, and stable while config changes elsewhere."""
+    within a federation's namespace, and stable while config changes elsewhere.
+
+    `fields` are top-level fields to add (e.g. a Secret's `stringData`), and
+    `pod_annotations` annotations for a workload's pod template; both may hold Outputs."""
+    body: dict[str, Any] = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
+    body.update(fields or {})
+    if pod_annotations:
+        body["spec"] = _with_pod_annotations(body["spec"], pod_annotations)
     key = (manifest["apiVersion"], manifest["kind"])
     name = manifest["metadata"]["name"]
     if key in _CUSTOM_KINDS:
-        body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata", "spec")}
-        return k8s.apiextensions.CustomResource(name, api_version=key[0], kind=key[1], metadata=manifest["metadata"],
-                                                spec=manifest.get("spec"), opts=opts, **body)
-    cls = _RESOURCE_BY_KIND[key]
-    body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
-    return cls(name, **_snake_top_level(body), opts=opts)
+        extra = {k: v for k, v in body.items() if k not in ("metadata", "spec")}
+        return k8s.apiextensions.CustomResource(name, api_version=key[0], kind=key[1], metadata=body["metadata"],
+                                                spec=body.get("spec"), opts=opts, **extra)
+    return _RESOURCE_BY_KIND[key](name, **_snake_top_level(body), opts=opts)
+
+
+def _with_pod_annotations(spec: dict[str, Any], annotations: Mapping[str, pulumi.Input[str]]) -> dict[str, Any]:
+    template = spec["template"]
+    metadata = {**template["metadata"], "annotations": {**template["metadata"].get("annotations", {}), **annotations}}
+    return {**spec, "template": {**template, "metadata": metadata}}
 
 
 def _snake_top_level(body: dict[str, Any]) -> dict[str, Any]:

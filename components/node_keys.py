@@ -10,17 +10,19 @@ from typing import Optional
 import pulumi
 import pulumi_tls as tls
 
-from federation import nodeauth
+from federation import nodeauth, sshkeys
 from federation.config import Pool
+from federation.kube import Manifest
 from federation.plan import FederationPlan
 
 from .kubernetes import register
 
 
 class NodeKeysComponent(pulumi.ComponentResource):
-    public_keys: pulumi.Output[dict]
+    public_keys: pulumi.Output[dict[str, str]]
 
-    def __init__(self, name: str, plan: FederationPlan, pool: Pool, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, plan: FederationPlan, pool: Pool, key_secret: Manifest,
+                 opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("flower-federation:index:NodeKeys", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         private: dict[str, pulumi.Output[str]] = {}
@@ -37,8 +39,9 @@ class NodeKeysComponent(pulumi.ComponentResource):
             else:
                 text = plan.node_auth_keys[pool.name][slot]
                 private[slot] = pulumi.Output.secret(text)
-                public[slot] = pulumi.Output.from_input(nodeauth.public_key(text, comment))
-        self.secret = register(nodeauth.key_secret(plan, pool, private),
-                               pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"]))
+                public[slot] = pulumi.Output.from_input(sshkeys.public_key(text, comment))
+        self.secret = register(key_secret,
+                               pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"]),
+                               fields={"stringData": nodeauth.key_files(private)})
         self.public_keys = pulumi.Output.all(**public) if public else pulumi.Output.from_input({})
         self.register_outputs({"publicKeys": self.public_keys})

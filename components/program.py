@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from federation import nodeauth
+from federation import manifests, nodeauth, sshkeys
 from federation.errors import ConfigError, Problem
 from federation.outputs import connection_name, stack_outputs
 from federation.plan import FederationPlan, load_plan
@@ -18,7 +18,7 @@ from .federation import FederationComponent
 
 PROJECT = "flower-federation"
 CONFIG_KEY = "federation"
-NODE_KEYS_KEY = nodeauth.CONFIG_KEY
+NODE_KEYS_KEY = sshkeys.CONFIG_KEY
 
 
 def _node_auth_keys() -> tuple[Any, list[Problem]]:
@@ -50,9 +50,18 @@ def load() -> FederationPlan:
         raise pulumi.RunError(str(err)) from None
 
 
+def render(plan: FederationPlan) -> manifests.Manifests:
+    """Every object, rendered once and checked, before anything is registered."""
+    try:
+        return manifests.render(plan)
+    except manifests.InvariantError as err:
+        raise pulumi.RunError(str(err)) from None
+
+
 def run() -> FederationComponent:
     plan = load()
-    federation = FederationComponent(plan.name, plan)
+    rendered = render(plan)
+    federation = FederationComponent(plan.name, plan, rendered.clusters[0])
     for key, value in stack_outputs(plan).items():
         pulumi.export(key, value)
     if federation.tls is not None and federation.tls.ca_certificate is not None:

@@ -7,39 +7,40 @@ resources under that pool."""
 
 from __future__ import annotations
 
-from typing import Optional
+import dataclasses
+from typing import Any, Optional
 
 import pulumi
 
-from federation import nodeauth, trust, workloads
+from federation import nodeauth
 from federation.config import Pool
+from federation.kube import Manifest
 from federation.plan import FederationPlan
 
 from .kubernetes import register
 from .node_keys import NodeKeysComponent
+from .rollout import Rollout
 
 
 class SuperNodePoolComponent(pulumi.ComponentResource):
     kind: pulumi.Output[str]
-    replicas: pulumi.Output
-    public_keys: Optional[pulumi.Output[dict]]
+    replicas: pulumi.Output[Any]
+    public_keys: Optional[pulumi.Output[dict[str, str]]]
 
-    def __init__(self, name: str, plan: FederationPlan, pool: Pool, opts: Optional[pulumi.ResourceOptions] = None,
-                 ca_checksum: Optional[pulumi.Output[str]] = None):
+    def __init__(self, name: str, plan: FederationPlan, pool: Pool, objects: list[Manifest],
+                 key_secret: Optional[Manifest], rollout: Rollout, opts: Optional[pulumi.ResourceOptions] = None):
+        """`key_secret` is the pool's node-keys Secret as rendered (node auth only)."""
         super().__init__("flower-federation:index:SuperNodePool", name, None, opts)
         depends: list[pulumi.Resource] = []
         self.public_keys = None
-        if plan.spec.node_auth.enabled:
-            keys = NodeKeysComponent(f"{name}-node-keys", plan, pool, pulumi.ResourceOptions(parent=self))
+        if key_secret is not None:
+            keys = NodeKeysComponent(f"{name}-node-keys", plan, pool, key_secret, pulumi.ResourceOptions(parent=self))
             depends.append(keys.secret)
             self.public_keys = keys.public_keys
-        annotations = {}
-        if ca_checksum is not None:
-            annotations[trust.CHECKSUM_ANNOTATION] = ca_checksum
-        if self.public_keys is not None:
-            annotations[nodeauth.CHECKSUM_ANNOTATION] = self.public_keys.apply(nodeauth.keys_checksum)
+            checksum = keys.public_keys.apply(nodeauth.keys_checksum)
+            rollout = dataclasses.replace(rollout, node_keys={key_secret["metadata"]["name"]: checksum})
         child = pulumi.ResourceOptions(parent=self, depends_on=depends)
-        self.resources = [register(m, child) for m in workloads.pool(plan, pool, annotations or None)]
+        self.resources = [register(m, child, pod_annotations=rollout.annotations(m)) for m in objects]
         self.kind = pulumi.Output.from_input(plan.spec.mode)
         self.replicas = pulumi.Output.from_input(pool.replicas)
         self.register_outputs({"kind": self.kind, "replicas": self.replicas})

@@ -22,7 +22,8 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from federation import trust
-from federation.plan import FederationPlan
+from federation.kube import Manifest
+from federation.plan import FederationPlan, Trust
 
 from .kubernetes import register
 
@@ -35,13 +36,18 @@ class TlsTrustComponent(pulumi.ComponentResource):
     client_checksum: pulumi.Output[str]
     ca_certificate: Optional[pulumi.Output[str]]
 
-    def __init__(self, name: str, plan: FederationPlan, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, plan: FederationPlan, objects: list[Manifest],
+                 opts: Optional[pulumi.ResourceOptions] = None):
+        """`objects` are the TLS objects the core rendered (trust.objects): Secrets
+        without data, which this component fills, and a cert-manager Certificate."""
         super().__init__("flower-federation:index:TlsTrust", name, None, opts)
         assert plan.trust is not None, "TlsTrustComponent needs TLS (insecure is false)"
         self._plan = plan
+        self._trust: Trust = plan.trust
+        self._objects = {(m["kind"], m["metadata"]["name"]): m for m in objects}
         child = pulumi.ResourceOptions(parent=self)
         self.resources: list[pulumi.Resource] = []
-        self.ca_certificate = None
+        self.ca_certificate: Optional[pulumi.Output[str]] = None
         source = plan.trust.source
         if source == "generate":
             server_cert, ca_pem = self._generate(name, child)
@@ -51,28 +57,30 @@ class TlsTrustComponent(pulumi.ComponentResource):
         else:
             after: list[pulumi.Resource] = []
             if source == "certManager":
-                after.append(register(trust.certificate(plan), child))
+                after.append(register(self._object("Certificate", plan.names.certificate), child))
                 self.resources += after
             server_data = self._read(name, plan.trust.server_secret, "server", after)
             # Checksums digest certificates only (public), so they are not secret: a
             # secret annotation would mark whole workload specs secret in every diff.
             if plan.trust.trust_source == "copyFromServerSecret":
                 ca_b64 = server_data.apply(lambda d: (d or {}).get("ca.crt") or (d or {}).get("tls.crt"))
-                self.resources.append(register(trust.trust_secret(plan, ca_base64=pulumi.Output.secret(ca_b64)),
-                                               pulumi.ResourceOptions(parent=self, depends_on=after)))
+                self.resources.append(register(self._object("Secret", plan.trust.ca_secret),
+                                               pulumi.ResourceOptions(parent=self, depends_on=after),
+                                               fields={"data": {"ca.crt": pulumi.Output.secret(ca_b64)}}))
                 self.superlink_checksum = pulumi.Output.unsecret(server_data.apply(
                     lambda d: trust.checksum([_decode(d, "tls.crt"), _b64decode((d or {}).get("ca.crt") or (d or {}).get("tls.crt"))])))
                 self.client_checksum = pulumi.Output.unsecret(ca_b64.apply(lambda b: trust.checksum([_b64decode(b)])))
             else:
                 ca_data = self._read(name, plan.trust.ca_secret, "ca", [])
                 # The SuperLink mounts the user's CA Secret too: both feed its checksum.
+                ca_key = plan.trust.ca_key
                 self.superlink_checksum = pulumi.Output.unsecret(pulumi.Output.all(server_data, ca_data).apply(
-                    lambda ds: trust.checksum([_decode(ds[0], "tls.crt"), _decode(ds[1], plan.trust.ca_key)])))
+                    lambda ds: trust.checksum([_decode(ds[0], "tls.crt"), _decode(ds[1], ca_key)])))
                 self.client_checksum = pulumi.Output.unsecret(
-                    ca_data.apply(lambda d: trust.checksum([_decode(d, plan.trust.ca_key)])))
+                    ca_data.apply(lambda d: trust.checksum([_decode(d, ca_key)])))
         self.register_outputs({"superlinkChecksum": self.superlink_checksum, "clientChecksum": self.client_checksum})
 
-    def _generate(self, name: str, child: pulumi.ResourceOptions):
+    def _generate(self, name: str, child: pulumi.ResourceOptions) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
         plan = self._plan
         gen = plan.spec.tls.generate
         ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm=trust.SERVER_KEY_ALGORITHM,
@@ -93,12 +101,17 @@ class TlsTrustComponent(pulumi.ComponentResource):
             ca_cert_pem=ca.cert_pem, validity_period_hours=gen.validity_hours,
             early_renewal_hours=gen.early_renewal_hours, allowed_uses=SERVER_USES, opts=child)
         secret_opts = pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"])
-        server = register(trust.server_secret(plan, pulumi.Output.secret(cert.cert_pem),
-                                              pulumi.Output.secret(server_key.private_key_pem),
-                                              pulumi.Output.secret(ca.cert_pem)), secret_opts)
-        ca_secret = register(trust.trust_secret(plan, ca_pem=pulumi.Output.secret(ca.cert_pem)), secret_opts)
+        ca_pem = pulumi.Output.secret(ca.cert_pem)
+        server = register(self._object("Secret", self._trust.server_secret), secret_opts, fields={"stringData": {
+            "tls.crt": pulumi.Output.secret(cert.cert_pem), "tls.key": pulumi.Output.secret(server_key.private_key_pem),
+            "ca.crt": ca_pem}})
+        ca_secret = register(self._object("Secret", self._trust.ca_secret), secret_opts,
+                             fields={"stringData": {"ca.crt": ca_pem}})
         self.resources += [ca_key, ca, server_key, csr, cert, server, ca_secret]
         return cert.cert_pem, ca.cert_pem
+
+    def _object(self, kind: str, name: str) -> Manifest:
+        return self._objects[(kind, name)]
 
     def _read(self, name: str, secret: str, role: str, after: list[pulumi.Resource]) -> pulumi.Output[Any]:
         """An existing Secret's data, read at deploy time (after `after`)."""

@@ -22,12 +22,12 @@ from typing import Any, Optional
 import yaml
 
 from . import network, pods
-from .naming import TASK_EXECUTOR, common_labels
+from .kube import Manifest, ObjectMeta
+from .layout import EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_FILE, WRITABLE_PATHS
+from .naming import TASK_EXECUTOR
 from .plan import FederationPlan
 
-EXECUTOR_CONFIG_DIR = "/etc/flower/executor"
-EXECUTOR_CONFIG_FILE = "executor.yaml"
-EXECUTOR_CONFIG_VOLUME = "executor-config"
+EXECUTOR_CONFIG_PATH = f"{EXECUTOR_CONFIG_DIR}/{EXECUTOR_CONFIG_FILE}"
 
 EXECUTOR_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "list", "patch"]},
@@ -46,34 +46,14 @@ VIEWER_RULES = [
 ]
 
 
-def kubernetes_executor(plan: FederationPlan) -> bool:
-    # Rules require distributed placement: task pods dial the SuperExec's API address,
-    # which a sidecar has only on the pod's loopback.
-    return plan.distributed and plan.spec.executor.type == "kubernetes"
-
-
-def _meta(plan: FederationPlan, name: str, component: str, pool: Optional[str] = None) -> dict[str, Any]:
-    return {"name": name, "namespace": plan.namespace,
-            "labels": common_labels(plan.name, component, str(plan.version), pool, plan.spec.labels)}
+def _meta(plan: FederationPlan, name: str, component: str, pool: Optional[str] = None) -> ObjectMeta:
+    return plan.meta(name, component, pool)
 
 
 def service_account(plan: FederationPlan, name: str, component: str, pool: Optional[str] = None,
-                    api_token: bool = False) -> dict[str, Any]:
+                    api_token: bool = False) -> Manifest:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(plan, name, component, pool),
             "automountServiceAccountToken": api_token}
-
-
-def executor_args() -> list[str]:
-    return ["--executor", "kubernetes", "--executor-config", f"{EXECUTOR_CONFIG_DIR}/{EXECUTOR_CONFIG_FILE}"]
-
-
-def executor_config_mount() -> dict[str, Any]:
-    return {"name": EXECUTOR_CONFIG_VOLUME, "mountPath": EXECUTOR_CONFIG_DIR, "readOnly": True}
-
-
-def executor_config_volume(plan: FederationPlan, superexec_workload: str) -> dict[str, Any]:
-    return {"name": EXECUTOR_CONFIG_VOLUME,
-            "configMap": {"name": plan.names.executor_config(superexec_workload), "defaultMode": 0o444}}
 
 
 def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[str]) -> dict[str, Any]:
@@ -91,7 +71,7 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[s
         # Read-only root filesystem: Flower's writable paths on an emptyDir.
         "volumes": [{"name": "scratch", "emptyDir": {}}],
         "volume-mounts": [{"name": "scratch", "mountPath": path, "subPath": sub}
-                          for sub, path in pods.WRITABLE_PATHS.items()],
+                          for sub, path in WRITABLE_PATHS.items()],
     }
     if plan.spec.default_resources:
         config["resources"] = plan.spec.default_resources
@@ -101,14 +81,14 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[s
 
 
 def executor_config_map(plan: FederationPlan, superexec_workload: str, role: str,
-                        superexec_image: Optional[str]) -> dict[str, Any]:
+                        superexec_image: Optional[str]) -> Manifest:
     text = yaml.safe_dump(executor_config(plan, role, superexec_image), sort_keys=True)
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": _meta(plan, plan.names.executor_config(superexec_workload), TASK_EXECUTOR),
             "data": {EXECUTOR_CONFIG_FILE: text}}
 
 
-def executor_role_binding(plan: FederationPlan, superexec_workload: str) -> dict[str, Any]:
+def executor_role_binding(plan: FederationPlan, superexec_workload: str) -> Manifest:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": _meta(plan, superexec_workload, TASK_EXECUTOR),
@@ -117,12 +97,12 @@ def executor_role_binding(plan: FederationPlan, superexec_workload: str) -> dict
     }
 
 
-def federation_objects(plan: FederationPlan) -> list[dict[str, Any]]:
+def federation_objects(plan: FederationPlan) -> list[Manifest]:
     """Objects shared by the whole federation: the executor Role and the task pods'
     ServiceAccount, and the optional viewer Role."""
-    out: list[dict[str, Any]] = []
+    out: list[Manifest] = []
     names = plan.names
-    if kubernetes_executor(plan):
+    if plan.kubernetes_executor:
         out.append(service_account(plan, names.task_executor, TASK_EXECUTOR))
         out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                     "metadata": _meta(plan, names.executor_role, TASK_EXECUTOR), "rules": EXECUTOR_RULES})

@@ -21,6 +21,9 @@ SUPEREXEC_CLIENTAPP = "superexec-clientapp"
 INIT_STATE = "init-state"
 # Pods the Kubernetes executor creates for each ServerApp/ClientApp.
 TASK_EXECUTOR = "taskexecutor"
+# What the ServerApp side is called where a pool name would otherwise stand (the executor
+# role of its task pods; `<federation>-superexec-<role>`).
+SERVERAPP_ROLE = "serverapp"
 
 # Kubernetes limits: names of Services, and of anything that becomes a DNS label, are
 # RFC 1035 labels (63). A StatefulSet name is further limited because the controller
@@ -45,7 +48,7 @@ class Names:
 
     @property
     def superexec_serverapp(self) -> str:
-        return f"{self.federation}-superexec-serverapp"
+        return self.pool_superexec(SERVERAPP_ROLE)
 
     def pool(self, pool: str) -> str:
         return f"{self.federation}-supernode-{pool}"
@@ -75,6 +78,11 @@ class Names:
     def task_executor(self) -> str:
         return f"{self.federation}-taskexecutor"
 
+    def task_policy(self, role: str) -> str:
+        """NetworkPolicy of the pods the Kubernetes executor starts for `role`
+        (`serverapp` or a pool name)."""
+        return f"{self.task_executor}-{role}"
+
     @property
     def executor_role(self) -> str:
         return f"{self.federation}-executor"
@@ -82,10 +90,6 @@ class Names:
     @property
     def viewer_role(self) -> str:
         return f"{self.federation}-viewer"
-
-    @property
-    def default_deny(self) -> str:
-        return f"{self.federation}-default-deny"
 
 
 def selector_labels(federation: str, component: str, pool: str | None = None) -> dict[str, str]:

@@ -15,14 +15,16 @@ from typing import Any, Optional
 from .config import NetworkPolicy, Pool
 from .dialects import SUPERNODE_APPIO_PORT
 from .naming import (
+    POOL_LABEL,
+    SERVERAPP_ROLE,
     SUPEREXEC_CLIENTAPP,
     SUPEREXEC_SERVERAPP,
     SUPERLINK,
     SUPERNODE,
     TASK_EXECUTOR,
-    common_labels,
     selector_labels,
 )
+from .kube import Manifest
 from .plan import FederationPlan
 
 DNS_PORT = 53
@@ -45,8 +47,10 @@ class Component:
     """Pods of ours that get a policy."""
 
     key: str  # object name of the policy
-    labels: tuple  # selector labels, as sorted items (hashable)
+    labels: tuple[tuple[str, str], ...]  # selector labels, as sorted items (hashable)
     settings: NetworkPolicy
+    # The pool whose component registers the policy (None: the SuperLink's side).
+    pool: Optional[str] = None
     # A group (e.g. every SuperNode of the federation) gets no policy of its own; its
     # links apply to each member, so adding a pool leaves the SuperLink's policy alone.
     group: bool = False
@@ -65,7 +69,7 @@ class Component:
 class Peer:
     """A NetworkPolicyPeer other than our own components; `peer=None` means anywhere."""
 
-    peer: Optional[tuple] = None  # ((key, json-able value), ...)
+    peer: Optional[tuple[Any, ...]] = None  # ((key, json-able value), ...)
 
     def render(self) -> Optional[dict[str, Any]]:
         return None if self.peer is None else _thaw(self.peer)
@@ -120,7 +124,7 @@ def _tcp(*ports: int) -> tuple[tuple[int, str], ...]:
 def _sources(settings: NetworkPolicy) -> list[Peer]:
     """Configured sources allowed to reach a component's API ports (the chart's
     ingress*MatchLabels)."""
-    peers = []
+    peers: list[Peer] = []
     if settings.ingress_pod_match_labels:
         peers.append(Peer(_freeze({"podSelector": {"matchLabels": dict(sorted(settings.ingress_pod_match_labels.items()))}})))
     if settings.ingress_ns_match_labels:
@@ -141,11 +145,11 @@ def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Li
     spec = plan.spec
     names = plan.names
     global_np = spec.network_policy
-    kubernetes_executor = spec.executor.type == "kubernetes"
+    kubernetes_executor = plan.kubernetes_executor
     installs = spec.allow_runtime_dependency_installation
 
-    def comp(key: str, labels: dict[str, str], *layers: NetworkPolicy) -> Component:
-        return Component(key, tuple(sorted(labels.items())), effective(global_np, *layers))
+    def comp(key: str, labels: dict[str, str], *layers: NetworkPolicy, pool: Optional[str] = None) -> Component:
+        return Component(key, tuple(sorted(labels.items())), effective(global_np, *layers), pool)
 
     superlink = comp(names.superlink, selector_labels(plan.name, SUPERLINK), spec.superlink.network_policy)
     components = [superlink]
@@ -167,7 +171,8 @@ def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Li
         links.append(Link(superexec, superlink, _tcp(appio_port), "SuperExec dials the ServerAppIo/Runtime API"))
         serverapp_side.append(superexec)
         if kubernetes_executor:
-            tasks = comp(f"{names.task_executor}-serverapp", task_labels(plan, "serverapp"), spec.superlink.network_policy)
+            tasks = comp(names.task_policy(SERVERAPP_ROLE), task_labels(plan, SERVERAPP_ROLE),
+                         spec.superlink.network_policy)
             components.append(tasks)
             links.append(Link(tasks, superlink, _tcp(appio_port), "ServerApp pods dial the ServerAppIo/Runtime API"))
             links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
@@ -190,12 +195,13 @@ def _pool(plan: FederationPlan, pool: Pool, superlink: Component, comp, kubernet
     spec = plan.spec
     names = plan.names
     layers = (spec.supernodes.network_policy, pool.network_policy)
-    supernode = comp(names.pool(pool.name), selector_labels(plan.name, SUPERNODE, pool.name), *layers)
+    supernode = comp(names.pool(pool.name), selector_labels(plan.name, SUPERNODE, pool.name), *layers, pool=pool.name)
     components = [supernode]
     links: list[Link] = []
     if plan.distributed:
         # The SuperNode's Runtime/ClientAppIo API leaves the pod only here.
-        superexec = comp(names.pool_superexec(pool.name), selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name), *layers)
+        superexec = comp(names.pool_superexec(pool.name), selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name),
+                         *layers, pool=pool.name)
         components.append(superexec)
         links.append(Link(superexec, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExec dials its SuperNode"))
         if supernode.settings.allow_external:
@@ -203,7 +209,7 @@ def _pool(plan: FederationPlan, pool: Pool, superlink: Component, comp, kubernet
         for source in _sources(supernode.settings):
             links.append(Link(source, supernode, _tcp(SUPERNODE_APPIO_PORT), "configured sources"))
         if kubernetes_executor:
-            tasks = comp(f"{names.task_executor}-{pool.name}", task_labels(plan, pool.name), *layers)
+            tasks = comp(names.task_policy(pool.name), task_labels(plan, pool.name), *layers, pool=pool.name)
             components.append(tasks)
             links.append(Link(tasks, supernode, _tcp(SUPERNODE_APPIO_PORT), "ClientApp pods dial the SuperNode"))
             links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
@@ -231,7 +237,9 @@ def _ends_at(end: Component | Peer, c: Component) -> bool:
     return isinstance(end, Component) and end.covers(c)
 
 
-def policies(plan: FederationPlan) -> list[dict[str, Any]]:
+def policies(plan: FederationPlan) -> list[tuple[Optional[str], Manifest]]:
+    """Every NetworkPolicy, each with the pool whose component registers it (None: the
+    SuperLink's). Computed once for the whole federation."""
     components, links = components_and_links(plan)
     out = []
     for c in components:
@@ -244,23 +252,12 @@ def policies(plan: FederationPlan) -> list[dict[str, Any]]:
         else:
             egress = [_rule("to", link.target, link.ports) for link in links if _ends_at(link.source, c)]
             egress += list(c.settings.extra_egress or [])
-        component = dict(c.labels)["app.kubernetes.io/component"]
-        pool = dict(c.labels).get("flower.flwr.ai/pool")
-        labels = common_labels(plan.name, component, str(plan.version), pool, plan.spec.labels)
-        out.append({
+        selector = dict(c.labels)
+        policy: Manifest = {
             "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": c.key, "namespace": plan.namespace, "labels": labels},
+            "metadata": plan.meta(c.key, selector["app.kubernetes.io/component"], selector.get(POOL_LABEL)),
             "spec": {"podSelector": {"matchLabels": c.selector}, "policyTypes": ["Ingress", "Egress"],
                      "ingress": ingress, "egress": egress},
-        })
+        }
+        out.append((c.pool, policy))
     return out
-
-
-def pool_policy_names(plan: FederationPlan, pool: Pool) -> set[str]:
-    names = plan.names
-    return {names.pool(pool.name), names.pool_superexec(pool.name), f"{names.task_executor}-{pool.name}"}
-
-
-def superlink_policy_names(plan: FederationPlan) -> set[str]:
-    names = plan.names
-    return {names.superlink, names.superexec_serverapp, f"{names.task_executor}-serverapp"}

@@ -9,42 +9,33 @@ expansion in its args.
 
 from __future__ import annotations
 
+import hashlib
 import shlex
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from .config import Pool
-from .naming import SUPERNODE, common_labels
+from .kube import Manifest
+from .layout import NODE_KEY_DIR, NODE_KEY_VOLUME
+from .naming import SUPERNODE
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV
+from .plan import FederationPlan
+from .sshkeys import slot_order
 
-if TYPE_CHECKING:  # plan.py imports this module to check supplied keys
-    from .plan import FederationPlan
-
-KEY_DIR = "/etc/flower/node-auth"
-KEY_VOLUME = "node-auth"
 KEY_ALGORITHM = "ECDSA"
 KEY_CURVE = "P384"
-# What Flower's SuperNode loads (cryptography's load_ssh_private_key).
-OPENSSH_HEADER = "-----BEGIN OPENSSH PRIVATE KEY-----"
-CONFIG_KEY = "nodeAuthKeys"
 # Digest of a pool's public keys on its pod template: a rotated key rolls the pool.
 CHECKSUM_ANNOTATION = "flower.flwr.ai/node-keys-checksum"
 
 
 def keys_checksum(public_keys: dict[str, str]) -> str:
-    import hashlib
-
-    text = "\n".join(f"{slot}={public_keys[slot]}" for slot in sorted(public_keys, key=_slot_order))
+    text = "\n".join(f"{slot}={public_keys[slot]}" for slot in sorted(public_keys, key=slot_order))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def stateful(plan: FederationPlan) -> bool:
-    return plan.spec.mode == "StatefulSet"
 
 
 def slots(plan: FederationPlan, pool: Pool, supplied: Optional[dict[str, Any]] = None) -> list[str]:
     """One slot per SuperNode: its ordinal, or (DaemonSet) the node names keys were
     supplied for."""
-    if stateful(plan):
+    if plan.stateful:
         return [str(i) for i in range(pool.replicas or 0)]
     return sorted((supplied or {}).get(pool.name, {}))
 
@@ -55,34 +46,35 @@ def key_file(slot: str) -> str:
 
 def private_key_path(plan: FederationPlan) -> str:
     """The pod's own key, chosen when the kubelet expands `$(VAR)` in its args."""
-    var = POD_INDEX_ENV if stateful(plan) else NODE_NAME_ENV
-    return f"{KEY_DIR}/{key_file(f'$({var})')}"
+    var = POD_INDEX_ENV if plan.stateful else NODE_NAME_ENV
+    return f"{NODE_KEY_DIR}/{key_file(f'$({var})')}"
 
 
-def key_secret(plan: FederationPlan, pool: Pool, private_keys: dict[str, Any]) -> dict[str, Any]:
-    labels = common_labels(plan.name, SUPERNODE, str(plan.version), pool.name, plan.spec.labels)
-    return {
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": plan.names.node_keys_secret(pool.name), "namespace": plan.namespace, "labels": labels},
-        "stringData": {key_file(slot): private_keys[slot] for slot in sorted(private_keys, key=_slot_order)},
-    }
+def key_secret(plan: FederationPlan, pool: Pool) -> Manifest:
+    """The pool's node-keys Secret without its data: the shell fills `stringData` with
+    `key_files` of the private keys it generates or reads from secret config."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": plan.meta(plan.names.node_keys_secret(pool.name), SUPERNODE, pool.name)}
+
+
+def key_files(private_keys: dict[str, Any]) -> dict[str, Any]:
+    """`stringData` of a node-keys Secret: one file per slot, in slot order."""
+    return {key_file(slot): private_keys[slot] for slot in sorted(private_keys, key=slot_order)}
 
 
 def key_volume(plan: FederationPlan, pool: Pool) -> dict[str, Any]:
     # 0440 with fsGroup: readable by the Flower user only.
-    return {"name": KEY_VOLUME, "secret": {"secretName": plan.names.node_keys_secret(pool.name), "defaultMode": 0o440}}
+    return {"name": NODE_KEY_VOLUME, "secret": {"secretName": plan.names.node_keys_secret(pool.name), "defaultMode": 0o440}}
 
 
 def key_mount() -> dict[str, Any]:
-    return {"name": KEY_VOLUME, "mountPath": KEY_DIR, "readOnly": True}
+    return {"name": NODE_KEY_VOLUME, "mountPath": NODE_KEY_DIR, "readOnly": True}
 
 
 def key_comment(plan: FederationPlan, pool: str, slot: str) -> str:
     return f"{plan.name}/{pool}/{slot}"
 
 
-def _slot_order(slot: str):
-    return (0, int(slot), "") if slot.isdigit() else (1, 0, slot)
 
 
 def register_script(connection: str, public_keys: dict[str, dict[str, str]]) -> str:
@@ -108,92 +100,6 @@ def register_script(connection: str, public_keys: dict[str, dict[str, str]]) -> 
         "}",
     ]
     for pool in sorted(public_keys):
-        for slot in sorted(public_keys[pool], key=_slot_order):
+        for slot in sorted(public_keys[pool], key=slot_order):
             lines.append(f"register {shlex.quote(f'{pool}/{slot}')} {shlex.quote(public_keys[pool][slot])}")
     return "\n".join(lines) + "\n"
-
-
-# --- keys supplied through secret stack config ---------------------------------------
-
-def public_key(private_key_openssh: str, comment: str = "") -> str:
-    """The OpenSSH public key line Flower registers, from an OpenSSH private key."""
-    from cryptography.hazmat.primitives import serialization
-
-    key = serialization.load_ssh_private_key(private_key_openssh.encode(), None)
-    line = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
-    return f"{line} {comment}".strip()
-
-
-def _key_problem(text: Any) -> Optional[str]:
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.hazmat.primitives.serialization import load_ssh_private_key
-
-    hint = "must be an ECDSA P-384 private key in OpenSSH format (ssh-keygen -t ecdsa -b 384 -N '' -f key)"
-    if not isinstance(text, str) or OPENSSH_HEADER not in text:
-        return hint
-    try:
-        key = load_ssh_private_key(text.encode(), None)
-    except (ValueError, TypeError):
-        return f"{hint}; it could not be read (passphrase-protected keys are not supported)"
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or not isinstance(key.curve, ec.SECP384R1):
-        return hint
-    return None
-
-
-def supplied_key_problems(spec, keys: Any) -> list:
-    """Problems with `nodeAuthKeys` (paths under that config key), for keySource=config.
-    A StatefulSet pool needs exactly one key per ordinal; a DaemonSet pool one per
-    Kubernetes node name its pods may run on."""
-    from .errors import problem
-    from .rules import DNS_NAME
-
-    out: list = []
-
-    def bad(parts: tuple, message: str) -> None:
-        out.append(problem(parts, message, root=CONFIG_KEY))
-
-    if keys is None:
-        return [problem((), "missing: nodeAuth.keySource is config, so set one key per SuperNode with "
-                            "`pulumi config set --secret --path 'nodeAuthKeys.<pool>.<slot>' \"$(cat key)\"`",
-                        root=CONFIG_KEY)]
-    if not isinstance(keys, dict):
-        return [problem((), "must be a mapping {pool: {slot: private key}}", root=CONFIG_KEY)]
-    pools = {p.name: p for p in spec.supernodes.pools}
-    seen: dict[str, str] = {}
-    for pool_name in sorted(keys):
-        if pool_name not in pools:
-            bad((pool_name,), f"no pool named '{pool_name}' (pools: {', '.join(sorted(pools))})")
-            continue
-        slots_given = keys[pool_name]
-        if not isinstance(slots_given, dict):
-            bad((pool_name,), "must be a mapping {slot: private key}")
-            continue
-        if spec.mode == "StatefulSet":
-            wanted = {str(i) for i in range(pools[pool_name].replicas or 0)}
-            for slot in sorted(set(map(str, slots_given)) - wanted, key=_slot_order):
-                bad((pool_name, slot), f"pool '{pool_name}' has replicas 0..{len(wanted) - 1}; "
-                                       f"no SuperNode would use this key")
-        elif not slots_given:
-            bad((pool_name,), "give at least one node name and its key")
-        for slot, text in sorted(slots_given.items(), key=lambda kv: _slot_order(str(kv[0]))):
-            slot = str(slot)
-            if spec.mode == "DaemonSet" and not DNS_NAME.match(slot):
-                bad((pool_name, slot), "DaemonSet keys are named by Kubernetes node name")
-            why = _key_problem(text)
-            if why:
-                bad((pool_name, slot), why)
-                continue
-            identity = public_key(text)  # the same key however it is written
-            if identity in seen:
-                bad((pool_name, slot), f"the same key as {seen[identity]}: every SuperNode needs its own")
-            else:
-                seen[identity] = f"{pool_name}.{slot}"
-    for name, pool in sorted(pools.items()):
-        if spec.mode == "StatefulSet":
-            given = {str(s) for s in keys.get(name, {})} if isinstance(keys.get(name), dict) else set()
-            missing = [str(i) for i in range(pool.replicas or 0) if str(i) not in given]
-            if missing:
-                bad((name,), f"missing keys for replicas {', '.join(missing)}")
-        elif name not in keys:
-            bad((name,), "missing: give one key per Kubernetes node name")
-    return out

@@ -7,8 +7,8 @@ from typing import Any
 import tomli_w
 
 from .dialects import FLWR_CONFIG_TOML_SINCE
+from .layout import CA_FILE
 from .plan import FederationPlan
-from .pods import CA_FILE
 
 TLS_DISABLED_WARNING = (
     "TLS IS DISABLED (insecure: true): Fleet and Control traffic, including model updates, "

@@ -1,5 +1,10 @@
 """From raw stack config to a validated, resolved federation plan (or a ConfigError
-listing every problem). Nothing here touches Pulumi."""
+listing every problem). Nothing here touches Pulumi.
+
+The plan is where every later step looks things up: the Flower version and its dialect,
+ports, names, labels, images, probe settings, TLS trust and node keys are resolved here
+once, so builders never re-read raw config or restate a default (defaults live in the
+config model, `config.py`)."""
 
 from __future__ import annotations
 
@@ -12,11 +17,13 @@ from typing import Any, Optional
 
 import pydantic
 
-from . import nodeauth, rules
-from .config import Federation, Model, Pool
-from .dialects import Dialect, FlowerVersion, Ports, dialect_for
-from .errors import ConfigError, Problem, format_path, problem
-from .naming import Names
+from . import rules
+from .config import Federation, Model, Pool, Probes
+from .dialects import Dialect, FlowerVersion, Ports
+from .errors import ConfigError, Problem, problem
+from .kube import ObjectMeta
+from .layout import CA_FILE
+from .naming import Names, common_labels
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,16 @@ class Trust:
     def creates_ca_secret(self) -> bool:
         return self.trust_source != "existingSecret"
 
+    @property
+    def external_secrets(self) -> frozenset[str]:
+        """Secrets the user manages (named in config), which pods may mount unrendered."""
+        names = set()
+        if self.source == "existingSecret":
+            names.add(self.server_secret)
+        if not self.creates_ca_secret:
+            names.add(self.ca_secret)
+        return frozenset(names)
+
 
 @dataclass(frozen=True)
 class FederationPlan:
@@ -48,16 +65,23 @@ class FederationPlan:
     dialect: Dialect
     ports: Ports
     trust: Optional[Trust]
+    names: Names
+    superlink_probes: Probes
+    supernode_probes: Probes
     # nodeAuth.keySource=config: {pool: {slot: OpenSSH private key}} from secret config.
     node_auth_keys: Optional[dict[str, dict[str, str]]] = None
 
     @property
-    def names(self) -> Names:
-        return Names(self.name)
-
-    @property
     def namespace(self) -> str:
         return self.spec.namespace
+
+    @property
+    def stateful(self) -> bool:
+        return self.spec.mode == "StatefulSet"
+
+    @property
+    def node_auth(self) -> bool:
+        return self.spec.node_auth.enabled
 
     @property
     def process_isolation(self) -> bool:
@@ -66,6 +90,27 @@ class FederationPlan:
     @property
     def distributed(self) -> bool:
         return self.process_isolation and self.spec.superexec_placement == "distributed"
+
+    @property
+    def sidecar_superexec(self) -> bool:
+        return self.process_isolation and not self.distributed
+
+    @property
+    def kubernetes_executor(self) -> bool:
+        # Rules require distributed placement: task pods dial the SuperExec's API address,
+        # which a sidecar has only on the pod's loopback.
+        return self.distributed and self.spec.executor.type == "kubernetes"
+
+    @property
+    def grpc_era(self) -> bool:
+        """The gRPC era has a separate plaintext ServerAppIo port; the HTTP era serves the
+        Runtime API on the one TLS port."""
+        return self.ports.serverappio is not None
+
+    @property
+    def client_ca_file(self) -> Optional[str]:
+        """The CA file clients of the SuperLink verify it with (None: TLS off)."""
+        return CA_FILE if self.trust else None
 
     def service_host(self, service: str) -> str:
         return f"{service}.{self.namespace}.svc.{self.spec.cluster_domain}"
@@ -92,8 +137,21 @@ class FederationPlan:
     def supernode_image(self, pool: Pool) -> str:
         return pool.images.supernode or self.spec.supernodes.image or self.default_image("supernode")
 
+    def labels(self, component: str, pool: Optional[str] = None) -> dict[str, str]:
+        """Every label of one of our objects (selector labels plus identity and the
+        user's extra labels)."""
+        return common_labels(self.name, component, str(self.version), pool, self.spec.labels)
 
-def _sort_key(p: Problem) -> list:
+    def meta(self, name: str, component: str, pool: Optional[str] = None,
+             annotations: Optional[dict[str, str]] = None, extra_labels: Optional[dict[str, str]] = None) -> ObjectMeta:
+        meta: ObjectMeta = {"name": name, "namespace": self.namespace,
+                            "labels": {**(extra_labels or {}), **self.labels(component, pool)}}
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        return meta
+
+
+def _sort_key(p: Problem) -> list[Any]:
     # Natural order, so pools[2] comes before pools[10].
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.path)] + [p.message]
 
@@ -113,36 +171,35 @@ def load_plan(raw: Any, stack: str, node_auth_keys: Any = None) -> FederationPla
         spec = Federation.model_validate(raw)
     except pydantic.ValidationError as err:
         problems += _pydantic_problems(err)
-    problems += rules.check(raw, stack)
+    found, dialect = rules.check(raw, stack)
+    problems += found
     uses_supplied_keys = spec is not None and spec.node_auth.enabled and spec.node_auth.key_source == "config"
-    if uses_supplied_keys and not problems:
-        problems += nodeauth.supplied_key_problems(spec, node_auth_keys)
+    if spec is not None and uses_supplied_keys and not problems:
+        problems += rules.supplied_key_problems(spec, node_auth_keys)
     if problems:
         raise ConfigError(sorted(set(problems), key=_sort_key))
-    assert spec is not None
+    assert spec is not None and dialect is not None
 
-    version, _ = rules.resolve_version(raw)
-    dialect = dialect_for(version)
     name = spec.name or stack
-    ports = dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True))
     names = Names(name)
-    trust = None if spec.insecure else _trust(spec, names)
     keys = None
     if uses_supplied_keys:
         keys = {pool: {str(slot): text for slot, text in slots.items()} for pool, slots in node_auth_keys.items()}
-    return FederationPlan(spec=spec, name=name, version=version, dialect=dialect, ports=ports, trust=trust,
-                          node_auth_keys=keys)
-
-
-def default_trust_source(tls_source: str) -> str:
-    return "generated" if tls_source == "generate" else "copyFromServerSecret"
+    return FederationPlan(
+        spec=spec, name=name, version=dialect.version, dialect=dialect,
+        ports=dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True)),
+        trust=None if spec.insecure else _trust(spec, names), names=names,
+        superlink_probes=spec.superlink.probes or spec.probes,
+        supernode_probes=spec.supernodes.probes or spec.probes,
+        node_auth_keys=keys,
+    )
 
 
 def _trust(spec: Federation, names: Names) -> Trust:
     tls = spec.tls
-    trust_source = tls.trust.source or default_trust_source(tls.source)
-    server = tls.existing_secret if tls.source == "existingSecret" else names.server_tls_secret
-    if trust_source == "existingSecret":
+    trust_source = tls.trust.source or ("generated" if tls.source == "generate" else "copyFromServerSecret")
+    server = tls.existing_secret if tls.source == "existingSecret" and tls.existing_secret else names.server_tls_secret
+    if trust_source == "existingSecret" and tls.trust.existing_secret:
         return Trust(server, tls.trust.existing_secret, tls.trust.key, tls.source, trust_source)
     return Trust(server, names.ca_secret, "ca.crt", tls.source, trust_source)
 
@@ -158,12 +215,12 @@ def _pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
             if e["type"] in ("model_type", "dict_type"):
                 msg = "must be a mapping"
             elif loc == ("version",) and e["type"] == "string_type":
-                msg = f'must be a string; quote it in YAML, e.g. version: "{e["input"]}.0"' 
+                msg = f'must be a string; quote it in YAML, e.g. version: "{e["input"]}.0"'
             out.append(problem(loc, msg))
     return out
 
 
-def _unknown_key_message(loc: tuple) -> str:
+def _unknown_key_message(loc: tuple[Any, ...]) -> str:
     key = str(loc[-1])
     model = _model_at(loc[:-1])
     valid = sorted(f.alias or n for n, f in model.model_fields.items()) if model else []
@@ -173,7 +230,7 @@ def _unknown_key_message(loc: tuple) -> str:
     return f"unknown key '{key}'; valid keys: {', '.join(valid)}"
 
 
-def _model_at(loc: tuple) -> Optional[type[Model]]:
+def _model_at(loc: tuple[Any, ...]) -> Optional[type[Model]]:
     """The config model class found at a config path, following lists and Optionals."""
     current: Any = Federation
     for part in loc:
@@ -200,4 +257,4 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-__all__ = ["FederationPlan", "Trust", "load_plan", "ConfigError", "format_path"]
+__all__ = ["FederationPlan", "Trust", "load_plan", "ConfigError"]

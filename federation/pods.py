@@ -7,46 +7,12 @@ Pods run as Flower's image user (uid/gid 49999) under the Pod Security Standard
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
-from .naming import INIT_STATE, SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
-from .quantity import parse_quantity
+from .kube import Container, PodTemplate
+from .layout import FLOWER_UID, WRITABLE_PATHS, scratch_volume
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV, POD_INDEX_LABEL
-
-FLOWER_UID = 49999
-MANAGED_CONTAINERS = (SUPERLINK, SUPERNODE, SUPEREXEC_SERVERAPP, SUPEREXEC_CLIENTAPP, INIT_STATE)
-
-# Where Flower writes (../shared/flower-cli.md): FLWR_HOME, caches and temp dirs.
-# One emptyDir per container, mounted with a subPath per directory, so containers of
-# one pod do not share scratch space.
-WRITABLE_PATHS = {
-    "flwr-home": "/app/.flwr",
-    "cache": "/app/.cache",
-    "config": "/app/.config",
-    "tmp": "/tmp",
-    "var-tmp": "/var/tmp",
-}
-STATE_VOLUME = "state"
-STATE_DIR = "/var/lib/flower"
-TLS_VOLUME = "tls"
-TLS_DIR = "/etc/flower/tls"
-CA_VOLUME = "ca"
-CA_DIR = "/etc/flower/ca"
-CA_FILE = f"{CA_DIR}/ca.crt"
-# Supernode-side GPU devices for AMD mountAll.
-AMD_DEVICES = {"dev-kfd": "/dev/kfd", "dev-dri": "/dev/dri"}
-
-# Distributed SuperExec replica k: the stable DNS name of SuperNode k.
-SUPERNODE_HOST_ENV = "FLOWER_SUPERNODE_HOST"
-RESERVED_ENV = (POD_INDEX_ENV, NODE_NAME_ENV, SUPERNODE_HOST_ENV)
-RESERVED_VOLUMES = frozenset(
-    {STATE_VOLUME, TLS_VOLUME, CA_VOLUME, *AMD_DEVICES, *(f"scratch-{c}" for c in MANAGED_CONTAINERS)}
-)
-RESERVED_MOUNT_PATHS = frozenset({*WRITABLE_PATHS.values(), STATE_DIR, TLS_DIR, CA_DIR, *AMD_DEVICES.values()})
-
-
-def scratch_volume(container: str) -> str:
-    return f"scratch-{container}"
+from .quantity import parse_quantity
 
 
 def scratch_mounts(container: str) -> list[dict[str, Any]]:
@@ -120,7 +86,7 @@ def node_name_env() -> dict[str, Any]:
 def merge_env(*layers: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Later layers win by name; a var keeps the position where it first appeared, so the
     order is stable and a `$(VAR)` reference to an earlier var keeps working."""
-    merged: dict[str, dict[str, Any]] = {}
+    merged: dict[str, dict[str, Any]] = {}  # insertion-ordered
     for layer in layers:
         for var in layer:
             merged[var["name"]] = var
@@ -137,36 +103,32 @@ def container(
     mounts: Optional[list[dict[str, Any]]] = None,
     privileged: bool = False,
     security_overrides: Optional[dict[str, Any]] = None,
-) -> dict[str, Any]:
-    c: dict[str, Any] = {
+) -> Container:
+    c: Container = {
         "name": name,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "args": list(args),
+        "resources": copy.deepcopy(resources) if resources else {},
+        "securityContext": container_security_context(privileged, security_overrides),
+        "volumeMounts": scratch_mounts(name) + list(mounts or []),
     }
     if env:
         c["env"] = env
-    c["resources"] = copy.deepcopy(resources) if resources else {}
-    c["securityContext"] = container_security_context(privileged, security_overrides)
-    c["volumeMounts"] = scratch_mounts(name) + list(mounts or [])
     return c
 
 
 def pod_template(
     labels: dict[str, str],
-    containers: list[dict[str, Any]],
+    containers: list[Container],
     volumes: list[dict[str, Any]],
-    annotations: Optional[dict[str, Any]] = None,
     *,
     service_account: Optional[str] = None,
     api_token: bool = False,
     security_overrides: Optional[dict[str, Any]] = None,
-    init_containers: Optional[list[dict[str, Any]]] = None,
-) -> dict[str, Any]:
+    init_containers: Optional[list[Container]] = None,
+) -> PodTemplate:
     scratch = [{"name": scratch_volume(c["name"]), "emptyDir": {}} for c in [*(init_containers or []), *containers]]
-    metadata: dict[str, Any] = {"labels": dict(labels)}
-    if annotations:
-        metadata["annotations"] = dict(annotations)
     spec: dict[str, Any] = {}
     if service_account:
         spec["serviceAccountName"] = service_account
@@ -180,10 +142,13 @@ def pod_template(
         "containers": containers,
         "volumes": scratch + volumes,
     })
-    return {"metadata": metadata, "spec": spec}
+    return {"metadata": {"labels": dict(labels)}, "spec": spec}
 
 
-def _merge_named(base: list[dict], extra: list[dict], merge) -> list[dict]:
+Item = dict[str, Any]
+
+
+def _merge_named(base: list[Item], extra: list[Item], merge: Callable[[Item, Item], Item]) -> list[Item]:
     by_name = {item.get("name"): i for i, item in enumerate(base)}
     out = [copy.deepcopy(item) for item in base]
     for item in extra:
@@ -195,7 +160,7 @@ def _merge_named(base: list[dict], extra: list[dict], merge) -> list[dict]:
     return out
 
 
-def _merge_container(base: dict, patch: dict) -> dict:
+def _merge_container(base: Item, patch: Item) -> Item:
     out = dict(base)
     for key, value in patch.items():
         if key in ("env", "volumeMounts", "ports", "envFrom", "volumeDevices"):
@@ -211,7 +176,7 @@ def _merge_container(base: dict, patch: dict) -> dict:
     return out
 
 
-def apply_pod_template(template: dict[str, Any], user: Optional[dict[str, Any]]) -> dict[str, Any]:
+def apply_pod_template(template: PodTemplate, user: Optional[dict[str, Any]]) -> PodTemplate:
     """Overlay a user `podTemplate` (the operator's PodTemplateSpec) on a generated one.
 
     Scheduling fields (nodeSelector, affinity, tolerations, priorityClassName,

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from .config import ProbeSettings, Probes
 from .dialects import GRPC_HEALTH_UNTIL, FlowerVersion
@@ -45,11 +45,3 @@ def grpc_health(version: FlowerVersion, port: int, probes: Probes) -> dict[str, 
 
 def http_health(port_name: str, tls: bool, probes: Probes) -> dict[str, Any]:
     return _both({"httpGet": {"path": "/health", "port": port_name, "scheme": "HTTPS" if tls else "HTTP"}}, probes)
-
-
-def pick(*layers: Optional[Probes]) -> Probes:
-    """The most specific configured probe settings."""
-    for layer in reversed(layers):
-        if layer is not None:
-            return layer
-    return Probes()

@@ -1,16 +1,17 @@
 """TLS trust as plain data: which names the SuperLink certificate must cover, and the
 Secrets and cert-manager Certificate that hold it. Key material itself is made by
-pulumi-tls (or cert-manager, or the user) in the Pulumi shell; values passed in here may
-be Pulumi Outputs, which these builders only place, never inspect.
+pulumi-tls (or cert-manager, or the user) in the Pulumi shell, which fills the Secrets
+built here (without data) when it registers them.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable
+from typing import Iterable
 
-from .naming import SUPERLINK, common_labels
-from .plan import FederationPlan
+from .kube import Manifest, ObjectMeta
+from .naming import SUPERLINK
+from .plan import FederationPlan, Trust
 
 # What the HTTP-era SuperExec sidecar dials, and what a `kubectl port-forward` user dials.
 LOOPBACK_NAMES = ("localhost",)
@@ -44,44 +45,39 @@ def common_name(plan: FederationPlan) -> str:
     return plan.names.superlink
 
 
-def _labels(plan: FederationPlan) -> dict[str, str]:
-    return common_labels(plan.name, SUPERLINK, str(plan.version), None, plan.spec.labels)
+def _trust(plan: FederationPlan) -> Trust:
+    assert plan.trust is not None, "TLS objects need TLS (insecure is false)"
+    return plan.trust
 
 
-def server_secret(plan: FederationPlan, cert: Any, key: Any, ca: Any) -> dict[str, Any]:
-    """The SuperLink's kubernetes.io/tls Secret (source=generate)."""
-    return {
-        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": plan.trust.server_secret, "namespace": plan.namespace, "labels": _labels(plan)},
-        "stringData": {"tls.crt": cert, "tls.key": key, "ca.crt": ca},
-    }
+def _meta(plan: FederationPlan, name: str, annotations: dict[str, str] | None = None) -> ObjectMeta:
+    return plan.meta(name, SUPERLINK, annotations=annotations)
 
 
-def trust_secret(plan: FederationPlan, *, ca_pem: Any = None, ca_base64: Any = None) -> dict[str, Any]:
-    """The CA Secret clients mount: from PEM text (generated CA) or from base64 data
-    copied out of another Secret."""
-    secret: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": plan.trust.ca_secret, "namespace": plan.namespace, "labels": _labels(plan)},
-    }
-    if ca_base64 is not None:
-        secret["data"] = {"ca.crt": ca_base64}
-    else:
-        secret["stringData"] = {"ca.crt": ca_pem}
-    return secret
+def server_secret(plan: FederationPlan) -> Manifest:
+    """The SuperLink's kubernetes.io/tls Secret (source=generate); the shell fills
+    `stringData` (tls.crt, tls.key, ca.crt) from pulumi-tls."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": _meta(plan, _trust(plan).server_secret)}
 
 
-def certificate(plan: FederationPlan) -> dict[str, Any]:
+def trust_secret(plan: FederationPlan) -> Manifest:
+    """The CA Secret clients mount (key ca.crt); the shell fills it from the generated
+    CA (`stringData`) or with the CA copied out of the server Secret (`data`)."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": _meta(plan, _trust(plan).ca_secret)}
+
+
+def certificate(plan: FederationPlan) -> Manifest:
     """cert-manager Certificate for source=certManager. Pulumi waits until it is Ready
     (pulumi.com/waitFor), so the Secret exists before anything reads or mounts it."""
     cm = plan.spec.tls.cert_manager
     issuer = cm.issuer_ref
+    assert issuer is not None, "rules require an issuerRef for certManager"
     return {
         "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-        "metadata": {"name": plan.names.certificate, "namespace": plan.namespace, "labels": _labels(plan),
-                     "annotations": {"pulumi.com/waitFor": "condition=Ready"}},
+        "metadata": _meta(plan, plan.names.certificate, {"pulumi.com/waitFor": "condition=Ready"}),
         "spec": {
-            "secretName": plan.trust.server_secret,
+            "secretName": _trust(plan).server_secret,
             "duration": cm.duration,
             "renewBefore": cm.renew_before,
             "commonName": common_name(plan),
@@ -92,6 +88,22 @@ def certificate(plan: FederationPlan) -> dict[str, Any]:
             "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": issuer.group},
         },
     }
+
+
+def objects(plan: FederationPlan) -> list[Manifest]:
+    """What the federation creates for TLS, by source: generated server and CA Secrets; a
+    cert-manager Certificate; and a CA Secret copied from the server Secret unless the
+    user names one of their own."""
+    if plan.trust is None:
+        return []
+    out = []
+    if plan.trust.source == "generate":
+        out.append(server_secret(plan))
+    elif plan.trust.source == "certManager":
+        out.append(certificate(plan))
+    if plan.trust.creates_ca_secret:
+        out.append(trust_secret(plan))
+    return out
 
 
 def checksum(parts: Iterable[str | None]) -> str:

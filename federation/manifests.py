@@ -1,0 +1,217 @@
+"""The whole federation rendered once: every object, grouped per cluster, each with the
+component that owns (registers) it.
+
+The builders (`superlink`, `supernodes`, `trust`, `nodeauth`, `access`, `network`) each
+build their objects once; what depends on several of them is derived here from what they
+built (the namespace's Pod Security level from the rendered pod templates), never by
+building again. The result is plain data: Pulumi Outputs (generated certificates, keys,
+checksums) are added by the shell when it registers an object.
+
+`render` also checks what must hold of any render before anything is registered: one
+object per (apiVersion, kind, namespace, name) and cluster; every selector selects the
+pods it is meant to; every Secret or ConfigMap a pod mounts is rendered or named by the
+config as the user's own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, NamedTuple, Optional
+
+from . import access, network, nodeauth, pss, superlink, supernodes, trust
+from .kube import Manifest, ObjectKey, PodTemplate, pod_template
+from .naming import SERVERAPP_ROLE
+from .plan import FederationPlan
+
+# The stack's own cluster (its ambient Kubernetes provider).
+DEFAULT_CLUSTER = ""
+
+
+class Owner(NamedTuple):
+    """The component that registers an object: `federation` (namespace, shared RBAC),
+    `tls`, `superlink`, or a pool's `pool` / `node-keys` component."""
+
+    component: str
+    pool: Optional[str] = None
+
+    def __str__(self) -> str:
+        return self.component if self.pool is None else f"{self.component}/{self.pool}"
+
+
+FEDERATION = Owner("federation")
+TLS = Owner("tls")
+SUPERLINK = Owner("superlink")
+
+
+def pool_owner(pool: str) -> Owner:
+    return Owner("pool", pool)
+
+
+def node_keys_owner(pool: str) -> Owner:
+    return Owner("node-keys", pool)
+
+
+@dataclass(frozen=True)
+class Entry:
+    owner: Owner
+    manifest: Manifest
+
+
+@dataclass(frozen=True)
+class ClusterManifests:
+    """One cluster's objects in registration order."""
+
+    name: str
+    entries: tuple[Entry, ...]
+
+    def objects(self) -> list[Manifest]:
+        return [e.manifest for e in self.entries]
+
+    def owned_by(self, owner: Owner) -> list[Manifest]:
+        return [e.manifest for e in self.entries if e.owner == owner]
+
+
+@dataclass(frozen=True)
+class Manifests:
+    clusters: tuple[ClusterManifests, ...]
+
+    def objects(self) -> list[Manifest]:
+        """Every object of every cluster."""
+        return [m for c in self.clusters for m in c.objects()]
+
+    def owned_by(self, owner: Owner) -> list[Manifest]:
+        return [m for c in self.clusters for m in c.owned_by(owner)]
+
+    def pod_templates(self) -> list[PodTemplate]:
+        return [t for m in self.objects() if (t := pod_template(m)) is not None]
+
+
+class InvariantError(Exception):
+    """A render broke an invariant: a bug in flower-federation (or a config rule that is
+    missing), never something to register."""
+
+    def __init__(self, broken: list[str]):
+        self.broken = broken
+        super().__init__("flower-federation rendered an inconsistent set of objects (please report this):\n"
+                         + "\n".join(f"  - {b}" for b in broken))
+
+
+def render(plan: FederationPlan) -> Manifests:
+    superlink_side = superlink.objects(plan)
+    pools = {p.name: supernodes.objects(plan, p) for p in plan.spec.supernodes.pools}
+    policies = network.policies(plan)
+    templates = [t for m in [*superlink_side, *(m for objs in pools.values() for m in objs)]
+                 if (t := pod_template(m)) is not None]
+
+    entries: list[Entry] = []
+    if plan.spec.create_namespace:
+        entries.append(Entry(FEDERATION, namespace(plan, templates)))
+    entries += [Entry(TLS, m) for m in trust.objects(plan)]
+    entries += [Entry(FEDERATION, m) for m in access.federation_objects(plan)]
+    entries += [Entry(SUPERLINK, m) for m in superlink_side]
+    entries += [Entry(SUPERLINK, m) for pool, m in policies if pool is None]
+    for pool in plan.spec.supernodes.pools:
+        if plan.node_auth:
+            entries.append(Entry(node_keys_owner(pool.name), nodeauth.key_secret(plan, pool)))
+        entries += [Entry(pool_owner(pool.name), m) for m in pools[pool.name]]
+        entries += [Entry(pool_owner(pool.name), m) for owner_pool, m in policies if owner_pool == pool.name]
+    check_invariants(plan, [e.manifest for e in entries])
+    return Manifests((ClusterManifests(DEFAULT_CLUSTER, tuple(entries)),))
+
+
+def namespace(plan: FederationPlan, templates: list[PodTemplate]) -> Manifest:
+    """Enforces the strictest Pod Security level every pod of the federation meets:
+    `restricted` unless something (AMD mountAll, a weakened securityContext) needs more."""
+    level = pss.namespace_level(templates)
+    labels = {**plan.spec.labels, "app.kubernetes.io/managed-by": "pulumi",
+              "pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/warn": level}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.namespace, "labels": labels}}
+
+
+# --- invariants ------------------------------------------------------------------------
+
+def check_invariants(plan: FederationPlan, objects: list[Manifest]) -> None:
+    broken = _duplicates(objects) + _selectors(plan, objects) + _mounted_sources(plan, objects)
+    if broken:
+        raise InvariantError(broken)
+
+
+def _duplicates(objects: list[Manifest]) -> list[str]:
+    counts = Counter(ObjectKey.of(m) for m in objects)
+    return [f"{key} is rendered {n} times" for key, n in sorted(counts.items()) if n > 1]
+
+
+def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _selectors(plan: FederationPlan, objects: list[Manifest]) -> list[str]:
+    pod_labels = [t["metadata"]["labels"] for m in objects if (t := pod_template(m)) is not None]
+    if plan.kubernetes_executor:  # pods the executor starts carry these
+        roles = [SERVERAPP_ROLE] + [p.name for p in plan.spec.supernodes.pools]
+        pod_labels += [network.task_labels(plan, role) for role in roles]
+    broken = []
+    for m in objects:
+        selector = _selector_of(m)
+        if selector is None:
+            continue
+        template = pod_template(m)
+        if template is not None:
+            if not _matches(selector, template["metadata"]["labels"]):
+                broken.append(f"{ObjectKey.of(m)}: its selector {selector} does not select its own pods")
+        elif not selector or not any(_matches(selector, labels) for labels in pod_labels):
+            broken.append(f"{ObjectKey.of(m)}: its selector {selector} selects none of the federation's pods")
+    return broken
+
+
+def _selector_of(m: Manifest) -> Optional[dict[str, str]]:
+    spec: dict[str, Any] = m.get("spec", {})
+    if m["kind"] == "Service":
+        return dict(spec.get("selector", {}))
+    if m["kind"] == "NetworkPolicy":
+        return dict(spec["podSelector"].get("matchLabels", {}))
+    if m["kind"] in ("PodDisruptionBudget", "StatefulSet", "DaemonSet", "Deployment"):
+        return dict(spec["selector"].get("matchLabels", {}))
+    return None
+
+
+def _mounted_sources(plan: FederationPlan, objects: list[Manifest]) -> list[str]:
+    rendered = {("Secret", m["metadata"]["name"]) for m in objects if m["kind"] == "Secret"}
+    rendered |= {("ConfigMap", m["metadata"]["name"]) for m in objects if m["kind"] == "ConfigMap"}
+    # cert-manager writes the Secret a Certificate names.
+    rendered |= {("Secret", m["spec"]["secretName"]) for m in objects if m["kind"] == "Certificate"}
+    external = {("Secret", name) for name in (plan.trust.external_secrets if plan.trust else ())}
+    external |= set(volume_sources(_config_volumes(plan)))
+    broken = []
+    for m in objects:
+        template = pod_template(m)
+        if template is None:
+            continue
+        for kind, name in volume_sources(template["spec"].get("volumes", [])):
+            if (kind, name) not in rendered and (kind, name) not in external:
+                broken.append(f"{ObjectKey.of(m)} mounts {kind} {name}, which is neither rendered nor named in config")
+    return broken
+
+
+def _config_volumes(plan: FederationPlan) -> list[dict[str, Any]]:
+    """Volumes the user wrote into config: whatever they mount is theirs to provide."""
+    sl = plan.spec.superlink
+    volumes = list(sl.volumes) + list(((sl.pod_template or {}).get("spec") or {}).get("volumes", []))
+    for pool in plan.spec.supernodes.pools:
+        volumes += list(pool.volumes) + list(((pool.pod_template or {}).get("spec") or {}).get("volumes", []))
+    return volumes
+
+
+def volume_sources(volumes: Iterable[dict[str, Any]]) -> Iterable[tuple[str, str]]:
+    """(kind, name) of every Secret and ConfigMap the volumes read."""
+    for v in volumes:
+        if "secret" in v:
+            yield "Secret", v["secret"].get("secretName", "")
+        if "configMap" in v:
+            yield "ConfigMap", v["configMap"].get("name", "")
+        for source in (v.get("projected") or {}).get("sources", []):
+            if "secret" in source:
+                yield "Secret", source["secret"].get("name", "")
+            if "configMap" in source:
+                yield "ConfigMap", source["configMap"].get("name", "")

@@ -1,0 +1,65 @@
+"""Rules that span fields: the flower-operator CRD's CEL rules (messages verbatim),
+Flower versions, object names, ports, nodeConfig, security settings and Kubernetes
+fragments. They read the raw config, tolerating wrong types (pydantic reports those), so
+that one run lists every problem at once.
+
+`check` also resolves the Flower version, once: the plan takes the dialect from here."""
+
+from __future__ import annotations
+
+from typing import Any, Generator, Optional
+
+from ..dialects import Dialect
+from ..errors import Problem, problem
+from ..quantity import QUANTITY
+from .fragments import fragments
+from .keys import supplied_key_problems
+from .operator import cel_rules, disruption_budget, gpu, names, node_config, placement
+from .raw import DEFAULTS, as_list, get, pools_of
+from .security import executor, network_policies, node_auth, probes, tls
+from .versions import ports, version_gates, versions
+
+__all__ = ["check", "supplied_key_problems"]
+
+
+def check(raw: dict[str, Any], stack: str) -> tuple[list[Problem], Optional[Dialect]]:
+    """Every cross-field problem of `raw`, and the dialect of its Flower version (None
+    when the version is unusable)."""
+    found: list[Problem] = []
+    run = _check(raw, stack)
+    while True:
+        try:
+            found.append(next(run))
+        except StopIteration as done:
+            return found, done.value
+
+
+def _check(raw: dict[str, Any], stack: str) -> Generator[Problem, None, Optional[Dialect]]:
+    mode = raw.get("mode", DEFAULTS.mode)
+    isolation = raw.get("isolationMode", DEFAULTS.isolation_mode)
+    pools = pools_of(raw)
+
+    yield from cel_rules(raw, mode, isolation, pools)
+    yield from names(raw, stack, mode, pools)
+    dialect = yield from versions(raw, pools)
+    if dialect is not None:
+        yield from ports(raw, dialect)
+        yield from version_gates(raw, dialect)
+    size = get(raw, "superlink", "persistence", "size")
+    if isinstance(size, str) and not QUANTITY.match(size):
+        yield problem(("superlink", "persistence", "size"), f"'{size}' is not a Kubernetes quantity (e.g. 1Gi)")
+    yield from placement(raw, mode, isolation)
+    for i, pool in pools:
+        if mode == "DaemonSet" and as_list(pool.get("volumeClaimTemplates")):
+            yield problem(("supernodes", "pools", i, "volumeClaimTemplates"),
+                          "volumeClaimTemplates need mode=StatefulSet (a DaemonSet has no per-pod claims)")
+        yield from node_config(pool, i, mode)
+        yield from gpu(pool, i)
+        yield from disruption_budget(pool, i)
+    yield from fragments(raw, pools)
+    yield from tls(raw)
+    yield from node_auth(raw, mode)
+    yield from network_policies(raw, pools)
+    yield from probes(raw)
+    yield from executor(raw, isolation)
+    return dialect

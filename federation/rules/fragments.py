@@ -1,0 +1,118 @@
+"""Kubernetes fragments in config (`env`, volumes, `resources`, `podTemplate`, ...)
+checked against the Kubernetes OpenAPI schema, and our reserved names kept free."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..errors import Problem, problem
+from ..k8s_schema import fragment_errors
+from ..layout import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
+from ..naming import selector_labels
+from ..quantity import QUANTITY
+from .raw import as_dict, as_list, get
+
+_LIST_FRAGMENTS = {
+    "env": "envvar-v1.json",
+    "volumes": "volume-v1.json",
+    "volumeMounts": "volumemount-v1.json",
+    "superexecVolumeMounts": "volumemount-v1.json",
+    "volumeClaimTemplates": "persistentvolumeclaim-v1.json",
+}
+
+_DICT_FRAGMENTS = {
+    "resources": "resourcerequirements-v1.json",
+    "superexecResources": "resourcerequirements-v1.json",
+    "supernodeResources": "resourcerequirements-v1.json",
+}
+
+def fragments(raw: dict, pools) -> Iterator[Problem]:
+    sections: list[tuple[tuple, dict, str]] = [(("superlink",), as_dict(raw.get("superlink")), "superlink")]
+    sections += [(("supernodes", "pools", i), pool, "pool") for i, pool in pools]
+    for key, schema in (("securityContext", "securitycontext-v1.json"),
+                        ("podSecurityContext", "podsecuritycontext-v1.json"),
+                        ("defaultResources", "resourcerequirements-v1.json")):
+        value = raw.get(key)
+        if isinstance(value, dict):
+            for path, msg in fragment_errors(value, schema):
+                yield problem((key,) + path, msg)
+            if key == "defaultResources":
+                yield from _quantities((key,), value)
+    supernodes = as_dict(raw.get("supernodes"))
+    yield from list_fragment(("supernodes", "env"), supernodes.get("env"), "envvar-v1.json")
+    yield from _reserved_env(("supernodes", "env"), supernodes.get("env"))
+    for at, section, kind in sections:
+        for key, schema in _LIST_FRAGMENTS.items():
+            yield from list_fragment(at + (key,), section.get(key), schema)
+        for key, schema in _DICT_FRAGMENTS.items():
+            value = section.get(key)
+            if isinstance(value, dict):
+                for path, msg in fragment_errors(value, schema):
+                    yield problem(at + (key,) + path, msg)
+                yield from _quantities(at + (key,), value)
+        yield from _reserved_env(at + ("env",), section.get("env"))
+        yield from _volume_refs(at, section)
+        yield from _pod_template(at + ("podTemplate",), section.get("podTemplate"),
+                                 "superlink" if kind == "superlink" else "supernode")
+
+def _quantities(at: tuple, resources: dict) -> Iterator[Problem]:
+    for section in ("limits", "requests"):
+        for name, amount in as_dict(resources.get(section)).items():
+            if isinstance(amount, bool) or not QUANTITY.match(str(amount)):
+                yield problem(at + (section, name), f"'{amount}' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)")
+
+def list_fragment(at: tuple, value: Any, schema: str) -> Iterator[Problem]:
+    if not isinstance(value, list):
+        return
+    for j, item in enumerate(value):
+        for path, msg in fragment_errors(item, schema):
+            yield problem(at + (j,) + path, msg)
+
+def _reserved_env(at: tuple, env: Any) -> Iterator[Problem]:
+    for j, item in enumerate(as_list(env)):
+        if isinstance(item, dict) and item.get("name") in RESERVED_ENV:
+            yield problem(at + (j, "name"), f"{item['name']} is set by flower-federation (node config placeholders)")
+
+def _volume_refs(at: tuple, section: dict) -> Iterator[Problem]:
+    declared = {v.get("name") for v in as_list(section.get("volumes")) if isinstance(v, dict)}
+    declared |= {get(v, "metadata", "name") for v in as_list(section.get("volumeClaimTemplates")) if isinstance(v, dict)}
+    declared |= {v.get("name") for v in as_list(get(section, "podTemplate", "spec", "volumes")) if isinstance(v, dict)}
+    for key in ("volumes", "volumeClaimTemplates"):
+        for j, v in enumerate(as_list(section.get(key))):
+            vname = v.get("name") if key == "volumes" else get(v, "metadata", "name")
+            if isinstance(v, dict) and vname in RESERVED_VOLUMES:
+                path = at + (key, j) + (("name",) if key == "volumes" else ("metadata", "name"))
+                yield problem(path, f"volume name '{vname}' is used by flower-federation")
+    for key in ("volumeMounts", "superexecVolumeMounts"):
+        for j, m in enumerate(as_list(section.get(key))):
+            if not isinstance(m, dict):
+                continue
+            if isinstance(m.get("name"), str) and m["name"] not in declared:
+                yield problem(at + (key, j, "name"), f"no volume named '{m['name']}' in volumes or volumeClaimTemplates")
+            if m.get("mountPath") in RESERVED_MOUNT_PATHS:
+                yield problem(at + (key, j, "mountPath"), f"{m['mountPath']} is mounted by flower-federation")
+
+def _pod_template(at: tuple, template: Any, component: str) -> Iterator[Problem]:
+    if not isinstance(template, dict):
+        return
+    spec = as_dict(template.get("spec"))
+    # PodSpec requires `containers`; a pod template here usually only patches, so check
+    # it as if it named one container.
+    probe = dict(template)
+    probe["spec"] = {**spec, "containers": spec.get("containers", [{"name": component}])}
+    for path, msg in fragment_errors(probe, "podtemplatespec-v1.json"):
+        yield problem(at + path, msg)
+    reserved = set(selector_labels("x", "x", "x"))
+    for key in as_dict(get(template, "metadata", "labels")):
+        if key in reserved:
+            yield problem(at + ("metadata", "labels", key), "selector labels are set by flower-federation")
+    for j, c in enumerate(as_list(spec.get("containers"))):
+        if isinstance(c, dict) and c.get("name") in MANAGED_CONTAINERS:
+            for field in ("image", "command", "args"):
+                if field in c:
+                    hint = "images" if field == "image" else "extraArgs"
+                    yield problem(at + ("spec", "containers", j, field),
+                                  f"the {c['name']} container's {field} is managed; use {hint} instead")
+    for j, v in enumerate(as_list(spec.get("volumes"))):
+        if isinstance(v, dict) and v.get("name") in RESERVED_VOLUMES:
+            yield problem(at + ("spec", "volumes", j, "name"), f"volume name '{v['name']}' is used by flower-federation")

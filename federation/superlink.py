@@ -1,0 +1,190 @@
+"""The SuperLink's objects: its StatefulSet (state on a PVC), public Service and
+ServiceAccount and, with distributed SuperExec, the ServerApp SuperExec Deployment and
+the internal ServerAppIo Service it dials (gRPC era). NetworkPolicies come from
+`network.py`, TLS Secrets from `trust.py`; `manifests.py` puts them all together."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Optional
+
+from . import access, pods, probes
+from .dialects import (
+    ANY_ADDRESS,
+    HEALTH_PORT,
+    LOOPBACK,
+    SIDECAR_HEALTH_PORT,
+    STATE_MIGRATION_SCRIPT,
+    ServerTls,
+    health_server_args,
+    needs_state_init,
+)
+from .kube import Container, Manifest
+from .layout import STATE_DIR, STATE_FILE, STATE_VOLUME, TLS_DIR, TLS_VOLUME
+from .naming import INIT_STATE, SUPEREXEC_SERVERAPP, SUPERLINK, selector_labels
+from .plan import FederationPlan
+from .workload_parts import (
+    ExecutorWiring,
+    Mount,
+    Volume,
+    ca_mounts,
+    ca_volumes,
+    executor_wiring,
+    managed_container,
+    secret_volume,
+    statefulset,
+    superexec_container,
+    template,
+)
+
+
+def appio_address(plan: FederationPlan) -> str:
+    """Where a SuperExec for ServerApps reaches the SuperLink's in-cluster API."""
+    if not plan.distributed:
+        return f"{LOOPBACK}:{plan.ports.serverappio or plan.ports.fleet}"
+    if plan.grpc_era:  # an internal plaintext Service
+        return f"{plan.service_host(plan.names.superlink_appio_service)}:{plan.ports.serverappio}"
+    return plan.fleet_address  # HTTP era: the Runtime API shares the TLS port
+
+
+def _serverapp_ca(plan: FederationPlan) -> Optional[str]:
+    # HTTP era: the SuperExec dials the SuperLink's TLS port; gRPC era: plaintext AppIo.
+    return None if plan.grpc_era else plan.client_ca_file
+
+
+def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Container:
+    sl = plan.spec.superlink
+    return superexec_container(
+        plan, SUPEREXEC_SERVERAPP, plugin="serverapp", image=sl.superexec_image,
+        appio_address=appio_address(plan), ca_file=_serverapp_ca(plan),
+        # A sidecar shares the pod's network namespace with the SuperLink.
+        health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
+        probe_settings=plan.superlink_probes, wiring=wiring, env=list(sl.env) or None,
+        resources=sl.superexec_resources, mounts=ca_mounts(plan) if _serverapp_ca(plan) else [],
+    )
+
+
+def _state_init_container(plan: FederationPlan) -> Container:
+    """Creates the SuperLink's database schema before it starts (see dialects)."""
+    c = managed_container(plan, INIT_STATE, plan.superlink_image, [STATE_FILE],
+                          resources=plan.spec.superlink.resources,
+                          mounts=[{"name": STATE_VOLUME, "mountPath": STATE_DIR}])
+    # The image's Python (the entrypoint is flower-superlink, which cannot only migrate).
+    c["command"] = ["python", "-c", STATE_MIGRATION_SCRIPT]
+    return c
+
+
+def _superlink_container(plan: FederationPlan) -> Container:
+    sl = plan.spec.superlink
+    tls = None
+    if plan.trust:
+        tls = ServerTls(ca_file=str(plan.client_ca_file), cert_file=f"{TLS_DIR}/tls.crt", key_file=f"{TLS_DIR}/tls.key")
+    args = plan.dialect.superlink_args(
+        isolation=plan.spec.isolation_mode,
+        ports=plan.ports,
+        serverappio_bind=ANY_ADDRESS if plan.distributed else LOOPBACK,
+        database=STATE_FILE if sl.persistence.enabled else None,
+        tls=tls,
+        runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
+    )
+    if plan.node_auth:
+        args.append("--enable-supernode-auth")
+    if plan.grpc_era:
+        args += health_server_args(plan.version, HEALTH_PORT)
+        health = probes.grpc_health(plan.version, HEALTH_PORT, plan.superlink_probes)
+    else:
+        health = probes.http_health("api", plan.trust is not None, plan.superlink_probes)
+    args += list(sl.extra_args)
+
+    mounts: list[Mount] = []
+    if plan.trust:
+        mounts.append({"name": TLS_VOLUME, "mountPath": TLS_DIR, "readOnly": True})
+    mounts += ca_mounts(plan)
+    if sl.persistence.enabled:
+        mounts.append({"name": STATE_VOLUME, "mountPath": STATE_DIR})
+    c = managed_container(plan, SUPERLINK, plan.superlink_image, args, env=list(sl.env) or None,
+                          resources=sl.resources, mounts=mounts + list(sl.volume_mounts), health=health)
+    c["ports"] = [{"name": p.name, "containerPort": p.port, "protocol": "TCP"}
+                  for p in plan.dialect.service_ports(plan.ports)]
+    if plan.distributed and plan.grpc_era:
+        c["ports"].append({"name": "serverappio", "containerPort": plan.ports.serverappio, "protocol": "TCP"})
+    return c
+
+
+def _volumes(plan: FederationPlan) -> list[Volume]:
+    volumes: list[Volume] = []
+    if plan.trust:
+        volumes.append(secret_volume(TLS_VOLUME, plan.trust.server_secret,
+                                     {"tls.crt": "tls.crt", "tls.key": "tls.key"}, 0o440))
+    return volumes + ca_volumes(plan) + list(plan.spec.superlink.volumes)
+
+
+def _claims(plan: FederationPlan) -> list[dict[str, Any]]:
+    sl = plan.spec.superlink
+    claims = []
+    if sl.persistence.enabled:
+        claim_spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
+                                      "resources": {"requests": {"storage": sl.persistence.size}}}
+        if sl.persistence.storage_class_name:
+            claim_spec["storageClassName"] = sl.persistence.storage_class_name
+        claims.append({"metadata": {"name": STATE_VOLUME}, "spec": claim_spec})
+    return claims + [copy.deepcopy(c) for c in sl.volume_claim_templates]
+
+
+def objects(plan: FederationPlan) -> list[Manifest]:
+    """The SuperLink's objects (its NetworkPolicies excepted)."""
+    sl = plan.spec.superlink
+    names = plan.names
+    containers = [_superlink_container(plan)]
+    if plan.sidecar_superexec:
+        containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
+    init = [_state_init_container(plan)] if sl.persistence.enabled and needs_state_init(plan.version) else []
+    pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink,
+                   init_containers=init)
+    pod = pods.apply_pod_template(pod, sl.pod_template)
+    service: Manifest = {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": plan.meta(names.superlink, SUPERLINK, annotations=sl.service.annotations,
+                              extra_labels=sl.service.labels),
+        "spec": {
+            "type": sl.service.type,
+            "selector": selector_labels(plan.name, SUPERLINK),
+            "ports": [{"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"}
+                      for p in plan.dialect.service_ports(plan.ports)],
+        },
+    }
+    out = [statefulset(plan, names.superlink, SUPERLINK, None, pod, replicas=1, service_name=names.superlink,
+                       claims=_claims(plan)),
+           service,
+           access.service_account(plan, names.superlink, SUPERLINK)]
+    if plan.distributed:
+        out += _distributed_superexec(plan)
+    return out
+
+
+def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
+    names = plan.names
+    out: list[Manifest] = []
+    if plan.grpc_era:
+        # The plaintext ServerAppIo API, for the SuperExec only: never on the public Service.
+        out.append({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": plan.meta(names.superlink_appio_service, SUPERLINK),
+            "spec": {"type": "ClusterIP", "selector": selector_labels(plan.name, SUPERLINK),
+                     "ports": [{"name": "serverappio", "port": plan.ports.serverappio,
+                                "targetPort": "serverappio", "protocol": "TCP"}]},
+        })
+    wiring = executor_wiring(plan, names.superexec_serverapp, "serverapp", plan.spec.superlink.superexec_image)
+    volumes = (ca_volumes(plan) if _serverapp_ca(plan) else []) + wiring.volumes
+    pod = template(plan, plan.labels(SUPEREXEC_SERVERAPP), [_serverapp_superexec(plan, wiring)], volumes,
+                   service_account=names.superexec_serverapp, api_token=wiring.enabled)
+    out += wiring.objects
+    out.append(access.service_account(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP,
+                                      api_token=wiring.enabled))
+    out.append({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": plan.meta(names.superexec_serverapp, SUPEREXEC_SERVERAPP),
+        "spec": {"replicas": 1, "selector": {"matchLabels": selector_labels(plan.name, SUPEREXEC_SERVERAPP)},
+                 "template": pod},
+    })
+    return out
