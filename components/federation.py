@@ -23,8 +23,9 @@ from .tls import TlsTrustComponent
 
 
 class FederationComponent(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: FederationPlan, cluster: ClusterManifests,
-                 opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(
+        self, name: str, plan: FederationPlan, cluster: ClusterManifests, opts: Optional[pulumi.ResourceOptions] = None
+    ):
         super().__init__("flower-federation:index:Federation", name, None, opts)
         shared = cluster.owned_by(FEDERATION)
         namespaces = [m for m in shared if m["kind"] == "Namespace"]
@@ -39,17 +40,29 @@ class FederationComponent(pulumi.ComponentResource):
         if plan.trust is not None:
             self.tls = TlsTrustComponent(f"{name}-tls", plan, cluster.owned_by(TLS), in_namespace)
             depends.append(self.tls)
-            rollout = dataclasses.replace(rollout, tls=plan.trust, superlink_checksum=self.tls.superlink_checksum,
-                                          client_checksum=self.tls.client_checksum)
+            rollout = dataclasses.replace(
+                rollout,
+                tls=plan.trust,
+                superlink_checksum=self.tls.superlink_checksum,
+                client_checksum=self.tls.client_checksum,
+            )
         self.access = [register(m, in_namespace) for m in shared if m["kind"] != "Namespace"]
-        after_trust = pulumi.ResourceOptions(parent=self, depends_on=depends + self.access)
-        self.superlink = SuperLinkComponent(f"{name}-superlink", plan, cluster.owned_by(SUPERLINK), rollout,
-                                            after_trust)
+        after_trust = pulumi.ResourceOptions(parent=self, depends_on=[*depends, *self.access])
+        self.superlink = SuperLinkComponent(
+            f"{name}-superlink", plan, cluster.owned_by(SUPERLINK), rollout, after_trust
+        )
         self.pools = {}
         for p in plan.spec.supernodes.pools:
             key_secrets = cluster.owned_by(node_keys_owner(p.name))
             self.pools[p.name] = SuperNodePoolComponent(
-                f"{name}-pool-{p.name}", plan, p, cluster.owned_by(pool_owner(p.name)),
-                key_secrets[0] if key_secrets else None, rollout, after_trust)
-        self.register_outputs({"fleetAddress": self.superlink.fleet_address,
-                               "controlAddress": self.superlink.control_address})
+                f"{name}-pool-{p.name}",
+                plan,
+                p,
+                cluster.owned_by(pool_owner(p.name)),
+                key_secrets[0] if key_secrets else None,
+                rollout,
+                after_trust,
+            )
+        self.register_outputs(
+            {"fleetAddress": self.superlink.fleet_address, "controlAddress": self.superlink.control_address}
+        )

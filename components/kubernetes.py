@@ -12,7 +12,8 @@ core never holds an Output.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -37,8 +38,13 @@ _RESOURCE_BY_KIND: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] =
 _CUSTOM_KINDS = {("cert-manager.io/v1", "Certificate")}
 
 
-def register(manifest: Manifest, opts: pulumi.ResourceOptions, *, fields: Optional[Mapping[str, Any]] = None,
-             pod_annotations: Optional[Mapping[str, pulumi.Input[str]]] = None) -> pulumi.CustomResource:
+def register(
+    manifest: Manifest,
+    opts: pulumi.ResourceOptions,
+    *,
+    fields: Optional[Mapping[str, Any]] = None,
+    pod_annotations: Optional[Mapping[str, pulumi.Input[str]]] = None,
+) -> pulumi.CustomResource:
     """One Kubernetes object. Its logical name is its Kubernetes name: unique per kind
     within a federation's namespace, and stable while config changes elsewhere.
 
@@ -52,8 +58,9 @@ def register(manifest: Manifest, opts: pulumi.ResourceOptions, *, fields: Option
     name = manifest["metadata"]["name"]
     if key in _CUSTOM_KINDS:
         extra = {k: v for k, v in body.items() if k not in ("metadata", "spec")}
-        return k8s.apiextensions.CustomResource(name, api_version=key[0], kind=key[1], metadata=body["metadata"],
-                                                spec=body.get("spec"), opts=opts, **extra)
+        return k8s.apiextensions.CustomResource(
+            name, api_version=key[0], kind=key[1], metadata=body["metadata"], spec=body.get("spec"), opts=opts, **extra
+        )
     return _RESOURCE_BY_KIND[key](name, **_snake_top_level(body), opts=opts)
 
 

@@ -5,6 +5,7 @@ everywhere, public keys are plain outputs for registration."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Optional
 
 import pulumi
@@ -21,8 +22,14 @@ from .kubernetes import register
 class NodeKeysComponent(pulumi.ComponentResource):
     public_keys: pulumi.Output[dict[str, str]]
 
-    def __init__(self, name: str, plan: FederationPlan, pool: Pool, key_secret: Manifest,
-                 opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(
+        self,
+        name: str,
+        plan: FederationPlan,
+        pool: Pool,
+        key_secret: Manifest,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
         super().__init__("flower-federation:index:NodeKeys", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         private: dict[str, pulumi.Output[str]] = {}
@@ -31,17 +38,25 @@ class NodeKeysComponent(pulumi.ComponentResource):
         for slot in nodeauth.slots(plan, pool, plan.node_auth_keys):
             comment = nodeauth.key_comment(plan, pool.name, slot)
             if plan.node_auth_keys is None:
-                key = tls.PrivateKey(f"{name}-{slot}", algorithm=nodeauth.KEY_ALGORITHM,
-                                     ecdsa_curve=nodeauth.KEY_CURVE, opts=child)
+                key = tls.PrivateKey(
+                    f"{name}-{slot}", algorithm=nodeauth.KEY_ALGORITHM, ecdsa_curve=nodeauth.KEY_CURVE, opts=child
+                )
                 self.keys.append(key)
                 private[slot] = pulumi.Output.secret(key.private_key_openssh)
-                public[slot] = key.public_key_openssh.apply(lambda line, c=comment: f"{line.strip()} {c}")
+                public[slot] = key.public_key_openssh.apply(_with_comment(comment))
             else:
                 text = plan.node_auth_keys[pool.name][slot]
                 private[slot] = pulumi.Output.secret(text)
                 public[slot] = pulumi.Output.from_input(sshkeys.public_key(text, comment))
-        self.secret = register(key_secret,
-                               pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"]),
-                               fields={"stringData": nodeauth.key_files(private)})
+        self.secret = register(
+            key_secret,
+            pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"]),
+            fields={"stringData": nodeauth.key_files(private)},
+        )
         self.public_keys = pulumi.Output.all(**public) if public else pulumi.Output.from_input({})
         self.register_outputs({"publicKeys": self.public_keys})
+
+
+def _with_comment(comment: str) -> Callable[[str], str]:
+    """Flower registers `<type> <key> <comment>` lines; the comment names the slot."""
+    return lambda line: f"{line.strip()} {comment}"

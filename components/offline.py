@@ -12,8 +12,9 @@ import asyncio
 import base64
 import contextvars
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import pulumi
 from pulumi.runtime import rpc
@@ -90,7 +91,7 @@ def reveal(value: Any, show_secrets: bool) -> Any:
             return reveal(inner, show_secrets)
         # A secret mapping (a Secret's data) keeps its keys: they are not secret.
         if isinstance(inner, dict):
-            return {k: SECRET_PLACEHOLDER for k in inner}
+            return dict.fromkeys(inner, SECRET_PLACEHOLDER)
         return SECRET_PLACEHOLDER
     if isinstance(value, dict):
         return {k: reveal(v, show_secrets) for k, v in value.items()}
@@ -114,16 +115,18 @@ class _Recorder(pulumi.runtime.Mocks):
         # thread an event loop of its own, which nobody closes; we close them.
         self.thread_loops: set[asyncio.AbstractEventLoop] = set()
 
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[Optional[str], dict[str, Any]]:
         self.thread_loops.add(asyncio.get_event_loop())
         if args.resource_id:  # a read of an existing object
-            self.run.registrations.append(Registration(args.typ, args.name, args.inputs, True, read_id=args.resource_id))
+            self.run.registrations.append(
+                Registration(args.typ, args.name, args.inputs, True, read_id=args.resource_id)
+            )
             found = self.run.existing.get((args.typ, args.resource_id))
             return args.resource_id, dict(found) if found is not None else placeholder_read(args.typ, args.resource_id)
         self.run.registrations.append(Registration(args.typ, args.name, args.inputs, bool(args.custom)))
         return f"{args.name}-id", self.provider(args.typ, args.name, args.inputs)
 
-    def call(self, args: pulumi.runtime.MockCallArgs):
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], Optional[list[tuple[str, str]]]]:
         return {}, None
 
 
@@ -147,8 +150,9 @@ def run_program(
     return contextvars.Context().run(_run, config, stack, preview, entry, result, provider)
 
 
-def _run(config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], Any], result: Run,
-         provider: Provider) -> Run:
+def _run(
+    config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], Any], result: Run, provider: Provider
+) -> Run:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     recorder = _Recorder(result, provider)
@@ -160,7 +164,8 @@ def _run(config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], 
         pulumi.runtime.set_all_config(qualified, secret_keys)
         loop.run_until_complete(run_pulumi_func(entry))
         root = pulumi.runtime.settings.get_root_resource()
-        for key, value in (root.outputs if root is not None else {}).items():
+        outputs: dict[str, Any] = getattr(root, "outputs", None) or {}  # the stack's exports
+        for key, value in outputs.items():
             out = pulumi.Output.from_input(value)
             result.outputs[key] = loop.run_until_complete(out.future())
             if loop.run_until_complete(out.is_secret()):
@@ -178,4 +183,3 @@ def _run(config: dict[str, Any], stack: str, preview: bool, entry: Callable[[], 
 
 def _qualified(key: str) -> str:
     return key if ":" in key else f"{program.PROJECT}:{key}"
-

@@ -30,7 +30,9 @@ def _node_auth_keys() -> tuple[Any, list[Problem]]:
         return None, []
     problems = []
     if not runtime_config.is_config_secret(full_key):
-        problems.append(Problem(NODE_KEYS_KEY, "holds private keys: set it with `pulumi config set --secret --path ...`"))
+        problems.append(
+            Problem(NODE_KEYS_KEY, "holds private keys: set it with `pulumi config set --secret --path ...`")
+        )
     try:
         return json.loads(text), problems
     except (TypeError, ValueError):
@@ -69,8 +71,11 @@ def run() -> FederationComponent:
         pulumi.export("caCertificate", federation.tls.ca_certificate)
     if plan.spec.node_auth.enabled:
         public = pulumi.Output.all(**{name: pool.public_keys for name, pool in federation.pools.items()})
-        pulumi.export("nodeAuth", {
-            "publicKeys": public,
-            "registerScript": public.apply(lambda keys: nodeauth.register_script(connection_name(plan), keys)),
-        })
+        pulumi.export(
+            "nodeAuth",
+            {
+                "publicKeys": public,
+                "registerScript": public.apply(lambda keys: nodeauth.register_script(connection_name(plan), keys)),
+            },
+        )
     return federation

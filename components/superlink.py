@@ -18,8 +18,14 @@ class SuperLinkComponent(pulumi.ComponentResource):
     fleet_address: pulumi.Output[str]
     control_address: pulumi.Output[str]
 
-    def __init__(self, name: str, plan: FederationPlan, objects: list[Manifest], rollout: Rollout,
-                 opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(
+        self,
+        name: str,
+        plan: FederationPlan,
+        objects: list[Manifest],
+        rollout: Rollout,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
         super().__init__("flower-federation:index:SuperLink", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.resources = [register(m, child, pod_annotations=rollout.annotations(m)) for m in objects]

@@ -27,8 +27,16 @@ class SuperNodePoolComponent(pulumi.ComponentResource):
     replicas: pulumi.Output[Any]
     public_keys: Optional[pulumi.Output[dict[str, str]]]
 
-    def __init__(self, name: str, plan: FederationPlan, pool: Pool, objects: list[Manifest],
-                 key_secret: Optional[Manifest], rollout: Rollout, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(
+        self,
+        name: str,
+        plan: FederationPlan,
+        pool: Pool,
+        objects: list[Manifest],
+        key_secret: Optional[Manifest],
+        rollout: Rollout,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
         """`key_secret` is the pool's node-keys Secret as rendered (node auth only)."""
         super().__init__("flower-federation:index:SuperNodePool", name, None, opts)
         depends: list[pulumi.Resource] = []

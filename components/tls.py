@@ -36,8 +36,9 @@ class TlsTrustComponent(pulumi.ComponentResource):
     client_checksum: pulumi.Output[str]
     ca_certificate: Optional[pulumi.Output[str]]
 
-    def __init__(self, name: str, plan: FederationPlan, objects: list[Manifest],
-                 opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(
+        self, name: str, plan: FederationPlan, objects: list[Manifest], opts: Optional[pulumi.ResourceOptions] = None
+    ):
         """`objects` are the TLS objects the core rendered (trust.objects): Secrets
         without data, which this component fills, and a cert-manager Certificate."""
         super().__init__("flower-federation:index:TlsTrust", name, None, opts)
@@ -55,7 +56,7 @@ class TlsTrustComponent(pulumi.ComponentResource):
             self.client_checksum = ca_pem.apply(lambda ca: trust.checksum([ca]))
             self.ca_certificate = ca_pem
         else:
-            after: list[pulumi.Resource] = []
+            after: list[pulumi.CustomResource] = []
             if source == "certManager":
                 after.append(register(self._object("Certificate", plan.names.certificate), child))
                 self.resources += after
@@ -64,64 +65,106 @@ class TlsTrustComponent(pulumi.ComponentResource):
             # secret annotation would mark whole workload specs secret in every diff.
             if plan.trust.trust_source == "copyFromServerSecret":
                 ca_b64 = server_data.apply(lambda d: (d or {}).get("ca.crt") or (d or {}).get("tls.crt"))
-                self.resources.append(register(self._object("Secret", plan.trust.ca_secret),
-                                               pulumi.ResourceOptions(parent=self, depends_on=after),
-                                               fields={"data": {"ca.crt": pulumi.Output.secret(ca_b64)}}))
-                self.superlink_checksum = pulumi.Output.unsecret(server_data.apply(
-                    lambda d: trust.checksum([_decode(d, "tls.crt"), _b64decode((d or {}).get("ca.crt") or (d or {}).get("tls.crt"))])))
+                self.resources.append(
+                    register(
+                        self._object("Secret", plan.trust.ca_secret),
+                        pulumi.ResourceOptions(parent=self, depends_on=after),
+                        fields={"data": {"ca.crt": pulumi.Output.secret(ca_b64)}},
+                    )
+                )
+                self.superlink_checksum = pulumi.Output.unsecret(
+                    server_data.apply(
+                        lambda d: trust.checksum(
+                            [_decode(d, "tls.crt"), _b64decode((d or {}).get("ca.crt") or (d or {}).get("tls.crt"))]
+                        )
+                    )
+                )
                 self.client_checksum = pulumi.Output.unsecret(ca_b64.apply(lambda b: trust.checksum([_b64decode(b)])))
             else:
                 ca_data = self._read(name, plan.trust.ca_secret, "ca", [])
                 # The SuperLink mounts the user's CA Secret too: both feed its checksum.
                 ca_key = plan.trust.ca_key
-                self.superlink_checksum = pulumi.Output.unsecret(pulumi.Output.all(server_data, ca_data).apply(
-                    lambda ds: trust.checksum([_decode(ds[0], "tls.crt"), _decode(ds[1], ca_key)])))
+                self.superlink_checksum = pulumi.Output.unsecret(
+                    pulumi.Output.all(server_data, ca_data).apply(
+                        lambda ds: trust.checksum([_decode(ds[0], "tls.crt"), _decode(ds[1], ca_key)])
+                    )
+                )
                 self.client_checksum = pulumi.Output.unsecret(
-                    ca_data.apply(lambda d: trust.checksum([_decode(d, ca_key)])))
+                    ca_data.apply(lambda d: trust.checksum([_decode(d, ca_key)]))
+                )
         self.register_outputs({"superlinkChecksum": self.superlink_checksum, "clientChecksum": self.client_checksum})
 
     def _generate(self, name: str, child: pulumi.ResourceOptions) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
         plan = self._plan
         gen = plan.spec.tls.generate
-        ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm=trust.SERVER_KEY_ALGORITHM,
-                                ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child)
+        ca_key = tls.PrivateKey(
+            f"{name}-ca-key", algorithm=trust.SERVER_KEY_ALGORITHM, ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child
+        )
         ca = tls.SelfSignedCert(
-            f"{name}-ca", private_key_pem=ca_key.private_key_pem, is_ca_certificate=True,
-            subject=tls.SelfSignedCertSubjectArgs(common_name=f"{plan.name} Flower CA", organization="flower-federation"),
-            validity_period_hours=gen.ca_validity_hours, early_renewal_hours=min(gen.early_renewal_hours, gen.ca_validity_hours - 1),
-            allowed_uses=CA_USES, opts=child)
-        server_key = tls.PrivateKey(f"{name}-server-key", algorithm=trust.SERVER_KEY_ALGORITHM,
-                                    ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child)
+            f"{name}-ca",
+            private_key_pem=ca_key.private_key_pem,
+            is_ca_certificate=True,
+            subject=tls.SelfSignedCertSubjectArgs(
+                common_name=f"{plan.name} Flower CA", organization="flower-federation"
+            ),
+            validity_period_hours=gen.ca_validity_hours,
+            early_renewal_hours=min(gen.early_renewal_hours, gen.ca_validity_hours - 1),
+            allowed_uses=CA_USES,
+            opts=child,
+        )
+        server_key = tls.PrivateKey(
+            f"{name}-server-key", algorithm=trust.SERVER_KEY_ALGORITHM, ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child
+        )
         csr = tls.CertRequest(
-            f"{name}-server-csr", private_key_pem=server_key.private_key_pem,
+            f"{name}-server-csr",
+            private_key_pem=server_key.private_key_pem,
             subject=tls.CertRequestSubjectArgs(common_name=trust.common_name(plan), organization="flower-federation"),
-            dns_names=trust.superlink_dns_names(plan), ip_addresses=trust.superlink_ip_addresses(plan), opts=child)
+            dns_names=trust.superlink_dns_names(plan),
+            ip_addresses=trust.superlink_ip_addresses(plan),
+            opts=child,
+        )
         cert = tls.LocallySignedCert(
-            f"{name}-server-cert", cert_request_pem=csr.cert_request_pem, ca_private_key_pem=ca_key.private_key_pem,
-            ca_cert_pem=ca.cert_pem, validity_period_hours=gen.validity_hours,
-            early_renewal_hours=gen.early_renewal_hours, allowed_uses=SERVER_USES, opts=child)
+            f"{name}-server-cert",
+            cert_request_pem=csr.cert_request_pem,
+            ca_private_key_pem=ca_key.private_key_pem,
+            ca_cert_pem=ca.cert_pem,
+            validity_period_hours=gen.validity_hours,
+            early_renewal_hours=gen.early_renewal_hours,
+            allowed_uses=SERVER_USES,
+            opts=child,
+        )
         secret_opts = pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"])
-        ca_pem = pulumi.Output.secret(ca.cert_pem)
-        server = register(self._object("Secret", self._trust.server_secret), secret_opts, fields={"stringData": {
-            "tls.crt": pulumi.Output.secret(cert.cert_pem), "tls.key": pulumi.Output.secret(server_key.private_key_pem),
-            "ca.crt": ca_pem}})
-        ca_secret = register(self._object("Secret", self._trust.ca_secret), secret_opts,
-                             fields={"stringData": {"ca.crt": ca_pem}})
+        ca_pem: pulumi.Output[str] = pulumi.Output.secret(ca.cert_pem)
+        server = register(
+            self._object("Secret", self._trust.server_secret),
+            secret_opts,
+            fields={
+                "stringData": {
+                    "tls.crt": pulumi.Output.secret(cert.cert_pem),
+                    "tls.key": pulumi.Output.secret(server_key.private_key_pem),
+                    "ca.crt": ca_pem,
+                }
+            },
+        )
+        ca_secret = register(
+            self._object("Secret", self._trust.ca_secret), secret_opts, fields={"stringData": {"ca.crt": ca_pem}}
+        )
         self.resources += [ca_key, ca, server_key, csr, cert, server, ca_secret]
         return cert.cert_pem, ca.cert_pem
 
     def _object(self, kind: str, name: str) -> Manifest:
         return self._objects[(kind, name)]
 
-    def _read(self, name: str, secret: str, role: str, after: list[pulumi.Resource]) -> pulumi.Output[Any]:
+    def _read(self, name: str, secret: str, role: str, after: list[pulumi.CustomResource]) -> pulumi.Output[Any]:
         """An existing Secret's data, read at deploy time (after `after`)."""
         secret_id: Any = f"{self._plan.namespace}/{secret}"
         if after:
             # An id that waits for `after`: while the Certificate is still to be created
             # (first preview), the read is deferred instead of failing on a missing Secret.
             secret_id = after[0].id.apply(lambda _: f"{self._plan.namespace}/{secret}")
-        read = k8s.core.v1.Secret.get(f"{name}-{role}-secret-read", secret_id,
-                                      opts=pulumi.ResourceOptions(parent=self, depends_on=after))
+        read = k8s.core.v1.Secret.get(
+            f"{name}-{role}-secret-read", secret_id, opts=pulumi.ResourceOptions(parent=self, depends_on=after)
+        )
         return pulumi.Output.secret(read.data)
 
 
@@ -129,5 +172,5 @@ def _b64decode(value: Optional[str]) -> str:
     return base64.b64decode(value).decode(errors="replace") if value else ""
 
 
-def _decode(data: Optional[dict], key: str) -> str:
+def _decode(data: Optional[dict[str, str]], key: str) -> str:
     return _b64decode((data or {}).get(key))

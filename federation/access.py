@@ -36,11 +36,25 @@ EXECUTOR_RULES = [
 ]
 # Read-only view of the federation, never its Secrets.
 VIEWER_RULES = [
-    {"apiGroups": [""], "resources": ["pods", "pods/log", "services", "endpoints", "configmaps",
-                                      "persistentvolumeclaims", "serviceaccounts", "events"],
-     "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["apps"], "resources": ["statefulsets", "daemonsets", "deployments", "replicasets"],
-     "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": [""],
+        "resources": [
+            "pods",
+            "pods/log",
+            "services",
+            "endpoints",
+            "configmaps",
+            "persistentvolumeclaims",
+            "serviceaccounts",
+            "events",
+        ],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["apps"],
+        "resources": ["statefulsets", "daemonsets", "deployments", "replicasets"],
+        "verbs": ["get", "list", "watch"],
+    },
     {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["get", "list", "watch"]},
 ]
@@ -50,10 +64,15 @@ def _meta(plan: FederationPlan, name: str, component: str, pool: Optional[str] =
     return plan.meta(name, component, pool)
 
 
-def service_account(plan: FederationPlan, name: str, component: str, pool: Optional[str] = None,
-                    api_token: bool = False) -> Manifest:
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(plan, name, component, pool),
-            "automountServiceAccountToken": api_token}
+def service_account(
+    plan: FederationPlan, name: str, component: str, pool: Optional[str] = None, api_token: bool = False
+) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta(plan, name, component, pool),
+        "automountServiceAccountToken": api_token,
+    }
 
 
 def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[str]) -> dict[str, Any]:
@@ -70,8 +89,9 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[s
         "container-security-context": pods.container_security_context(False, plan.spec.security_context),
         # Read-only root filesystem: Flower's writable paths on an emptyDir.
         "volumes": [{"name": "scratch", "emptyDir": {}}],
-        "volume-mounts": [{"name": "scratch", "mountPath": path, "subPath": sub}
-                          for sub, path in WRITABLE_PATHS.items()],
+        "volume-mounts": [
+            {"name": "scratch", "mountPath": path, "subPath": sub} for sub, path in WRITABLE_PATHS.items()
+        ],
     }
     if plan.spec.default_resources:
         config["resources"] = plan.spec.default_resources
@@ -80,17 +100,22 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[s
     return config
 
 
-def executor_config_map(plan: FederationPlan, superexec_workload: str, role: str,
-                        superexec_image: Optional[str]) -> Manifest:
+def executor_config_map(
+    plan: FederationPlan, superexec_workload: str, role: str, superexec_image: Optional[str]
+) -> Manifest:
     text = yaml.safe_dump(executor_config(plan, role, superexec_image), sort_keys=True)
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": _meta(plan, plan.names.executor_config(superexec_workload), TASK_EXECUTOR),
-            "data": {EXECUTOR_CONFIG_FILE: text}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(plan, plan.names.executor_config(superexec_workload), TASK_EXECUTOR),
+        "data": {EXECUTOR_CONFIG_FILE: text},
+    }
 
 
 def executor_role_binding(plan: FederationPlan, superexec_workload: str) -> Manifest:
     return {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
         "metadata": _meta(plan, superexec_workload, TASK_EXECUTOR),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": plan.names.executor_role},
         "subjects": [{"kind": "ServiceAccount", "name": superexec_workload, "namespace": plan.namespace}],
@@ -104,16 +129,31 @@ def federation_objects(plan: FederationPlan) -> list[Manifest]:
     names = plan.names
     if plan.kubernetes_executor:
         out.append(service_account(plan, names.task_executor, TASK_EXECUTOR))
-        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                    "metadata": _meta(plan, names.executor_role, TASK_EXECUTOR), "rules": EXECUTOR_RULES})
+        out.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": _meta(plan, names.executor_role, TASK_EXECUTOR),
+                "rules": EXECUTOR_RULES,
+            }
+        )
     groups = plan.spec.rbac.viewer_groups
     if groups:
-        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                    "metadata": _meta(plan, names.viewer_role, "viewer"), "rules": VIEWER_RULES})
-        out.append({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": _meta(plan, names.viewer_role, "viewer"),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.viewer_role},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in groups],
-        })
+        out.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": _meta(plan, names.viewer_role, "viewer"),
+                "rules": VIEWER_RULES,
+            }
+        )
+        out.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": _meta(plan, names.viewer_role, "viewer"),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.viewer_role},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in groups],
+            }
+        )
     return out

@@ -34,7 +34,7 @@ class FlowerVersion:
     patch: int
 
     @classmethod
-    def parse(cls, text: str) -> Optional["FlowerVersion"]:
+    def parse(cls, text: str) -> Optional[FlowerVersion]:
         """Leading `X.Y[.Z]` of a version or image tag (`1.21.0-py3.11-ubuntu24.04`)."""
         m = _VERSION_RE.match(text.strip())
         if not m:
@@ -222,9 +222,12 @@ def _tls_server_args(tls: Optional[ServerTls]) -> list[str]:
     if tls is None:
         return ["--insecure"]
     return [
-        "--ssl-ca-certfile", tls.ca_file,
-        "--ssl-certfile", tls.cert_file,
-        "--ssl-keyfile", tls.key_file,
+        "--ssl-ca-certfile",
+        tls.ca_file,
+        "--ssl-certfile",
+        tls.cert_file,
+        "--ssl-keyfile",
+        tls.key_file,
     ]
 
 
@@ -252,32 +255,60 @@ class GrpcEra(Dialect):
     def service_ports(self, ports: Ports) -> list[ServicePort]:
         return [ServicePort("fleet", ports.fleet), ServicePort("control", ports.control)]
 
-    def superlink_args(self, *, isolation, ports, serverappio_bind, database, tls,
-                       runtime_dependency_installation) -> list[str]:
+    def superlink_args(
+        self,
+        *,
+        isolation: str,
+        ports: Ports,
+        serverappio_bind: str,
+        database: Optional[str],
+        tls: Optional[ServerTls],
+        runtime_dependency_installation: bool,
+    ) -> list[str]:
         args = _tls_server_args(tls) + [
-            "--isolation", isolation,
-            "--fleet-api-address", f"{ANY_ADDRESS}:{ports.fleet}",
-            "--control-api-address", f"{ANY_ADDRESS}:{ports.control}",
-            "--serverappio-api-address", f"{serverappio_bind}:{ports.serverappio}",
+            "--isolation",
+            isolation,
+            "--fleet-api-address",
+            f"{ANY_ADDRESS}:{ports.fleet}",
+            "--control-api-address",
+            f"{ANY_ADDRESS}:{ports.control}",
+            "--serverappio-api-address",
+            f"{serverappio_bind}:{ports.serverappio}",
         ]
         if database:
             args += ["--database", database]
         return args + self._deps("superlink", runtime_dependency_installation)
 
-    def supernode_args(self, *, superlink_address, ca_file, isolation, appio_bind,
-                       runtime_dependency_installation) -> list[str]:
-        return _tls_client_args(ca_file) + [
-            "--superlink", superlink_address,
-            "--isolation", isolation,
-            "--clientappio-api-address", f"{appio_bind}:{SUPERNODE_APPIO_PORT}",
-        ] + self._deps("supernode", runtime_dependency_installation)
+    def supernode_args(
+        self,
+        *,
+        superlink_address: str,
+        ca_file: Optional[str],
+        isolation: str,
+        appio_bind: str,
+        runtime_dependency_installation: bool,
+    ) -> list[str]:
+        return (
+            _tls_client_args(ca_file)
+            + [
+                "--superlink",
+                superlink_address,
+                "--isolation",
+                isolation,
+                "--clientappio-api-address",
+                f"{appio_bind}:{SUPERNODE_APPIO_PORT}",
+            ]
+            + self._deps("supernode", runtime_dependency_installation)
+        )
 
-    def superexec_args(self, *, plugin, appio_address, ca_file,
-                       runtime_dependency_installation) -> list[str]:
+    def superexec_args(
+        self, *, plugin: str, appio_address: str, ca_file: Optional[str], runtime_dependency_installation: bool
+    ) -> list[str]:
         # gRPC-era AppIo APIs are plaintext by design (flower-superexec 1.2x has no
         # --root-certificates); they stay in the pod or behind a restricted Service.
-        return (["--insecure", "--plugin-type", plugin, "--appio-api-address", appio_address]
-                + self._deps("superexec", runtime_dependency_installation))
+        return ["--insecure", "--plugin-type", plugin, "--appio-api-address", appio_address] + self._deps(
+            "superexec", runtime_dependency_installation
+        )
 
 
 class HttpEra(Dialect):
@@ -298,32 +329,58 @@ class HttpEra(Dialect):
     def service_ports(self, ports: Ports) -> list[ServicePort]:
         return [ServicePort("api", ports.fleet)]
 
-    def superlink_args(self, *, isolation, ports, serverappio_bind, database, tls,
-                       runtime_dependency_installation) -> list[str]:
+    def superlink_args(
+        self,
+        *,
+        isolation: str,
+        ports: Ports,
+        serverappio_bind: str,
+        database: Optional[str],
+        tls: Optional[ServerTls],
+        runtime_dependency_installation: bool,
+    ) -> list[str]:
         # --host defaults to 127.0.0.1, which no other pod can reach.
         args = _tls_server_args(tls) + [
-            "--isolation", isolation,
-            "--host", ANY_ADDRESS,
-            "--port", str(ports.fleet),
+            "--isolation",
+            isolation,
+            "--host",
+            ANY_ADDRESS,
+            "--port",
+            str(ports.fleet),
         ]
         if database:
             args += ["--database", database]
         return args + self._deps("superlink", runtime_dependency_installation)
 
-    def supernode_args(self, *, superlink_address, ca_file, isolation, appio_bind,
-                       runtime_dependency_installation) -> list[str]:
+    def supernode_args(
+        self,
+        *,
+        superlink_address: str,
+        ca_file: Optional[str],
+        isolation: str,
+        appio_bind: str,
+        runtime_dependency_installation: bool,
+    ) -> list[str]:
         args = _tls_client_args(ca_file) + [
-            "--superlink", superlink_address,
-            "--isolation", isolation,
-            "--host", appio_bind,
-            "--port", str(SUPERNODE_APPIO_PORT),
+            "--superlink",
+            superlink_address,
+            "--isolation",
+            isolation,
+            "--host",
+            appio_bind,
+            "--port",
+            str(SUPERNODE_APPIO_PORT),
         ]
         return args + self._deps("supernode", runtime_dependency_installation)
 
-    def superexec_args(self, *, plugin, appio_address, ca_file,
-                       runtime_dependency_installation) -> list[str]:
-        return (_tls_client_args(ca_file) + ["--runtime-api-address", appio_address]
-                + self._deps("superexec", runtime_dependency_installation))
+    def superexec_args(
+        self, *, plugin: str, appio_address: str, ca_file: Optional[str], runtime_dependency_installation: bool
+    ) -> list[str]:
+        return (
+            _tls_client_args(ca_file)
+            + ["--runtime-api-address", appio_address]
+            + self._deps("superexec", runtime_dependency_installation)
+        )
 
 
 DIALECTS: tuple[type[Dialect], ...] = (GrpcEra, HttpEra)

@@ -7,15 +7,31 @@ the same bytes whatever order they were registered in and whatever PYTHONHASHSEE
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 
 KIND_ORDER = (
-    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodDisruptionBudget",
-    "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim",
-    "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-    "Service", "Certificate", "Issuer", "DaemonSet", "Deployment", "StatefulSet",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "ConfigMap",
+    "PersistentVolumeClaim",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "Certificate",
+    "Issuer",
+    "DaemonSet",
+    "Deployment",
+    "StatefulSet",
 )
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
 
@@ -48,7 +64,7 @@ def _represent_dict(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.Node:
     return dumper.represent_mapping("tag:yaml.org,2002:map", items)
 
 
-class _TopLevel(dict):
+class _TopLevel(dict[str, Any]):
     _keep_order = True
 
 
@@ -58,5 +74,4 @@ _Dumper.add_representer(_TopLevel, _represent_dict)
 
 def dump_all(objects: Iterable[dict[str, Any]]) -> str:
     docs = [_TopLevel(_ordered(o)) for o in sorted(objects, key=sort_key)]
-    return yaml.dump_all(docs, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
-                         allow_unicode=True, width=120)
+    return yaml.dump_all(docs, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=120)

@@ -7,8 +7,9 @@ one pass instead of one error per `pulumi preview`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence, Union
+from typing import Union
 
 PathPart = Union[str, int]
 

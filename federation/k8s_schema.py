@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from importlib import resources
-from typing import Any, Iterator
+from typing import Any
 
 import jsonschema
 import referencing
@@ -19,13 +20,13 @@ KUBERNETES_VERSION = "1.34.0"
 _SCHEMA_DIR = f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(filename: str) -> Any:
     ref = resources.files("kubernetes_validate").joinpath(_SCHEMA_DIR, filename)
     return json.loads(ref.read_text())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validator(schema_file: str) -> jsonschema.protocols.Validator:
     schema = _load(schema_file)
     # Type schemas refer to `_definitions.json` by its `$id`, as kubernetes-validate does.
@@ -33,7 +34,7 @@ def _validator(schema_file: str) -> jsonschema.protocols.Validator:
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
 
-def fragment_errors(value: Any, type_file: str) -> Iterator[tuple[tuple, str]]:
+def fragment_errors(value: Any, type_file: str) -> Iterator[tuple[tuple[Any, ...], str]]:
     """(relative path, message) for each schema violation of `value` against one type
     schema, e.g. `envvar-v1.json`; deepest-first errors are flattened for readability."""
     for err in sorted(_validator(type_file).iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):

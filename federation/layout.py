@@ -47,10 +47,25 @@ def scratch_volume(container: str) -> str:
     return f"scratch-{container}"
 
 
-RESERVED_VOLUMES = frozenset({
-    STATE_VOLUME, TLS_VOLUME, CA_VOLUME, NODE_KEY_VOLUME, EXECUTOR_CONFIG_VOLUME, *AMD_DEVICES,
-    *(scratch_volume(c) for c in MANAGED_CONTAINERS),
-})
-RESERVED_MOUNT_PATHS = frozenset({
-    *WRITABLE_PATHS.values(), STATE_DIR, TLS_DIR, CA_DIR, NODE_KEY_DIR, EXECUTOR_CONFIG_DIR, *AMD_DEVICES.values(),
-})
+RESERVED_VOLUMES = frozenset(
+    {
+        STATE_VOLUME,
+        TLS_VOLUME,
+        CA_VOLUME,
+        NODE_KEY_VOLUME,
+        EXECUTOR_CONFIG_VOLUME,
+        *AMD_DEVICES,
+        *(scratch_volume(c) for c in MANAGED_CONTAINERS),
+    }
+)
+RESERVED_MOUNT_PATHS = frozenset(
+    {
+        *WRITABLE_PATHS.values(),
+        STATE_DIR,
+        TLS_DIR,
+        CA_DIR,
+        NODE_KEY_DIR,
+        EXECUTOR_CONFIG_DIR,
+        *AMD_DEVICES.values(),
+    }
+)

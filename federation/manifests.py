@@ -16,8 +16,9 @@ config as the user's own.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 from . import access, network, nodeauth, pss, superlink, supernodes, trust
 from .kube import Manifest, ObjectKey, PodTemplate, pod_template
@@ -93,16 +94,21 @@ class InvariantError(Exception):
 
     def __init__(self, broken: list[str]):
         self.broken = broken
-        super().__init__("flower-federation rendered an inconsistent set of objects (please report this):\n"
-                         + "\n".join(f"  - {b}" for b in broken))
+        super().__init__(
+            "flower-federation rendered an inconsistent set of objects (please report this):\n"
+            + "\n".join(f"  - {b}" for b in broken)
+        )
 
 
 def render(plan: FederationPlan) -> Manifests:
     superlink_side = superlink.objects(plan)
     pools = {p.name: supernodes.objects(plan, p) for p in plan.spec.supernodes.pools}
     policies = network.policies(plan)
-    templates = [t for m in [*superlink_side, *(m for objs in pools.values() for m in objs)]
-                 if (t := pod_template(m)) is not None]
+    templates = [
+        t
+        for m in [*superlink_side, *(m for objs in pools.values() for m in objs)]
+        if (t := pod_template(m)) is not None
+    ]
 
     entries: list[Entry] = []
     if plan.spec.create_namespace:
@@ -124,12 +130,17 @@ def namespace(plan: FederationPlan, templates: list[PodTemplate]) -> Manifest:
     """Enforces the strictest Pod Security level every pod of the federation meets:
     `restricted` unless something (AMD mountAll, a weakened securityContext) needs more."""
     level = pss.namespace_level(templates)
-    labels = {**plan.spec.labels, "app.kubernetes.io/managed-by": "pulumi",
-              "pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/warn": level}
+    labels = {
+        **plan.spec.labels,
+        "app.kubernetes.io/managed-by": "pulumi",
+        "pod-security.kubernetes.io/enforce": level,
+        "pod-security.kubernetes.io/warn": level,
+    }
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.namespace, "labels": labels}}
 
 
 # --- invariants ------------------------------------------------------------------------
+
 
 def check_invariants(plan: FederationPlan, objects: list[Manifest]) -> None:
     broken = _duplicates(objects) + _selectors(plan, objects) + _mounted_sources(plan, objects)

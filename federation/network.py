@@ -9,11 +9,13 @@ linked a default deny.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .config import NetworkPolicy, Pool
 from .dialects import SUPERNODE_APPIO_PORT
+from .kube import Manifest
 from .naming import (
     POOL_LABEL,
     SERVERAPP_ROLE,
@@ -24,7 +26,6 @@ from .naming import (
     TASK_EXECUTOR,
     selector_labels,
 )
-from .kube import Manifest
 from .plan import FederationPlan
 
 DNS_PORT = 53
@@ -37,8 +38,14 @@ TASK_ROLE_LABEL = "flower.flwr.ai/task-role"
 
 # Field names (not aliases): built with model_construct, merged with model_dump(by_alias=False).
 DEFAULTS = NetworkPolicy.model_construct(
-    enabled=True, allow_external=False, allow_external_egress=False, extra_ingress=[], extra_egress=[],
-    ingress_pod_match_labels={}, ingress_ns_match_labels={}, ingress_ns_pod_match_labels={},
+    enabled=True,
+    allow_external=False,
+    allow_external_egress=False,
+    extra_ingress=[],
+    extra_egress=[],
+    ingress_pod_match_labels={},
+    ingress_ns_match_labels={},
+    ingress_ns_pod_match_labels={},
 )
 
 
@@ -59,7 +66,7 @@ class Component:
     def selector(self) -> dict[str, str]:
         return dict(self.labels)
 
-    def covers(self, other: "Component | Peer") -> bool:
+    def covers(self, other: Component | Peer) -> bool:
         if not isinstance(other, Component):
             return False
         return other == self or (self.group and set(self.labels) <= set(other.labels))
@@ -73,8 +80,6 @@ class Peer:
 
     def render(self) -> Optional[dict[str, Any]]:
         return None if self.peer is None else _thaw(self.peer)
-
-
 
 
 @dataclass(frozen=True)
@@ -111,8 +116,14 @@ def effective(*layers: NetworkPolicy) -> NetworkPolicy:
 
 ANYWHERE = Peer()
 # Cluster DNS as kubeadm, EKS, GKE and AKS label it.
-DNS = Peer(_freeze({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}))
+DNS = Peer(
+    _freeze(
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+        }
+    )
+)
 # The API server's address is not a pod: allow its ports to any address.
 API_SERVER = Peer(_freeze({"ipBlock": {"cidr": "0.0.0.0/0"}}))
 
@@ -126,9 +137,13 @@ def _sources(settings: NetworkPolicy) -> list[Peer]:
     ingress*MatchLabels)."""
     peers: list[Peer] = []
     if settings.ingress_pod_match_labels:
-        peers.append(Peer(_freeze({"podSelector": {"matchLabels": dict(sorted(settings.ingress_pod_match_labels.items()))}})))
+        peers.append(
+            Peer(_freeze({"podSelector": {"matchLabels": dict(sorted(settings.ingress_pod_match_labels.items()))}}))
+        )
     if settings.ingress_ns_match_labels:
-        peer: dict[str, Any] = {"namespaceSelector": {"matchLabels": dict(sorted(settings.ingress_ns_match_labels.items()))}}
+        peer: dict[str, Any] = {
+            "namespaceSelector": {"matchLabels": dict(sorted(settings.ingress_ns_match_labels.items()))}
+        }
         if settings.ingress_ns_pod_match_labels:
             peer["podSelector"] = {"matchLabels": dict(sorted(settings.ingress_ns_pod_match_labels.items()))}
         peers.append(Peer(_freeze(peer)))
@@ -161,26 +176,33 @@ def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Li
     if superlink.settings.allow_external:
         links.append(Link(ANYWHERE, superlink, _tcp(plan.ports.fleet), "SuperNodes outside the cluster"))
     for source in _sources(superlink.settings):
-        links.append(Link(source, superlink, _tcp(*sorted({plan.ports.fleet, plan.ports.control})), "configured sources"))
+        links.append(
+            Link(source, superlink, _tcp(*sorted({plan.ports.fleet, plan.ports.control})), "configured sources")
+        )
 
     serverapp_side = [superlink]
     if plan.distributed:
-        superexec = comp(names.superexec_serverapp, selector_labels(plan.name, SUPEREXEC_SERVERAPP),
-                         spec.superlink.network_policy)
+        superexec = comp(
+            names.superexec_serverapp, selector_labels(plan.name, SUPEREXEC_SERVERAPP), spec.superlink.network_policy
+        )
         components.append(superexec)
         links.append(Link(superexec, superlink, _tcp(appio_port), "SuperExec dials the ServerAppIo/Runtime API"))
         serverapp_side.append(superexec)
         if kubernetes_executor:
-            tasks = comp(names.task_policy(SERVERAPP_ROLE), task_labels(plan, SERVERAPP_ROLE),
-                         spec.superlink.network_policy)
+            tasks = comp(
+                names.task_policy(SERVERAPP_ROLE), task_labels(plan, SERVERAPP_ROLE), spec.superlink.network_policy
+            )
             components.append(tasks)
             links.append(Link(tasks, superlink, _tcp(appio_port), "ServerApp pods dial the ServerAppIo/Runtime API"))
             links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
     if installs:
-        links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in serverapp_side]
+        links += [
+            Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in serverapp_side
+        ]
 
-    all_supernodes = Component(f"{plan.name}-supernodes", tuple(sorted(selector_labels(plan.name, SUPERNODE).items())),
-                               DEFAULTS, group=True)
+    all_supernodes = Component(
+        f"{plan.name}-supernodes", tuple(sorted(selector_labels(plan.name, SUPERNODE).items())), DEFAULTS, group=True
+    )
     links.append(Link(all_supernodes, superlink, _tcp(plan.ports.fleet), "SuperNodes dial the Fleet API"))
     for pool in spec.supernodes.pools:
         components_of_pool, pool_links = _pool(plan, pool, superlink, comp, kubernetes_executor, installs)
@@ -191,7 +213,14 @@ def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Li
     return components, links
 
 
-def _pool(plan: FederationPlan, pool: Pool, superlink: Component, comp, kubernetes_executor: bool, installs: bool):
+def _pool(
+    plan: FederationPlan,
+    pool: Pool,
+    superlink: Component,
+    comp: Callable[..., Component],
+    kubernetes_executor: bool,
+    installs: bool,
+) -> tuple[list[Component], list[Link]]:
     spec = plan.spec
     names = plan.names
     layers = (spec.supernodes.network_policy, pool.network_policy)
@@ -200,8 +229,12 @@ def _pool(plan: FederationPlan, pool: Pool, superlink: Component, comp, kubernet
     links: list[Link] = []
     if plan.distributed:
         # The SuperNode's Runtime/ClientAppIo API leaves the pod only here.
-        superexec = comp(names.pool_superexec(pool.name), selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name),
-                         *layers, pool=pool.name)
+        superexec = comp(
+            names.pool_superexec(pool.name),
+            selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name),
+            *layers,
+            pool=pool.name,
+        )
         components.append(superexec)
         links.append(Link(superexec, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExec dials its SuperNode"))
         if supernode.settings.allow_external:
@@ -224,7 +257,7 @@ def _peer(end: Component | Peer) -> Optional[dict[str, Any]]:
     return end.render()
 
 
-def _rule(direction: str, other: Component | Peer, ports: tuple) -> dict[str, Any]:
+def _rule(direction: str, other: Component | Peer, ports: tuple[tuple[int, str], ...]) -> dict[str, Any]:
     rule: dict[str, Any] = {}
     peer = _peer(other)
     if peer is not None:
@@ -247,6 +280,7 @@ def policies(plan: FederationPlan) -> list[tuple[Optional[str], Manifest]]:
             continue
         ingress = [_rule("from", link.source, link.ports) for link in links if _ends_at(link.target, c)]
         ingress += list(c.settings.extra_ingress or [])
+        egress: list[dict[str, Any]]
         if c.settings.allow_external_egress:
             egress = [{}]
         else:
@@ -254,10 +288,15 @@ def policies(plan: FederationPlan) -> list[tuple[Optional[str], Manifest]]:
             egress += list(c.settings.extra_egress or [])
         selector = dict(c.labels)
         policy: Manifest = {
-            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
             "metadata": plan.meta(c.key, selector["app.kubernetes.io/component"], selector.get(POOL_LABEL)),
-            "spec": {"podSelector": {"matchLabels": c.selector}, "policyTypes": ["Ingress", "Egress"],
-                     "ingress": ingress, "egress": egress},
+            "spec": {
+                "podSelector": {"matchLabels": c.selector},
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": ingress,
+                "egress": egress,
+            },
         }
         out.append((c.pool, policy))
     return out

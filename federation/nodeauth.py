@@ -53,8 +53,12 @@ def private_key_path(plan: FederationPlan) -> str:
 def key_secret(plan: FederationPlan, pool: Pool) -> Manifest:
     """The pool's node-keys Secret without its data: the shell fills `stringData` with
     `key_files` of the private keys it generates or reads from secret config."""
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": plan.meta(plan.names.node_keys_secret(pool.name), SUPERNODE, pool.name)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": plan.meta(plan.names.node_keys_secret(pool.name), SUPERNODE, pool.name),
+    }
 
 
 def key_files(private_keys: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +68,10 @@ def key_files(private_keys: dict[str, Any]) -> dict[str, Any]:
 
 def key_volume(plan: FederationPlan, pool: Pool) -> dict[str, Any]:
     # 0440 with fsGroup: readable by the Flower user only.
-    return {"name": NODE_KEY_VOLUME, "secret": {"secretName": plan.names.node_keys_secret(pool.name), "defaultMode": 0o440}}
+    return {
+        "name": NODE_KEY_VOLUME,
+        "secret": {"secretName": plan.names.node_keys_secret(pool.name), "defaultMode": 0o440},
+    }
 
 
 def key_mount() -> dict[str, Any]:
@@ -73,8 +80,6 @@ def key_mount() -> dict[str, Any]:
 
 def key_comment(plan: FederationPlan, pool: str, slot: str) -> str:
     return f"{plan.name}/{pool}/{slot}"
-
-
 
 
 def register_script(connection: str, public_keys: dict[str, dict[str, str]]) -> str:
@@ -86,7 +91,7 @@ def register_script(connection: str, public_keys: dict[str, dict[str, str]]) -> 
         "# Registers every SuperNode public key with the SuperLink (flwr 1.23+).",
         "# Safe to re-run: keys already registered are reported and skipped.",
         "set -eu",
-        'dir=$(mktemp -d); trap \'rm -rf "$dir"\' EXIT',
+        "dir=$(mktemp -d); trap 'rm -rf \"$dir\"' EXIT",
         "register() {",
         '  printf \'%s\\n\' "$2" > "$dir/key.pub"',
         f'  if out=$(flwr supernode register "$dir/key.pub" {shlex.quote(connection)} 2>&1); then',

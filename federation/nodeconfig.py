@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Optional, Union
 
 NodeConfigValue = Union[str, int, float, bool]
 
@@ -25,11 +26,8 @@ NODE_NAME_ENV = "FLOWER_NODE_NAME"
 # Since Kubernetes 1.28 every StatefulSet pod carries its ordinal as this label.
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
-PLACEHOLDERS = ("{index}", "{replicas}", "{pool}", "{node}")
 # Placeholders whose value only StatefulSet pods have.
 STATEFULSET_ONLY = ("{index}", "{replicas}")
-# A value that is exactly one of these is an integer, not a string.
-INTEGER_PLACEHOLDERS = ("{index}", "{replicas}")
 
 KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -69,7 +67,10 @@ def _resolve_string(text: str, pool: str, replicas: Optional[int]) -> str:
     Kubernetes expansion. Returns the (already TOML-quoted) argument fragment."""
     pieces: list[str] = []
     pos = 0
-    quoted_literal = lambda s: _escape_k8s(_toml_basic_string(s)[1:-1])  # noqa: E731
+
+    def quoted_literal(literal: str) -> str:
+        return _escape_k8s(_toml_basic_string(literal)[1:-1])
+
     for m in _PLACEHOLDER_RE.finditer(text):
         pieces.append(quoted_literal(text[pos : m.start()]))
         name = m.group(1)
@@ -100,9 +101,7 @@ def render_value(value: NodeConfigValue, pool: str, replicas: Optional[int]) -> 
     return _resolve_string(value, pool, replicas)
 
 
-def render_node_config(
-    config: Mapping[str, NodeConfigValue], pool: str, replicas: Optional[int]
-) -> Optional[str]:
+def render_node_config(config: Mapping[str, NodeConfigValue], pool: str, replicas: Optional[int]) -> Optional[str]:
     """The `--node-config` argument for a pool, or None when there is nothing to pass.
     Keys are sorted so the output never depends on config order."""
     if not config:
@@ -116,7 +115,7 @@ def uses_placeholder(config: Mapping[str, NodeConfigValue], placeholder: str) ->
 
 def value_problem(value: object) -> Optional[str]:
     """Why a nodeConfig value cannot be passed to Flower, or None."""
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, (bool, float)):
         return None
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:

@@ -142,10 +142,19 @@ class FederationPlan:
         user's extra labels)."""
         return common_labels(self.name, component, str(self.version), pool, self.spec.labels)
 
-    def meta(self, name: str, component: str, pool: Optional[str] = None,
-             annotations: Optional[dict[str, str]] = None, extra_labels: Optional[dict[str, str]] = None) -> ObjectMeta:
-        meta: ObjectMeta = {"name": name, "namespace": self.namespace,
-                            "labels": {**(extra_labels or {}), **self.labels(component, pool)}}
+    def meta(
+        self,
+        name: str,
+        component: str,
+        pool: Optional[str] = None,
+        annotations: Optional[dict[str, str]] = None,
+        extra_labels: Optional[dict[str, str]] = None,
+    ) -> ObjectMeta:
+        meta: ObjectMeta = {
+            "name": name,
+            "namespace": self.namespace,
+            "labels": {**(extra_labels or {}), **self.labels(component, pool)},
+        }
         if annotations:
             meta["annotations"] = dict(annotations)
         return meta
@@ -186,9 +195,13 @@ def load_plan(raw: Any, stack: str, node_auth_keys: Any = None) -> FederationPla
     if uses_supplied_keys:
         keys = {pool: {str(slot): text for slot, text in slots.items()} for pool, slots in node_auth_keys.items()}
     return FederationPlan(
-        spec=spec, name=name, version=dialect.version, dialect=dialect,
+        spec=spec,
+        name=name,
+        version=dialect.version,
+        dialect=dialect,
         ports=dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True)),
-        trust=None if spec.insecure else _trust(spec, names), names=names,
+        trust=None if spec.insecure else _trust(spec, names),
+        names=names,
         superlink_probes=spec.superlink.probes or spec.probes,
         supernode_probes=spec.supernodes.probes or spec.probes,
         node_auth_keys=keys,

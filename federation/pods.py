@@ -7,7 +7,8 @@ Pods run as Flower's image user (uid/gid 49999) under the Pod Security Standard
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
 
 from .kube import Container, PodTemplate
 from .layout import FLOWER_UID, WRITABLE_PATHS, scratch_volume
@@ -17,8 +18,7 @@ from .quantity import parse_quantity
 
 def scratch_mounts(container: str) -> list[dict[str, Any]]:
     return [
-        {"name": scratch_volume(container), "mountPath": path, "subPath": sub}
-        for sub, path in WRITABLE_PATHS.items()
+        {"name": scratch_volume(container), "mountPath": path, "subPath": sub} for sub, path in WRITABLE_PATHS.items()
     ]
 
 
@@ -132,16 +132,18 @@ def pod_template(
     spec: dict[str, Any] = {}
     if service_account:
         spec["serviceAccountName"] = service_account
-    spec.update({
-        # Only a SuperExec with the Kubernetes executor talks to the Kubernetes API.
-        "automountServiceAccountToken": api_token,
-        # Service env vars are noise for Flower and leak the namespace's services.
-        "enableServiceLinks": False,
-        "securityContext": pod_security_context(security_overrides),
-        **({"initContainers": init_containers} if init_containers else {}),
-        "containers": containers,
-        "volumes": scratch + volumes,
-    })
+    spec.update(
+        {
+            # Only a SuperExec with the Kubernetes executor talks to the Kubernetes API.
+            "automountServiceAccountToken": api_token,
+            # Service env vars are noise for Flower and leak the namespace's services.
+            "enableServiceLinks": False,
+            "securityContext": pod_security_context(security_overrides),
+            **({"initContainers": init_containers} if init_containers else {}),
+            "containers": containers,
+            "volumes": scratch + volumes,
+        }
+    )
     return {"metadata": {"labels": dict(labels)}, "spec": spec}
 
 
@@ -164,8 +166,11 @@ def _merge_container(base: Item, patch: Item) -> Item:
     out = dict(base)
     for key, value in patch.items():
         if key in ("env", "volumeMounts", "ports", "envFrom", "volumeDevices"):
-            out[key] = _merge_named(out.get(key, []), value, lambda a, b: copy.deepcopy(b)) if key != "envFrom" \
+            out[key] = (
+                _merge_named(out.get(key, []), value, lambda a, b: copy.deepcopy(b))
+                if key != "envFrom"
                 else list(out.get(key, [])) + copy.deepcopy(value)
+            )
         elif key == "resources" and isinstance(value, dict):
             # Key by key, so a patch setting a CPU limit keeps the GPU limit we put there.
             out[key] = merge_resources(out.get(key), value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import ProbeSettings, Probes
+from .config import Probes, ProbeSettings
 from .dialects import GRPC_HEALTH_UNTIL, FlowerVersion
 
 

@@ -8,33 +8,64 @@ control; each violation names the control and the field.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-BASELINE_CAPABILITIES = frozenset({
-    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
-    "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
-})
+BASELINE_CAPABILITIES = frozenset(
+    {
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
+    }
+)
 SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
-SAFE_SYSCTLS = frozenset({
-    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
-    "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-    "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
-    "net.ipv4.tcp_keepalive_probes",
-})
-RESTRICTED_VOLUME_TYPES = frozenset({
-    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected",
-    "secret", "image",
-})
+SAFE_SYSCTLS = frozenset(
+    {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+    }
+)
+RESTRICTED_VOLUME_TYPES = frozenset(
+    {
+        "configMap",
+        "csi",
+        "downwardAPI",
+        "emptyDir",
+        "ephemeral",
+        "persistentVolumeClaim",
+        "projected",
+        "secret",
+        "image",
+    }
+)
 LEVELS = ("restricted", "baseline", "privileged")
 
 
-def _containers(spec: dict) -> Iterator[tuple[str, dict]]:
+def _containers(spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for kind in ("initContainers", "containers", "ephemeralContainers"):
         for c in spec.get(kind) or []:
             yield f"{kind}[{c.get('name')}]", c
 
 
-def baseline_violations(template: dict) -> list[str]:
+def baseline_violations(template: Mapping[str, Any]) -> list[str]:
     spec = template.get("spec", {})
     pod_sc = spec.get("securityContext") or {}
     out = []
@@ -49,8 +80,9 @@ def baseline_violations(template: dict) -> list[str]:
     for sysctl in pod_sc.get("sysctls") or []:
         if sysctl.get("name") not in SAFE_SYSCTLS:
             out.append(f"sysctls: {sysctl.get('name')}")
-    scs = [("spec.securityContext", pod_sc)] + [(f"{w}.securityContext", c.get("securityContext") or {})
-                                                 for w, c in _containers(spec)]
+    scs = [("spec.securityContext", pod_sc)] + [
+        (f"{w}.securityContext", c.get("securityContext") or {}) for w, c in _containers(spec)
+    ]
     for where, sc in scs:
         if (sc.get("seccompProfile") or {}).get("type") == "Unconfined":
             out.append(f"seccomp: {where}.seccompProfile Unconfined")
@@ -76,7 +108,7 @@ def baseline_violations(template: dict) -> list[str]:
     return out
 
 
-def restricted_violations(template: dict) -> list[str]:
+def restricted_violations(template: Mapping[str, Any]) -> list[str]:
     spec = template.get("spec", {})
     pod_sc = spec.get("securityContext") or {}
     out = baseline_violations(template)
@@ -111,7 +143,7 @@ def restricted_violations(template: dict) -> list[str]:
     return out
 
 
-def level(template: dict) -> str:
+def level(template: Mapping[str, Any]) -> str:
     if not restricted_violations(template):
         return "restricted"
     if not baseline_violations(template):
@@ -119,6 +151,6 @@ def level(template: dict) -> str:
     return "privileged"
 
 
-def namespace_level(templates: list[dict]) -> str:
+def namespace_level(templates: Sequence[Mapping[str, Any]]) -> str:
     """The strictest level every template meets."""
     return max((level(t) for t in templates), key=LEVELS.index, default="restricted")

@@ -55,20 +55,32 @@ def _serverapp_ca(plan: FederationPlan) -> Optional[str]:
 def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Container:
     sl = plan.spec.superlink
     return superexec_container(
-        plan, SUPEREXEC_SERVERAPP, plugin="serverapp", image=sl.superexec_image,
-        appio_address=appio_address(plan), ca_file=_serverapp_ca(plan),
+        plan,
+        SUPEREXEC_SERVERAPP,
+        plugin="serverapp",
+        image=sl.superexec_image,
+        appio_address=appio_address(plan),
+        ca_file=_serverapp_ca(plan),
         # A sidecar shares the pod's network namespace with the SuperLink.
         health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
-        probe_settings=plan.superlink_probes, wiring=wiring, env=list(sl.env) or None,
-        resources=sl.superexec_resources, mounts=ca_mounts(plan) if _serverapp_ca(plan) else [],
+        probe_settings=plan.superlink_probes,
+        wiring=wiring,
+        env=list(sl.env) or None,
+        resources=sl.superexec_resources,
+        mounts=ca_mounts(plan) if _serverapp_ca(plan) else [],
     )
 
 
 def _state_init_container(plan: FederationPlan) -> Container:
     """Creates the SuperLink's database schema before it starts (see dialects)."""
-    c = managed_container(plan, INIT_STATE, plan.superlink_image, [STATE_FILE],
-                          resources=plan.spec.superlink.resources,
-                          mounts=[{"name": STATE_VOLUME, "mountPath": STATE_DIR}])
+    c = managed_container(
+        plan,
+        INIT_STATE,
+        plan.superlink_image,
+        [STATE_FILE],
+        resources=plan.spec.superlink.resources,
+        mounts=[{"name": STATE_VOLUME, "mountPath": STATE_DIR}],
+    )
     # The image's Python (the entrypoint is flower-superlink, which cannot only migrate).
     c["command"] = ["python", "-c", STATE_MIGRATION_SCRIPT]
     return c
@@ -102,10 +114,19 @@ def _superlink_container(plan: FederationPlan) -> Container:
     mounts += ca_mounts(plan)
     if sl.persistence.enabled:
         mounts.append({"name": STATE_VOLUME, "mountPath": STATE_DIR})
-    c = managed_container(plan, SUPERLINK, plan.superlink_image, args, env=list(sl.env) or None,
-                          resources=sl.resources, mounts=mounts + list(sl.volume_mounts), health=health)
-    c["ports"] = [{"name": p.name, "containerPort": p.port, "protocol": "TCP"}
-                  for p in plan.dialect.service_ports(plan.ports)]
+    c = managed_container(
+        plan,
+        SUPERLINK,
+        plan.superlink_image,
+        args,
+        env=list(sl.env) or None,
+        resources=sl.resources,
+        mounts=mounts + list(sl.volume_mounts),
+        health=health,
+    )
+    c["ports"] = [
+        {"name": p.name, "containerPort": p.port, "protocol": "TCP"} for p in plan.dialect.service_ports(plan.ports)
+    ]
     if plan.distributed and plan.grpc_era:
         c["ports"].append({"name": "serverappio", "containerPort": plan.ports.serverappio, "protocol": "TCP"})
     return c
@@ -114,8 +135,9 @@ def _superlink_container(plan: FederationPlan) -> Container:
 def _volumes(plan: FederationPlan) -> list[Volume]:
     volumes: list[Volume] = []
     if plan.trust:
-        volumes.append(secret_volume(TLS_VOLUME, plan.trust.server_secret,
-                                     {"tls.crt": "tls.crt", "tls.key": "tls.key"}, 0o440))
+        volumes.append(
+            secret_volume(TLS_VOLUME, plan.trust.server_secret, {"tls.crt": "tls.crt", "tls.key": "tls.key"}, 0o440)
+        )
     return volumes + ca_volumes(plan) + list(plan.spec.superlink.volumes)
 
 
@@ -123,8 +145,10 @@ def _claims(plan: FederationPlan) -> list[dict[str, Any]]:
     sl = plan.spec.superlink
     claims = []
     if sl.persistence.enabled:
-        claim_spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
-                                      "resources": {"requests": {"storage": sl.persistence.size}}}
+        claim_spec: dict[str, Any] = {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": sl.persistence.size}},
+        }
         if sl.persistence.storage_class_name:
             claim_spec["storageClassName"] = sl.persistence.storage_class_name
         claims.append({"metadata": {"name": STATE_VOLUME}, "spec": claim_spec})
@@ -139,24 +163,32 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
     init = [_state_init_container(plan)] if sl.persistence.enabled and needs_state_init(plan.version) else []
-    pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink,
-                   init_containers=init)
+    pod = template(
+        plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink, init_containers=init
+    )
     pod = pods.apply_pod_template(pod, sl.pod_template)
     service: Manifest = {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": plan.meta(names.superlink, SUPERLINK, annotations=sl.service.annotations,
-                              extra_labels=sl.service.labels),
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": plan.meta(
+            names.superlink, SUPERLINK, annotations=sl.service.annotations, extra_labels=sl.service.labels
+        ),
         "spec": {
             "type": sl.service.type,
             "selector": selector_labels(plan.name, SUPERLINK),
-            "ports": [{"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"}
-                      for p in plan.dialect.service_ports(plan.ports)],
+            "ports": [
+                {"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"}
+                for p in plan.dialect.service_ports(plan.ports)
+            ],
         },
     }
-    out = [statefulset(plan, names.superlink, SUPERLINK, None, pod, replicas=1, service_name=names.superlink,
-                       claims=_claims(plan)),
-           service,
-           access.service_account(plan, names.superlink, SUPERLINK)]
+    out = [
+        statefulset(
+            plan, names.superlink, SUPERLINK, None, pod, replicas=1, service_name=names.superlink, claims=_claims(plan)
+        ),
+        service,
+        access.service_account(plan, names.superlink, SUPERLINK),
+    ]
     if plan.distributed:
         out += _distributed_superexec(plan)
     return out
@@ -167,24 +199,47 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
     out: list[Manifest] = []
     if plan.grpc_era:
         # The plaintext ServerAppIo API, for the SuperExec only: never on the public Service.
-        out.append({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": plan.meta(names.superlink_appio_service, SUPERLINK),
-            "spec": {"type": "ClusterIP", "selector": selector_labels(plan.name, SUPERLINK),
-                     "ports": [{"name": "serverappio", "port": plan.ports.serverappio,
-                                "targetPort": "serverappio", "protocol": "TCP"}]},
-        })
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": plan.meta(names.superlink_appio_service, SUPERLINK),
+                "spec": {
+                    "type": "ClusterIP",
+                    "selector": selector_labels(plan.name, SUPERLINK),
+                    "ports": [
+                        {
+                            "name": "serverappio",
+                            "port": plan.ports.serverappio,
+                            "targetPort": "serverappio",
+                            "protocol": "TCP",
+                        }
+                    ],
+                },
+            }
+        )
     wiring = executor_wiring(plan, names.superexec_serverapp, "serverapp", plan.spec.superlink.superexec_image)
     volumes = (ca_volumes(plan) if _serverapp_ca(plan) else []) + wiring.volumes
-    pod = template(plan, plan.labels(SUPEREXEC_SERVERAPP), [_serverapp_superexec(plan, wiring)], volumes,
-                   service_account=names.superexec_serverapp, api_token=wiring.enabled)
+    pod = template(
+        plan,
+        plan.labels(SUPEREXEC_SERVERAPP),
+        [_serverapp_superexec(plan, wiring)],
+        volumes,
+        service_account=names.superexec_serverapp,
+        api_token=wiring.enabled,
+    )
     out += wiring.objects
-    out.append(access.service_account(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP,
-                                      api_token=wiring.enabled))
-    out.append({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": plan.meta(names.superexec_serverapp, SUPEREXEC_SERVERAPP),
-        "spec": {"replicas": 1, "selector": {"matchLabels": selector_labels(plan.name, SUPEREXEC_SERVERAPP)},
-                 "template": pod},
-    })
+    out.append(access.service_account(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP, api_token=wiring.enabled))
+    out.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": plan.meta(names.superexec_serverapp, SUPEREXEC_SERVERAPP),
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": selector_labels(plan.name, SUPEREXEC_SERVERAPP)},
+                "template": pod,
+            },
+        }
+    )
     return out

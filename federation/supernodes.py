@@ -63,16 +63,23 @@ def _supernode_env(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
     return pods.merge_env(system, plan.spec.supernodes.env, pool.env)
 
 
-def _clientapp_superexec(plan: FederationPlan, pool: Pool, appio_address: str, env: list[dict[str, Any]],
-                         wiring: ExecutorWiring) -> Container:
+def _clientapp_superexec(
+    plan: FederationPlan, pool: Pool, appio_address: str, env: list[dict[str, Any]], wiring: ExecutorWiring
+) -> Container:
     return superexec_container(
-        plan, SUPEREXEC_CLIENTAPP, plugin="clientapp", image=pool.images.superexec_client_app,
+        plan,
+        SUPEREXEC_CLIENTAPP,
+        plugin="clientapp",
+        image=pool.images.superexec_client_app,
         # The SuperNode's AppIo/Runtime API is plaintext in both eras.
-        appio_address=appio_address, ca_file=None,
+        appio_address=appio_address,
+        ca_file=None,
         health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
-        probe_settings=plan.supernode_probes, wiring=wiring,
+        probe_settings=plan.supernode_probes,
+        wiring=wiring,
         env=pods.merge_env(env, plan.spec.supernodes.env, pool.env) or None,
-        resources=pool.superexec_resources, mounts=list(pool.superexec_volume_mounts),
+        resources=pool.superexec_resources,
+        mounts=list(pool.superexec_volume_mounts),
     )
 
 
@@ -92,10 +99,16 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
     if node_config:
         args += ["--node-config", node_config]
     args += health_server_args(plan.version, HEALTH_PORT) + list(pool.extra_args)
-    c = managed_container(plan, SUPERNODE, plan.supernode_image(pool), args,
-                          env=_supernode_env(plan, pool) or None, resources=pool.supernode_resources,
-                          mounts=mounts + list(pool.volume_mounts),
-                          health=probes.grpc_health(plan.version, HEALTH_PORT, plan.supernode_probes))
+    c = managed_container(
+        plan,
+        SUPERNODE,
+        plan.supernode_image(pool),
+        args,
+        env=_supernode_env(plan, pool) or None,
+        resources=pool.supernode_resources,
+        mounts=mounts + list(pool.volume_mounts),
+        health=probes.grpc_health(plan.version, HEALTH_PORT, plan.supernode_probes),
+    )
     if plan.distributed:
         c["ports"] = [{"name": "clientappio", "containerPort": SUPERNODE_APPIO_PORT, "protocol": "TCP"}]
     return c
@@ -105,8 +118,9 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     supernode = _supernode_container(plan, pool)
     containers = [supernode]
     if plan.sidecar_superexec:
-        containers.append(_clientapp_superexec(plan, pool, f"{LOOPBACK}:{SUPERNODE_APPIO_PORT}", [],
-                                               ExecutorWiring(False)))
+        containers.append(
+            _clientapp_superexec(plan, pool, f"{LOOPBACK}:{SUPERNODE_APPIO_PORT}", [], ExecutorWiring(False))
+        )
     volumes = ca_volumes(plan) + ([nodeauth.key_volume(plan, pool)] if plan.node_auth else []) + list(pool.volumes)
     pod = template(plan, plan.labels(SUPERNODE, pool.name), containers, volumes, service_account=workload)
     if not plan.distributed:  # else the GPU goes to the SuperExec's own pods
@@ -137,8 +151,14 @@ def _disruption_budget(plan: FederationPlan, pool: Pool, workload: str) -> list[
         spec["minAvailable"] = budget.min_available
     else:
         spec["maxUnavailable"] = budget.max_unavailable if budget.max_unavailable is not None else 1
-    return [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-             "metadata": plan.meta(workload, SUPERNODE, pool.name), "spec": spec}]
+    return [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": plan.meta(workload, SUPERNODE, pool.name),
+            "spec": spec,
+        }
+    ]
 
 
 def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
@@ -147,22 +167,57 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
     pod = _pod(plan, pool, workload)
     out = [access.service_account(plan, workload, SUPERNODE, pool.name)] + _disruption_budget(plan, pool, workload)
     if not plan.stateful:
-        out.append({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": plan.meta(workload, SUPERNODE, pool.name),
-                    "spec": {"selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)},
-                             "template": pod}})
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": plan.meta(workload, SUPERNODE, pool.name),
+                "spec": {
+                    "selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)},
+                    "template": pod,
+                },
+            }
+        )
         return out
-    out.append({
-        # Headless: gives SuperNode k the stable name `<workload>-k.<workload>`.
-        "apiVersion": "v1", "kind": "Service", "metadata": plan.meta(workload, SUPERNODE, pool.name),
-        "spec": {"clusterIP": "None", "selector": selector_labels(plan.name, SUPERNODE, pool.name),
-                 "publishNotReadyAddresses": True,
-                 "ports": [{"name": "clientappio", "port": SUPERNODE_APPIO_PORT,
-                            "targetPort": SUPERNODE_APPIO_PORT, "protocol": "TCP"}]},
-    })
-    claims = (claims_used_by(pool.volume_claim_templates, pool.volume_mounts) if plan.distributed
-              else [copy.deepcopy(c) for c in pool.volume_claim_templates])
-    out.append(statefulset(plan, workload, SUPERNODE, pool.name, pod, replicas=pool.replicas,
-                           service_name=workload, claims=claims, parallel=True))
+    out.append(
+        {
+            # Headless: gives SuperNode k the stable name `<workload>-k.<workload>`.
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": plan.meta(workload, SUPERNODE, pool.name),
+            "spec": {
+                "clusterIP": "None",
+                "selector": selector_labels(plan.name, SUPERNODE, pool.name),
+                "publishNotReadyAddresses": True,
+                "ports": [
+                    {
+                        "name": "clientappio",
+                        "port": SUPERNODE_APPIO_PORT,
+                        "targetPort": SUPERNODE_APPIO_PORT,
+                        "protocol": "TCP",
+                    }
+                ],
+            },
+        }
+    )
+    claims = (
+        claims_used_by(pool.volume_claim_templates, pool.volume_mounts)
+        if plan.distributed
+        else [copy.deepcopy(c) for c in pool.volume_claim_templates]
+    )
+    out.append(
+        statefulset(
+            plan,
+            workload,
+            SUPERNODE,
+            pool.name,
+            pod,
+            replicas=pool.replicas,
+            service_name=workload,
+            claims=claims,
+            parallel=True,
+        )
+    )
     if plan.distributed:
         out += _distributed_superexec(plan, pool, workload)
     return out
@@ -176,12 +231,31 @@ def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload:
     env = [pods.pod_index_env(), {"name": SUPERNODE_HOST_ENV, "value": host}]
     wiring = executor_wiring(plan, name, pool.name, pool.images.superexec_client_app)
     c = _clientapp_superexec(plan, pool, f"$({SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env, wiring)
-    pod = template(plan, plan.labels(SUPEREXEC_CLIENTAPP, pool.name), [c], list(pool.volumes) + wiring.volumes,
-                   service_account=name, api_token=wiring.enabled)
+    pod = template(
+        plan,
+        plan.labels(SUPEREXEC_CLIENTAPP, pool.name),
+        [c],
+        list(pool.volumes) + wiring.volumes,
+        service_account=name,
+        api_token=wiring.enabled,
+    )
     _apply_gpu(pool, c, pod)
     pod = pods.apply_pod_template(pod, pool.pod_template)
     sa = access.service_account(plan, name, SUPEREXEC_CLIENTAPP, pool.name, api_token=wiring.enabled)
-    return [sa] + wiring.objects + [
-        statefulset(plan, name, SUPEREXEC_CLIENTAPP, pool.name, pod, replicas=pool.replicas,
-                    service_name=supernode_workload, parallel=True,
-                    claims=claims_used_by(pool.volume_claim_templates, pool.superexec_volume_mounts))]
+    return (
+        [sa]
+        + wiring.objects
+        + [
+            statefulset(
+                plan,
+                name,
+                SUPEREXEC_CLIENTAPP,
+                pool.name,
+                pod,
+                replicas=pool.replicas,
+                service_name=supernode_workload,
+                parallel=True,
+                claims=claims_used_by(pool.volume_claim_templates, pool.superexec_volume_mounts),
+            )
+        ]
+    )

@@ -7,7 +7,7 @@ built here (without data) when it registers them.
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 from .kube import Manifest, ObjectMeta
 from .naming import SUPERLINK
@@ -57,8 +57,12 @@ def _meta(plan: FederationPlan, name: str, annotations: dict[str, str] | None = 
 def server_secret(plan: FederationPlan) -> Manifest:
     """The SuperLink's kubernetes.io/tls Secret (source=generate); the shell fills
     `stringData` (tls.crt, tls.key, ca.crt) from pulumi-tls."""
-    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-            "metadata": _meta(plan, _trust(plan).server_secret)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": _meta(plan, _trust(plan).server_secret),
+    }
 
 
 def trust_secret(plan: FederationPlan) -> Manifest:
@@ -74,7 +78,8 @@ def certificate(plan: FederationPlan) -> Manifest:
     issuer = cm.issuer_ref
     assert issuer is not None, "rules require an issuerRef for certManager"
     return {
-        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
         "metadata": _meta(plan, plan.names.certificate, {"pulumi.com/waitFor": "condition=Ready"}),
         "spec": {
             "secretName": _trust(plan).server_secret,

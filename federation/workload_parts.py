@@ -20,30 +20,65 @@ Volume = dict[str, Any]
 Mount = dict[str, Any]
 
 
-def managed_container(plan: FederationPlan, name: str, image: str, args: list[str], *,
-                      env: Optional[list[dict[str, Any]]] = None, resources: Optional[dict[str, Any]] = None,
-                      mounts: Optional[list[Mount]] = None, privileged: bool = False,
-                      health: Optional[dict[str, Any]] = None) -> Container:
+def managed_container(
+    plan: FederationPlan,
+    name: str,
+    image: str,
+    args: list[str],
+    *,
+    env: Optional[list[dict[str, Any]]] = None,
+    resources: Optional[dict[str, Any]] = None,
+    mounts: Optional[list[Mount]] = None,
+    privileged: bool = False,
+    health: Optional[dict[str, Any]] = None,
+) -> Container:
     """A container of ours: default resources under the component's own, the restricted
     securityContext with the user's overrides, and probes."""
-    c = pods.container(name, image, args, env=env,
-                       resources=pods.merge_resources(plan.spec.default_resources, resources),
-                       mounts=mounts, privileged=privileged, security_overrides=plan.spec.security_context)
+    c = pods.container(
+        name,
+        image,
+        args,
+        env=env,
+        resources=pods.merge_resources(plan.spec.default_resources, resources),
+        mounts=mounts,
+        privileged=privileged,
+        security_overrides=plan.spec.security_context,
+    )
     c.update(health or {})  # type: ignore[typeddict-item]  # probe keys only
     return c
 
 
-def template(plan: FederationPlan, labels: dict[str, str], containers: list[Container], volumes: list[Volume], *,
-             service_account: str, api_token: bool = False,
-             init_containers: Optional[list[Container]] = None) -> PodTemplate:
-    return pods.pod_template(labels, containers, volumes, service_account=service_account, api_token=api_token,
-                             security_overrides=plan.spec.pod_security_context, init_containers=init_containers)
+def template(
+    plan: FederationPlan,
+    labels: dict[str, str],
+    containers: list[Container],
+    volumes: list[Volume],
+    *,
+    service_account: str,
+    api_token: bool = False,
+    init_containers: Optional[list[Container]] = None,
+) -> PodTemplate:
+    return pods.pod_template(
+        labels,
+        containers,
+        volumes,
+        service_account=service_account,
+        api_token=api_token,
+        security_overrides=plan.spec.pod_security_context,
+        init_containers=init_containers,
+    )
 
 
 def secret_volume(name: str, secret: str, items: dict[str, str], mode: int) -> Volume:
     """A Secret volume exposing exactly `items` (key -> file name)."""
-    return {"name": name, "secret": {"secretName": secret, "defaultMode": mode,
-                                     "items": [{"key": k, "path": path} for k, path in items.items()]}}
+    return {
+        "name": name,
+        "secret": {
+            "secretName": secret,
+            "defaultMode": mode,
+            "items": [{"key": k, "path": path} for k, path in items.items()],
+        },
+    }
 
 
 def ca_volumes(plan: FederationPlan) -> list[Volume]:
@@ -75,31 +110,70 @@ def executor_wiring(plan: FederationPlan, workload: str, role: str, superexec_im
         True,
         args=["--executor", "kubernetes", "--executor-config", access.EXECUTOR_CONFIG_PATH],
         mounts=[{"name": EXECUTOR_CONFIG_VOLUME, "mountPath": EXECUTOR_CONFIG_DIR, "readOnly": True}],
-        volumes=[{"name": EXECUTOR_CONFIG_VOLUME,
-                  "configMap": {"name": plan.names.executor_config(workload), "defaultMode": 0o444}}],
-        objects=[access.executor_config_map(plan, workload, role, superexec_image),
-                 access.executor_role_binding(plan, workload)],
+        volumes=[
+            {
+                "name": EXECUTOR_CONFIG_VOLUME,
+                "configMap": {"name": plan.names.executor_config(workload), "defaultMode": 0o444},
+            }
+        ],
+        objects=[
+            access.executor_config_map(plan, workload, role, superexec_image),
+            access.executor_role_binding(plan, workload),
+        ],
     )
 
 
-def superexec_container(plan: FederationPlan, container_name: str, *, plugin: str, image: Optional[str],
-                        appio_address: str, ca_file: Optional[str], health_port: int, probe_settings: Probes,
-                        wiring: ExecutorWiring, env: Optional[list[dict[str, Any]]],
-                        resources: Optional[dict[str, Any]], mounts: list[Mount]) -> Container:
+def superexec_container(
+    plan: FederationPlan,
+    container_name: str,
+    *,
+    plugin: str,
+    image: Optional[str],
+    appio_address: str,
+    ca_file: Optional[str],
+    health_port: int,
+    probe_settings: Probes,
+    wiring: ExecutorWiring,
+    env: Optional[list[dict[str, Any]]],
+    resources: Optional[dict[str, Any]],
+    mounts: list[Mount],
+) -> Container:
     """A SuperExec (`plugin` serverapp or clientapp) dialling `appio_address`, verifying
     it with `ca_file` where that API is served over TLS."""
-    args = plan.dialect.superexec_args(
-        plugin=plugin, appio_address=appio_address, ca_file=ca_file,
-        runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
-    ) + health_server_args(plan.version, health_port) + wiring.args
-    return managed_container(plan, container_name, image or "", args, env=env, resources=resources,
-                             mounts=mounts + wiring.mounts,
-                             health=probes.grpc_health(plan.version, health_port, probe_settings))
+    args = (
+        plan.dialect.superexec_args(
+            plugin=plugin,
+            appio_address=appio_address,
+            ca_file=ca_file,
+            runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
+        )
+        + health_server_args(plan.version, health_port)
+        + wiring.args
+    )
+    return managed_container(
+        plan,
+        container_name,
+        image or "",
+        args,
+        env=env,
+        resources=resources,
+        mounts=mounts + wiring.mounts,
+        health=probes.grpc_health(plan.version, health_port, probe_settings),
+    )
 
 
-def statefulset(plan: FederationPlan, name: str, component: str, pool: Optional[str], template: PodTemplate, *,
-                replicas: Optional[int], service_name: str, claims: list[dict[str, Any]],
-                parallel: bool = False) -> Manifest:
+def statefulset(
+    plan: FederationPlan,
+    name: str,
+    component: str,
+    pool: Optional[str],
+    template: PodTemplate,
+    *,
+    replicas: Optional[int],
+    service_name: str,
+    claims: list[dict[str, Any]],
+    parallel: bool = False,
+) -> Manifest:
     spec: dict[str, Any] = {"replicas": replicas, "serviceName": service_name}
     if parallel:
         # Independent peers (SuperNodes, their SuperExecs): start and replace them in parallel.

@@ -7,7 +7,8 @@ that one run lists every problem at once.
 
 from __future__ import annotations
 
-from typing import Any, Generator, Optional
+from collections.abc import Generator
+from typing import Optional
 
 from ..dialects import Dialect
 from ..errors import Problem, problem
@@ -15,14 +16,14 @@ from ..quantity import QUANTITY
 from .fragments import fragments
 from .keys import supplied_key_problems
 from .operator import cel_rules, disruption_budget, gpu, names, node_config, placement
-from .raw import DEFAULTS, as_list, get, pools_of
+from .raw import DEFAULTS, Raw, as_list, get, pools_of
 from .security import executor, network_policies, node_auth, probes, tls
 from .versions import ports, version_gates, versions
 
 __all__ = ["check", "supplied_key_problems"]
 
 
-def check(raw: dict[str, Any], stack: str) -> tuple[list[Problem], Optional[Dialect]]:
+def check(raw: Raw, stack: str) -> tuple[list[Problem], Optional[Dialect]]:
     """Every cross-field problem of `raw`, and the dialect of its Flower version (None
     when the version is unusable)."""
     found: list[Problem] = []
@@ -34,7 +35,7 @@ def check(raw: dict[str, Any], stack: str) -> tuple[list[Problem], Optional[Dial
             return found, done.value
 
 
-def _check(raw: dict[str, Any], stack: str) -> Generator[Problem, None, Optional[Dialect]]:
+def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     mode = raw.get("mode", DEFAULTS.mode)
     isolation = raw.get("isolationMode", DEFAULTS.isolation_mode)
     pools = pools_of(raw)
@@ -51,8 +52,10 @@ def _check(raw: dict[str, Any], stack: str) -> Generator[Problem, None, Optional
     yield from placement(raw, mode, isolation)
     for i, pool in pools:
         if mode == "DaemonSet" and as_list(pool.get("volumeClaimTemplates")):
-            yield problem(("supernodes", "pools", i, "volumeClaimTemplates"),
-                          "volumeClaimTemplates need mode=StatefulSet (a DaemonSet has no per-pod claims)")
+            yield problem(
+                ("supernodes", "pools", i, "volumeClaimTemplates"),
+                "volumeClaimTemplates need mode=StatefulSet (a DaemonSet has no per-pod claims)",
+            )
         yield from node_config(pool, i, mode)
         yield from gpu(pool, i)
         yield from disruption_budget(pool, i)

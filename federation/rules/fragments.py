@@ -3,14 +3,15 @@ checked against the Kubernetes OpenAPI schema, and our reserved names kept free.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import Problem, problem
 from ..k8s_schema import fragment_errors
 from ..layout import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
 from ..naming import selector_labels
 from ..quantity import QUANTITY
-from .raw import as_dict, as_list, get
+from .raw import At, Pools, Raw, as_dict, as_list, get
 
 _LIST_FRAGMENTS = {
     "env": "envvar-v1.json",
@@ -26,12 +27,15 @@ _DICT_FRAGMENTS = {
     "supernodeResources": "resourcerequirements-v1.json",
 }
 
-def fragments(raw: dict, pools) -> Iterator[Problem]:
-    sections: list[tuple[tuple, dict, str]] = [(("superlink",), as_dict(raw.get("superlink")), "superlink")]
+
+def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
+    sections: list[tuple[At, Raw, str]] = [(("superlink",), as_dict(raw.get("superlink")), "superlink")]
     sections += [(("supernodes", "pools", i), pool, "pool") for i, pool in pools]
-    for key, schema in (("securityContext", "securitycontext-v1.json"),
-                        ("podSecurityContext", "podsecuritycontext-v1.json"),
-                        ("defaultResources", "resourcerequirements-v1.json")):
+    for key, schema in (
+        ("securityContext", "securitycontext-v1.json"),
+        ("podSecurityContext", "podsecuritycontext-v1.json"),
+        ("defaultResources", "resourcerequirements-v1.json"),
+    ):
         value = raw.get(key)
         if isinstance(value, dict):
             for path, msg in fragment_errors(value, schema):
@@ -52,30 +56,37 @@ def fragments(raw: dict, pools) -> Iterator[Problem]:
                 yield from _quantities(at + (key,), value)
         yield from _reserved_env(at + ("env",), section.get("env"))
         yield from _volume_refs(at, section)
-        yield from _pod_template(at + ("podTemplate",), section.get("podTemplate"),
-                                 "superlink" if kind == "superlink" else "supernode")
+        yield from _pod_template(
+            at + ("podTemplate",), section.get("podTemplate"), "superlink" if kind == "superlink" else "supernode"
+        )
 
-def _quantities(at: tuple, resources: dict) -> Iterator[Problem]:
+
+def _quantities(at: At, resources: Raw) -> Iterator[Problem]:
     for section in ("limits", "requests"):
         for name, amount in as_dict(resources.get(section)).items():
             if isinstance(amount, bool) or not QUANTITY.match(str(amount)):
                 yield problem(at + (section, name), f"'{amount}' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)")
 
-def list_fragment(at: tuple, value: Any, schema: str) -> Iterator[Problem]:
+
+def list_fragment(at: At, value: Any, schema: str) -> Iterator[Problem]:
     if not isinstance(value, list):
         return
     for j, item in enumerate(value):
         for path, msg in fragment_errors(item, schema):
             yield problem(at + (j,) + path, msg)
 
-def _reserved_env(at: tuple, env: Any) -> Iterator[Problem]:
+
+def _reserved_env(at: At, env: Any) -> Iterator[Problem]:
     for j, item in enumerate(as_list(env)):
         if isinstance(item, dict) and item.get("name") in RESERVED_ENV:
             yield problem(at + (j, "name"), f"{item['name']} is set by flower-federation (node config placeholders)")
 
-def _volume_refs(at: tuple, section: dict) -> Iterator[Problem]:
+
+def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
     declared = {v.get("name") for v in as_list(section.get("volumes")) if isinstance(v, dict)}
-    declared |= {get(v, "metadata", "name") for v in as_list(section.get("volumeClaimTemplates")) if isinstance(v, dict)}
+    declared |= {
+        get(v, "metadata", "name") for v in as_list(section.get("volumeClaimTemplates")) if isinstance(v, dict)
+    }
     declared |= {v.get("name") for v in as_list(get(section, "podTemplate", "spec", "volumes")) if isinstance(v, dict)}
     for key in ("volumes", "volumeClaimTemplates"):
         for j, v in enumerate(as_list(section.get(key))):
@@ -88,11 +99,14 @@ def _volume_refs(at: tuple, section: dict) -> Iterator[Problem]:
             if not isinstance(m, dict):
                 continue
             if isinstance(m.get("name"), str) and m["name"] not in declared:
-                yield problem(at + (key, j, "name"), f"no volume named '{m['name']}' in volumes or volumeClaimTemplates")
+                yield problem(
+                    at + (key, j, "name"), f"no volume named '{m['name']}' in volumes or volumeClaimTemplates"
+                )
             if m.get("mountPath") in RESERVED_MOUNT_PATHS:
                 yield problem(at + (key, j, "mountPath"), f"{m['mountPath']} is mounted by flower-federation")
 
-def _pod_template(at: tuple, template: Any, component: str) -> Iterator[Problem]:
+
+def _pod_template(at: At, template: Any, component: str) -> Iterator[Problem]:
     if not isinstance(template, dict):
         return
     spec = as_dict(template.get("spec"))
@@ -111,8 +125,12 @@ def _pod_template(at: tuple, template: Any, component: str) -> Iterator[Problem]
             for field in ("image", "command", "args"):
                 if field in c:
                     hint = "images" if field == "image" else "extraArgs"
-                    yield problem(at + ("spec", "containers", j, field),
-                                  f"the {c['name']} container's {field} is managed; use {hint} instead")
+                    yield problem(
+                        at + ("spec", "containers", j, field),
+                        f"the {c['name']} container's {field} is managed; use {hint} instead",
+                    )
     for j, v in enumerate(as_list(spec.get("volumes"))):
         if isinstance(v, dict) and v.get("name") in RESERVED_VOLUMES:
-            yield problem(at + ("spec", "volumes", j, "name"), f"volume name '{v['name']}' is used by flower-federation")
+            yield problem(
+                at + ("spec", "volumes", j, "name"), f"volume name '{v['name']}' is used by flower-federation"
+            )

@@ -21,9 +21,14 @@ def supplied_key_problems(spec: Federation, keys: Any) -> list[Problem]:
         out.append(problem(parts, message, root=CONFIG_KEY))
 
     if keys is None:
-        return [problem((), "missing: nodeAuth.keySource is config, so set one key per SuperNode with "
-                            "`pulumi config set --secret --path 'nodeAuthKeys.<pool>.<slot>' \"$(cat key)\"`",
-                        root=CONFIG_KEY)]
+        return [
+            problem(
+                (),
+                "missing: nodeAuth.keySource is config, so set one key per SuperNode with "
+                "`pulumi config set --secret --path 'nodeAuthKeys.<pool>.<slot>' \"$(cat key)\"`",
+                root=CONFIG_KEY,
+            )
+        ]
     if not isinstance(keys, dict):
         return [problem((), "must be a mapping {pool: {slot: private key}}", root=CONFIG_KEY)]
     pools = {p.name: p for p in spec.supernodes.pools}
@@ -39,8 +44,10 @@ def supplied_key_problems(spec: Federation, keys: Any) -> list[Problem]:
         if spec.mode == "StatefulSet":
             wanted = {str(i) for i in range(pools[pool_name].replicas or 0)}
             for slot in sorted(set(map(str, slots_given)) - wanted, key=slot_order):
-                bad((pool_name, slot), f"pool '{pool_name}' has replicas 0..{len(wanted) - 1}; "
-                                       f"no SuperNode would use this key")
+                bad(
+                    (pool_name, slot),
+                    f"pool '{pool_name}' has replicas 0..{len(wanted) - 1}; no SuperNode would use this key",
+                )
         elif not slots_given:
             bad((pool_name,), "give at least one node name and its key")
         for slot, text in sorted(slots_given.items(), key=lambda kv: slot_order(str(kv[0]))):

@@ -4,12 +4,12 @@ placement, nodeConfig values, GPUs and disruption budgets."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
 
 from .. import nodeconfig
 from ..errors import Problem, problem
 from ..naming import DNS_LABEL_MAX, SERVERAPP_ROLE, STATEFULSET_NAME_MAX, Names
-from .raw import DEFAULTS, as_dict, as_list, effective_name, get
+from .raw import DEFAULTS, Pools, Raw, as_dict, effective_name, get
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -39,7 +39,7 @@ PERCENT = re.compile(r"^[0-9]+%$")
 # Keys of Flower's executor config that RBAC and NetworkPolicies depend on.
 
 
-def cel_rules(raw, mode, isolation, pools) -> Iterator[Problem]:
+def cel_rules(raw: Raw, mode: str, isolation: str, pools: Pools) -> Iterator[Problem]:
     raw_pools = get(raw, "supernodes", "pools")
     if not isinstance(raw_pools, list) or len(raw_pools) == 0:
         yield problem(("supernodes", "pools"), MSG_NO_POOLS)
@@ -50,7 +50,9 @@ def cel_rules(raw, mode, isolation, pools) -> Iterator[Problem]:
         replicas = pool.get("replicas")
         if mode == "DaemonSet" and replicas is not None:
             yield problem(at + ("replicas",), MSG_DS_REPLICAS)
-        if mode == "StatefulSet" and (replicas is None or (isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 1)):
+        if mode == "StatefulSet" and (
+            replicas is None or (isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 1)
+        ):
             yield problem(at + ("replicas",), MSG_STS_REPLICAS)
         clientapp = get(pool, "images", "superexecClientApp")
         if isolation == "process" and not clientapp:
@@ -65,12 +67,15 @@ def cel_rules(raw, mode, isolation, pools) -> Iterator[Problem]:
     if isolation == "subprocess" and superexec:
         yield problem(("superlink", "superexecImage"), MSG_SUPEREXEC_EMPTY)
 
-def names(raw, stack, mode, pools) -> Iterator[Problem]:
+
+def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
     name = effective_name(raw, stack)
     name_ok = isinstance(name, str) and bool(DNS1035.match(name))
     if not name_ok:
         where = "name" if "name" in raw else f"stack name '{stack}' (the default for name)"
-        yield problem(("name",), f"{where} must be a DNS label: lowercase letters, digits and '-', starting with a letter")
+        yield problem(
+            ("name",), f"{where} must be a DNS label: lowercase letters, digits and '-', starting with a letter"
+        )
     namespace = raw.get("namespace", DEFAULTS.namespace)
     if isinstance(namespace, str) and not (DNS1123.match(namespace) and len(namespace) <= DNS_LABEL_MAX):
         yield problem(("namespace",), "must be a DNS label of at most 63 characters")
@@ -78,8 +83,10 @@ def names(raw, stack, mode, pools) -> Iterator[Problem]:
     names = Names(name if name_ok else "x")
     fixed = [(names.superlink, STATEFULSET_NAME_MAX, "StatefulSet")]
     if raw.get("superexecPlacement") == "distributed":  # objects that exist only then
-        fixed += [(names.superlink_appio_service, DNS_LABEL_MAX, "Service"),
-                  (names.superexec_serverapp, DNS_LABEL_MAX, "Deployment")]
+        fixed += [
+            (names.superlink_appio_service, DNS_LABEL_MAX, "Service"),
+            (names.superexec_serverapp, DNS_LABEL_MAX, "Deployment"),
+        ]
     if name_ok:
         for obj, limit, kind in fixed:
             if len(obj) > limit:
@@ -99,29 +106,41 @@ def names(raw, stack, mode, pools) -> Iterator[Problem]:
         seen.setdefault(pname, i)
         if pname == SERVERAPP_ROLE and raw.get("superexecPlacement") == "distributed":
             # The pool's SuperExec and task-pod objects would take the ServerApp SuperExec's names.
-            yield problem(at, f"pool name '{pname}' is taken by the ServerApp SuperExec when superexecPlacement "
-                              "is distributed; choose another name")
+            yield problem(
+                at,
+                f"pool name '{pname}' is taken by the ServerApp SuperExec when superexecPlacement "
+                "is distributed; choose another name",
+            )
         if name_ok:
-            limit, kind = (STATEFULSET_NAME_MAX, "StatefulSet") if mode == "StatefulSet" else (DNS_LABEL_MAX, "DaemonSet")
-            objs = [names.pool(pname)] + ([names.pool_superexec(pname)] if raw.get("superexecPlacement") == "distributed" else [])
+            limit, kind = (
+                (STATEFULSET_NAME_MAX, "StatefulSet") if mode == "StatefulSet" else (DNS_LABEL_MAX, "DaemonSet")
+            )
+            objs = [names.pool(pname)] + (
+                [names.pool_superexec(pname)] if raw.get("superexecPlacement") == "distributed" else []
+            )
             for obj in objs:
                 if len(obj) > limit:
                     yield problem(at, _too_long(obj, limit, kind))
+
 
 def _too_long(obj: str, limit: int, kind: str) -> str:
     why = " (Kubernetes adds a revision hash to it)" if kind == "StatefulSet" else ""
     return f"object name '{obj}' has {len(obj)} characters; a {kind} name may have at most {limit}{why}"
 
-def placement(raw, mode, isolation) -> Iterator[Problem]:
+
+def placement(raw: Raw, mode: str, isolation: str) -> Iterator[Problem]:
     if raw.get("superexecPlacement") != "distributed":
         return
     if isolation != "process":
         yield problem(("superexecPlacement",), "distributed SuperExec needs isolationMode=process")
     if mode == "DaemonSet":
-        yield problem(("superexecPlacement",),
-                      "distributed SuperExec pairs SuperExec replica k with SuperNode k, which needs mode=StatefulSet")
+        yield problem(
+            ("superexecPlacement",),
+            "distributed SuperExec pairs SuperExec replica k with SuperNode k, which needs mode=StatefulSet",
+        )
 
-def node_config(pool: dict, i: int, mode: str) -> Iterator[Problem]:
+
+def node_config(pool: Raw, i: int, mode: str) -> Iterator[Problem]:
     config = pool.get("nodeConfig")
     if not isinstance(config, dict):
         return
@@ -137,7 +156,8 @@ def node_config(pool: dict, i: int, mode: str) -> Iterator[Problem]:
                 if ph in value:
                     yield problem(at + (key,), f"{ph} is only available when mode is StatefulSet")
 
-def gpu(pool: dict, i: int) -> Iterator[Problem]:
+
+def gpu(pool: Raw, i: int) -> Iterator[Problem]:
     gpu = as_dict(pool.get("gpu"))
     at = ("supernodes", "pools", i, "gpu")
     if gpu.get("enabled") is not True:
@@ -145,10 +165,14 @@ def gpu(pool: dict, i: int) -> Iterator[Problem]:
     if not gpu.get("mountAll") and not gpu.get("resourceName") and not gpu.get("vendor"):
         yield problem(at + ("resourceName",), "set resourceName (or vendor) so the GPU can be requested")
     if gpu.get("mountAll") is True and gpu.get("vendor") == "amd" and gpu.get("allowPrivileged") is not True:
-        yield problem(at + ("allowPrivileged",),
-                      "AMD mountAll runs the container privileged (hostPath /dev/kfd, /dev/dri); set allowPrivileged: true to accept that")
+        yield problem(
+            at + ("allowPrivileged",),
+            "AMD mountAll runs the container privileged (hostPath /dev/kfd, /dev/dri); "
+            "set allowPrivileged: true to accept that",
+        )
 
-def disruption_budget(pool: dict, i: int) -> Iterator[Problem]:
+
+def disruption_budget(pool: Raw, i: int) -> Iterator[Problem]:
     budget = as_dict(pool.get("disruptionBudget"))
     at = ("supernodes", "pools", i, "disruptionBudget")
     if budget.get("maxUnavailable") is not None and budget.get("minAvailable") is not None:

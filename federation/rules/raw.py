@@ -8,6 +8,10 @@ from typing import Any
 from ..config import Federation
 from ..errors import PathPart
 
+Raw = dict[str, Any]  # a mapping of the raw config (possibly with wrong types inside)
+Pools = list[tuple[int, Raw]]  # (index, raw pool) of every pool that is a mapping
+At = tuple[PathPart, ...]  # a config path under `federation`
+
 # Every default, as the config model defines it (`DEFAULTS.mode`, `DEFAULTS.tls.source`, ...).
 DEFAULTS = Federation()
 
@@ -22,15 +26,19 @@ def get(data: Any, *keys: PathPart, default: Any = None) -> Any:
         data = data[k]
     return data
 
-def as_dict(v: Any) -> dict:
+
+def as_dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
-def as_list(v: Any) -> list:
+
+def as_list(v: Any) -> list[Any]:
     return v if isinstance(v, list) else []
 
-def pools_of(raw: dict) -> list[tuple[int, dict]]:
+
+def pools_of(raw: Raw) -> Pools:
     return [(i, p) for i, p in enumerate(as_list(get(raw, "supernodes", "pools"))) if isinstance(p, dict)]
 
-def effective_name(raw: dict, stack: str) -> str:
+
+def effective_name(raw: dict[str, Any], stack: str) -> str:
     name = raw.get("name")
     return name if isinstance(name, str) else stack

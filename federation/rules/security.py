@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import Problem, problem
 from .fragments import list_fragment
-from .raw import DEFAULTS, as_dict, as_list, get
+from .raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, get
 
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(h|m|s|ms|us|ns))+$")
 
@@ -16,11 +17,13 @@ DNS_NAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-
 
 EXECUTOR_MANAGED_KEYS = ("namespace", "service-account-name")
 
+
 def go_duration_seconds(text: str) -> float:
     units = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
     return sum(float(n) * units[u] for n, _, u in re.findall(r"([0-9]+(\.[0-9]+)?)(h|ms|us|ns|m|s)", text))
 
-def tls(raw: dict) -> Iterator[Problem]:
+
+def tls(raw: Raw) -> Iterator[Problem]:
     tls = raw.get("tls")
     if not isinstance(tls, dict):
         return
@@ -29,11 +32,16 @@ def tls(raw: dict) -> Iterator[Problem]:
         return
     source = tls.get("source", DEFAULTS.tls.source)
     if source == "existingSecret" and not tls.get("existingSecret"):
-        yield problem(("tls", "existingSecret"), "name the kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt) for source existingSecret")
+        yield problem(
+            ("tls", "existingSecret"),
+            "name the kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt) for source existingSecret",
+        )
     if source != "existingSecret" and tls.get("existingSecret"):
         yield problem(("tls", "existingSecret"), f"only used with tls.source: existingSecret (source is {source})")
     if source == "certManager" and not get(tls, "certManager", "issuerRef"):
-        yield problem(("tls", "certManager", "issuerRef"), "name the cert-manager Issuer or ClusterIssuer for source certManager")
+        yield problem(
+            ("tls", "certManager", "issuerRef"), "name the cert-manager Issuer or ClusterIssuer for source certManager"
+        )
     durations = {}
     cert_manager = DEFAULTS.tls.cert_manager
     for key, default in (("duration", cert_manager.duration), ("renewBefore", cert_manager.renew_before)):
@@ -45,16 +53,24 @@ def tls(raw: dict) -> Iterator[Problem]:
     if len(durations) == 2 and durations["renewBefore"] >= durations["duration"]:
         yield problem(("tls", "certManager", "renewBefore"), "must be shorter than duration (cert-manager refuses it)")
     gen = as_dict(tls.get("generate"))
-    validity, renewal = (gen.get("validityHours", DEFAULTS.tls.generate.validity_hours),
-                         gen.get("earlyRenewalHours", DEFAULTS.tls.generate.early_renewal_hours))
+    validity, renewal = (
+        gen.get("validityHours", DEFAULTS.tls.generate.validity_hours),
+        gen.get("earlyRenewalHours", DEFAULTS.tls.generate.early_renewal_hours),
+    )
     if isinstance(validity, int) and isinstance(renewal, int) and renewal >= validity:
         yield problem(("tls", "generate", "earlyRenewalHours"), f"must be less than validityHours ({validity})")
     trust = as_dict(tls.get("trust"))
     trust_source = trust.get("source")
     if trust_source == "generated" and source != "generate":
-        yield problem(("tls", "trust", "source"), f"there is no generated CA with tls.source {source}; use copyFromServerSecret or existingSecret")
+        yield problem(
+            ("tls", "trust", "source"),
+            f"there is no generated CA with tls.source {source}; use copyFromServerSecret or existingSecret",
+        )
     if trust_source == "existingSecret" and not trust.get("existingSecret"):
-        yield problem(("tls", "trust", "existingSecret"), "name the Secret holding the CA certificate for trust.source existingSecret")
+        yield problem(
+            ("tls", "trust", "existingSecret"),
+            "name the Secret holding the CA certificate for trust.source existingSecret",
+        )
     if trust.get("existingSecret") and trust_source != "existingSecret":
         yield problem(("tls", "trust", "existingSecret"), "only used with trust.source: existingSecret")
     for j, name in enumerate(as_list(tls.get("dnsNames"))):
@@ -67,37 +83,53 @@ def tls(raw: dict) -> Iterator[Problem]:
             except ValueError:
                 yield problem(("tls", "ipAddresses", j), f"'{ip}' is not an IP address")
 
-def node_auth(raw: dict, mode: str) -> Iterator[Problem]:
+
+def node_auth(raw: Raw, mode: str) -> Iterator[Problem]:
     if get(raw, "nodeAuth", "enabled") is not True:
         return
     if raw.get("insecure") is True:
-        yield problem(("nodeAuth", "enabled"), "node authentication needs TLS (the SuperLink refuses it with insecure: true)")
+        yield problem(
+            ("nodeAuth", "enabled"), "node authentication needs TLS (the SuperLink refuses it with insecure: true)"
+        )
     if mode == "DaemonSet" and get(raw, "nodeAuth", "keySource", default=DEFAULTS.node_auth.key_source) == "generate":
-        yield problem(("nodeAuth", "keySource"),
-                      "a DaemonSet's pods are not known in advance, so per-node keys cannot be generated; "
-                      "set keySource: config and supply one key per Kubernetes node name in the secret config "
-                      "nodeAuthKeys ({pool: {node-name: key}})")
+        yield problem(
+            ("nodeAuth", "keySource"),
+            "a DaemonSet's pods are not known in advance, so per-node keys cannot be generated; "
+            "set keySource: config and supply one key per Kubernetes node name in the secret config "
+            "nodeAuthKeys ({pool: {node-name: key}})",
+        )
 
-def network_policies(raw: dict, pools) -> Iterator[Problem]:
-    sections = [(("networkPolicy",), raw.get("networkPolicy")),
-                (("superlink", "networkPolicy"), get(raw, "superlink", "networkPolicy")),
-                (("supernodes", "networkPolicy"), get(raw, "supernodes", "networkPolicy"))]
+
+def network_policies(raw: Raw, pools: Pools) -> Iterator[Problem]:
+    sections: list[tuple[At, Any]] = [
+        (("networkPolicy",), raw.get("networkPolicy")),
+        (("superlink", "networkPolicy"), get(raw, "superlink", "networkPolicy")),
+        (("supernodes", "networkPolicy"), get(raw, "supernodes", "networkPolicy")),
+    ]
     sections += [(("supernodes", "pools", i, "networkPolicy"), p.get("networkPolicy")) for i, p in pools]
     for at, np in sections:
         np = as_dict(np)
-        yield from list_fragment(at + ("extraIngress",), np.get("extraIngress"), "networkpolicyingressrule-networking-v1.json")
-        yield from list_fragment(at + ("extraEgress",), np.get("extraEgress"), "networkpolicyegressrule-networking-v1.json")
+        yield from list_fragment(
+            at + ("extraIngress",), np.get("extraIngress"), "networkpolicyingressrule-networking-v1.json"
+        )
+        yield from list_fragment(
+            at + ("extraEgress",), np.get("extraEgress"), "networkpolicyegressrule-networking-v1.json"
+        )
         if np.get("ingressNSPodMatchLabels") and not np.get("ingressNSMatchLabels"):
             yield problem(at + ("ingressNSPodMatchLabels",), "only used together with ingressNSMatchLabels")
 
-def probes(raw: dict) -> Iterator[Problem]:
+
+def probes(raw: Raw) -> Iterator[Problem]:
     for at in (("probes",), ("superlink", "probes"), ("supernodes", "probes")):
         for probe in ("livenessProbe", "startupProbe"):
             value = get(raw, *at, probe, "successThreshold")
             if isinstance(value, int) and value != 1:
-                yield problem(at + (probe, "successThreshold"), f"must be 1 for a {probe[:-5]} probe (a Kubernetes rule)")
+                yield problem(
+                    at + (probe, "successThreshold"), f"must be 1 for a {probe[:-5]} probe (a Kubernetes rule)"
+                )
 
-def executor(raw: dict, isolation: str) -> Iterator[Problem]:
+
+def executor(raw: Raw, isolation: str) -> Iterator[Problem]:
     executor = as_dict(raw.get("executor"))
     kind = executor.get("type", DEFAULTS.executor.type)
     if kind != "kubernetes":
@@ -106,10 +138,17 @@ def executor(raw: dict, isolation: str) -> Iterator[Problem]:
                 yield problem(("executor", key), "only used with executor.type: kubernetes")
         return
     if isolation != "process":
-        yield problem(("executor", "type"), "the Kubernetes executor runs in the SuperExecs: it needs isolationMode=process")
+        yield problem(
+            ("executor", "type"), "the Kubernetes executor runs in the SuperExecs: it needs isolationMode=process"
+        )
     elif raw.get("superexecPlacement") != "distributed":
-        yield problem(("executor", "type"), "the Kubernetes executor's pods dial the SuperExec's API address, which a sidecar "
-                                            "has only on its pod's loopback: set superexecPlacement: distributed")
+        yield problem(
+            ("executor", "type"),
+            "the Kubernetes executor's pods dial the SuperExec's API address, which a sidecar "
+            "has only on its pod's loopback: set superexecPlacement: distributed",
+        )
     for key in as_dict(executor.get("config")):
         if key in EXECUTOR_MANAGED_KEYS:
-            yield problem(("executor", "config", key), "set by flower-federation (RBAC and NetworkPolicies depend on it)")
+            yield problem(
+                ("executor", "config", key), "set by flower-federation (RBAC and NetworkPolicies depend on it)"
+            )
