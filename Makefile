@@ -6,7 +6,7 @@ FLWR_VERSIONS := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
 FLWR_VENVS := $(foreach v,$(FLWR_VERSIONS),.venv-flwr-$(v)/.installed)
 STACK ?= dev
 
-.PHONY: render validate test e2e schema clean
+.PHONY: render validate test e2e schema golden clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes.
@@ -33,6 +33,10 @@ validate: $(VENV)/.installed
 
 schema: $(VENV)/.installed
 	@$(PY) -m federation schema
+
+# Rewrites tests/golden/*.rendered.yaml from the current code: review the diff before committing.
+golden: $(VENV)/.installed
+	@$(PY) -m tests.support.golden
 
 # pytest exits 5 when it collected no test: that is a failure here, and says so.
 test: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed
