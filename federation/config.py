@@ -6,9 +6,8 @@ span fields (the operator's CEL rules, versions, names) live in `rules.py`. Kube
 fragments (`podTemplate`, `env`, `resources`, volumes, ...) are plain data here and are
 checked against the Kubernetes OpenAPI schema by `k8s_schema.py`.
 
-Every field's `description` (and a model's docstring) is the README's config reference:
-`make docs` generates it from them (`reference.py`), so they say what the code does.
-`N` stands for the federation's name, `P` for a pool's.
+Field descriptions and model docstrings are the README's config reference (`make docs`, `reference.py`):
+they say what the code does. `N` stands for the federation's name, `P` for a pool's.
 """
 
 from __future__ import annotations
@@ -100,10 +99,8 @@ class Probes(Model):
     replace these settings as a whole for their side: keys left out there take the defaults
     given here, not the top level's values."""
 
-    liveness_probe: ProbeSettings = Field(default=ProbeSettings(), description=(
-        "The kubelet restarts a container that fails it."))
-    readiness_probe: ProbeSettings = Field(default=ProbeSettings(), description=(
-        "A container that fails it marks its pod not ready."))
+    liveness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it restarts the container.")
+    readiness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it marks the pod not ready.")
     startup_probe: ProbeSettings = Field(
         default=ProbeSettings.model_validate({"periodSeconds": 5, "failureThreshold": 24}), description=(
             "Holds liveness off while a program starts, up to 2 minutes by default (5 s × 24): a SuperLink killed "
@@ -286,8 +283,10 @@ class TrustSource(Model):
 
 
 class Tls(Model):
-    """TLS on every Flower API that leaves a pod. The SuperLink mounts the server certificate and key;
-    SuperNodes and SuperExecs mount only the CA. Any `tls` key together with `insecure: true` is an error."""
+    """TLS on the SuperLink's Fleet and Control APIs (HTTP era: also the Runtime API its SuperExecs dial). Plaintext
+    by Flower's design: the gRPC-era ServerAppIo API and the SuperNodes' ClientAppIo/Runtime API, which leave a pod
+    only with distributed SuperExecs. The SuperLink mounts the server certificate and key; SuperNodes and
+    SuperExecs mount only the CA. Any `tls` key together with `insecure: true` is an error."""
 
     source: Literal["generate", "certManager", "existingSecret"] = Field(default="generate", description=(
         "generate: a CA and a server certificate (ECDSA P-256) made by pulumi-tls, kept as secrets in Pulumi state, in "
@@ -296,9 +295,10 @@ class Tls(Model):
     existing_secret: Optional[str] = Field(default=None, description=(
         "Only with source existingSecret: the kubernetes.io/tls Secret (`tls.crt`, `tls.key`, optional `ca.crt`)."))
     dns_names: list[str] = Field(default=[], description=(
-        "Extra DNS names of the certificate (load balancer, ingress), besides the Service's in-cluster names and "
-        "localhost."))
-    ip_addresses: list[str] = Field(default=[], description="Extra IP addresses of the certificate, besides 127.0.0.1.")
+        "Extra DNS names of a generated or cert-manager certificate (load balancer, ingress), besides the Service's "
+        "in-cluster names and localhost."))
+    ip_addresses: list[str] = Field(default=[], description=(
+        "Extra IP addresses of a generated or cert-manager certificate, besides 127.0.0.1."))
     generate: GeneratedCertificate = GeneratedCertificate()
     cert_manager: CertManager = CertManager()
     trust: TrustSource = TrustSource()
