@@ -6,7 +6,7 @@ FLWR_VERSIONS := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
 FLWR_VENVS := $(foreach v,$(FLWR_VERSIONS),.venv-flwr-$(v)/.installed)
 STACK ?= dev
 
-.PHONY: render validate test e2e schema clean
+.PHONY: render validate test e2e schema docs golden clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes.
@@ -31,8 +31,16 @@ render: $(VENV)/.installed
 validate: $(VENV)/.installed
 	@$(PY) -m federation validate --stack $(STACK)
 
+# Generated files: tests fail when a committed copy is stale and name the target that refreshes it.
 schema: $(VENV)/.installed
-	@$(PY) -m federation schema
+	@$(PY) -m federation schema --write
+
+docs: $(VENV)/.installed
+	@$(PY) -m federation docs --write
+
+# Rewrites tests/golden/*.rendered.yaml from the current code: review the diff before committing it.
+golden: $(VENV)/.installed
+	@$(PY) -m tests.support.golden
 
 # pytest exits 5 when it collected no test: that is a failure here, and says so.
 test: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed

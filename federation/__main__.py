@@ -3,13 +3,13 @@ offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's m
 
     python -m federation render [--stack NAME | --config-file FILE] [--show-secrets]
     python -m federation validate [--stack NAME | --config-file FILE]
-    python -m federation schema
+    python -m federation schema [--write]
+    python -m federation docs [--write]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -111,9 +111,31 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from .config import json_schema
+    from .reference import SCHEMA_FILE, schema_text
 
-    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+    return _emit(schema_text(), SCHEMA_FILE if args.write else None)
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from .reference import README_FILE, readme_text, reference_markdown
+
+    if not args.write:
+        return _emit(reference_markdown(), None)
+    try:
+        text = readme_text(README_FILE.read_text(encoding="utf-8"))
+    except ValueError as err:  # the markers are missing or out of order
+        raise UsageError(f"{README_FILE}: {err}") from None
+    return _emit(text, README_FILE)
+
+
+def _emit(text: str, path: Optional[Path]) -> int:
+    """Print `text`, or write it to `path` (only when it differs) and say which happened."""
+    from .reference import write_if_changed
+
+    if path is None:
+        sys.stdout.write(text)
+    else:
+        print(f"{'wrote' if write_if_changed(path, text) else 'up to date:'} {path.relative_to(PROJECT_ROOT)}")
     return 0
 
 
@@ -131,7 +153,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         if name == "render":
             p.add_argument("--show-secrets", action="store_true", help="print secret values instead of a placeholder")
         p.set_defaults(fn=fn)
-    sub.add_parser("schema", help="print the JSON schema of the federation config").set_defaults(fn=cmd_schema)
+    for name, fn, help_text, target in (
+        ("schema", cmd_schema, "print the JSON schema of the federation config", "federation/config.schema.json"),
+        ("docs", cmd_docs, "print the README's config reference, generated from the config model",
+         "README.md between its config reference markers"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--write", action="store_true", help=f"write it to {target} instead")
+        p.set_defaults(fn=fn)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

@@ -5,6 +5,9 @@ Field-level shape (types, enums, unknown keys) is checked here by pydantic; rule
 span fields (the operator's CEL rules, versions, names) live in `rules.py`. Kubernetes
 fragments (`podTemplate`, `env`, `resources`, volumes, ...) are plain data here and are
 checked against the Kubernetes OpenAPI schema by `k8s_schema.py`.
+
+Field descriptions and model docstrings are the README's config reference (`make docs`, `reference.py`):
+they say what the code does. `N` stands for the federation's name, `P` for a pool's.
 """
 
 from __future__ import annotations
@@ -30,224 +33,350 @@ class Model(BaseModel):
 
 
 class ServicePorts(Model):
-    grpc: Optional[int] = Field(default=None, ge=1, le=65535, description="gRPC era: Fleet API port (default 9092).")
-    server_app_io: Optional[int] = Field(
-        default=None, ge=1, le=65535, alias="serverAppIO",
-        description="gRPC era: ServerAppIo port (default 9091). In-pod only; exposed solely through the internal Service of distributed SuperExec.",
-    )
-    extra: Optional[int] = Field(default=None, ge=1, le=65535, description="gRPC era: Control API port (default 9093).")
-    http: Optional[int] = Field(default=None, ge=1, le=65535, description="HTTP era: the one API port for Fleet, Control and Runtime (default 8000).")
+    """Ports of the SuperLink's container and Service; the SuperNodes' address follows. Only the keys of the
+    federation's Flower dialect may be set; gRPC-era ports must be distinct."""
+
+    grpc: Optional[int] = Field(default=None, ge=1, le=65535, description="gRPC era: Fleet API port. Unset: 9092.")
+    server_app_io: Optional[int] = Field(default=None, ge=1, le=65535, alias="serverAppIO", description=(
+        "gRPC era: ServerAppIo API port. Unset: 9091. Bound to 127.0.0.1 in the SuperLink's pod, except with "
+        "distributed SuperExec, which reaches it through the ClusterIP Service `N-superlink-serverappio`; never on "
+        "`N-superlink`."))
+    extra: Optional[int] = Field(default=None, ge=1, le=65535, description=(
+        "gRPC era: Control API port (what `flwr` dials). Unset: 9093."))
+    http: Optional[int] = Field(default=None, ge=1, le=65535, description=(
+        "HTTP era: the one API port for Fleet, Control and the Runtime API. Unset: 8000."))
 
 
 class NetworkPolicy(Model):
-    """The Helm chart's NetworkPolicy knobs. Set globally (`federation.networkPolicy`,
-    whose unset fields take the defaults below) and per component (`superlink`,
-    `supernodes`, a pool), where an unset field inherits."""
+    """The Helm chart's NetworkPolicy knobs. Set at the top level for every component, and under
+    `superlink`, `supernodes` or a pool for that component: a key set there wins over the top level (a pool's
+    over `supernodes`'), and a key set nowhere takes the default given here. The ServerApp SuperExec (and its
+    task pods) follows `superlink`; a pool's SuperExecs and task pods follow the pool."""
 
-    enabled: Optional[bool] = Field(default=None, description="Default true: a default-deny policy per component plus exactly what Flower needs.")
-    allow_external: Optional[bool] = Field(default=None, description="Default false. SuperLink: accept Fleet traffic from anywhere (SuperNodes in other clusters; in the HTTP era Fleet and Control share the port). Pools (distributed only): accept the SuperNode's plaintext Runtime/ClientAppIo API from anywhere.")
-    allow_external_egress: Optional[bool] = Field(default=None, description="Default false: egress only to DNS and the Flower peers. true: unrestricted egress (e.g. ClientApps fetching data).")
-    extra_ingress: Optional[list[Any]] = Field(default=None, description="Extra NetworkPolicyIngressRules for this component.")
-    extra_egress: Optional[list[Any]] = Field(default=None, description="Extra NetworkPolicyEgressRules (ignored when allowExternalEgress).")
-    ingress_pod_match_labels: Optional[dict[str, str]] = Field(default=None, description="Pods of this namespace with these labels may reach the component's API ports (SuperLink: Fleet and Control).")
-    ingress_ns_match_labels: Optional[dict[str, str]] = Field(default=None, alias="ingressNSMatchLabels", description="Namespaces with these labels may reach the component's API ports.")
-    ingress_ns_pod_match_labels: Optional[dict[str, str]] = Field(default=None, alias="ingressNSPodMatchLabels", description="With ingressNSMatchLabels: only pods with these labels in those namespaces.")
+    enabled: Optional[bool] = Field(default=None, description=(
+        "Default `true`: a NetworkPolicy per component that denies ingress and egress except what Flower needs. "
+        "`false`: the component's traffic is not restricted."))
+    allow_external: Optional[bool] = Field(default=None, description=(
+        "Default `false`. SuperLink: accept the Fleet API from anywhere (SuperNodes in other clusters; in the HTTP era "
+        "Fleet and Control share the port). A pool, with distributed SuperExec only: accept the SuperNodes' plaintext "
+        "ClientAppIo/Runtime API (9094) from anywhere."))
+    allow_external_egress: Optional[bool] = Field(default=None, description=(
+        "Default `false`: egress only to cluster DNS and the Flower peers. `true`: any egress (e.g. ClientApps "
+        "fetching data)."))
+    extra_ingress: Optional[list[Any]] = Field(default=None, description=(
+        "Default `[]`. NetworkPolicyIngressRules (schema-checked) added to the component's policy."))
+    extra_egress: Optional[list[Any]] = Field(default=None, description=(
+        "Default `[]`. NetworkPolicyEgressRules (schema-checked) added to the component's policy (no effect with "
+        "`allowExternalEgress`)."))
+    ingress_pod_match_labels: Optional[dict[str, str]] = Field(default=None, description=(
+        "Default `{}`. Pods of the federation's namespace with these labels may reach the component's API ports "
+        "(SuperLink: Fleet and Control; a pool, with distributed SuperExec only: 9094)."))
+    ingress_ns_match_labels: Optional[dict[str, str]] = Field(default=None, alias="ingressNSMatchLabels", description=(
+        "Default `{}`. Pods in namespaces with these labels may reach the component's API ports."))
+    ingress_ns_pod_match_labels: Optional[dict[str, str]] = Field(
+        default=None, alias="ingressNSPodMatchLabels", description=(
+            "Default `{}`. Only with `ingressNSMatchLabels`: of those namespaces, only pods with these labels."))
 
 
 class ProbeSettings(Model):
-    enabled: bool = True
-    initial_delay_seconds: int = Field(default=0, ge=0)
-    period_seconds: int = Field(default=10, ge=1)
-    timeout_seconds: int = Field(default=1, ge=1)
-    failure_threshold: int = Field(default=3, ge=1)
-    success_threshold: int = Field(default=1, ge=1, description="Must be 1 for livenessProbe (a Kubernetes rule).")
+    """One probe's parameters, as the Helm chart names them."""
+
+    enabled: bool = Field(default=True, description="Give the managed containers this probe.")
+    initial_delay_seconds: int = Field(default=0, ge=0, description="Seconds before the first probe.")
+    period_seconds: int = Field(default=10, ge=1, description="Seconds between probes.")
+    timeout_seconds: int = Field(default=1, ge=1, description="Seconds before a probe counts as failed.")
+    failure_threshold: int = Field(default=3, ge=1, description="Failures in a row before the probe fails.")
+    success_threshold: int = Field(default=1, ge=1, description=(
+        "Successes in a row before the probe passes again; must be 1 for livenessProbe and startupProbe (a Kubernetes "
+        "rule)."))
 
 
 class Probes(Model):
     """The Helm chart's probe parameters. Probes hit Flower's real health endpoint: the
     gRPC health server (`--health-server-address`), or `GET /health` on the HTTP-era
-    SuperLink's API port (HTTPS when TLS is on)."""
+    SuperLink's API port (HTTPS when TLS is on). Flower 1.43 removes the gRPC health server:
+    from then on only the SuperLink gets probes. `superlink.probes` and `supernodes.probes`
+    replace these settings as a whole for their side: keys left out there take the defaults
+    given here, not the top level's values."""
 
-    liveness_probe: ProbeSettings = ProbeSettings()
-    readiness_probe: ProbeSettings = ProbeSettings()
+    liveness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it restarts the container.")
+    readiness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it marks the pod not ready.")
     startup_probe: ProbeSettings = Field(
-        default=ProbeSettings.model_validate({"periodSeconds": 5, "failureThreshold": 24}),
-        description="Holds liveness off while a program starts (up to 2 minutes by default): a SuperLink killed during its first database migration would leave a half-migrated --database behind.",
-    )
+        default=ProbeSettings.model_validate({"periodSeconds": 5, "failureThreshold": 24}), description=(
+            "Holds liveness off while a program starts, up to 2 minutes by default (5 s × 24): a SuperLink killed "
+            "during its first database migration would leave a half-migrated `--database` behind (seen by the e2e "
+            "harness on a loaded machine)."))
 
 
 class DisruptionBudget(Model):
-    enabled: bool = True
-    max_unavailable: Optional[int | str] = Field(default=None, description="Default 1 when minAvailable is unset.")
-    min_available: Optional[int | str] = None
+    enabled: bool = Field(default=True, description="Create the PodDisruptionBudget.")
+    max_unavailable: Optional[int | str] = Field(default=None, description=(
+        "A count or a percentage (`\"25%\"`). Unset: 1, unless minAvailable is set."))
+    min_available: Optional[int | str] = Field(default=None, description=(
+        "A count or a percentage; instead of maxUnavailable (setting both is an error)."))
 
 
 class SuperLinkService(Model):
-    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(default="ClusterIP", description="Service type.")
     ports: ServicePorts = ServicePorts()
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
+    labels: dict[str, str] = Field(default={}, description="Extra labels on the Service (ours win on a clash).")
+    annotations: dict[str, str] = Field(default={}, description="Annotations on the Service (e.g. a load balancer's).")
 
 
 class Persistence(Model):
-    enabled: bool = Field(default=True, description="Keep SuperLink state (runs, registered nodes) on a PVC via --database.")
-    size: str = "1Gi"
-    storage_class_name: Optional[str] = None
+    enabled: bool = Field(default=True, description=(
+        "Keep the SuperLink's state (runs, registered SuperNodes) across restarts: a PVC `state` at /var/lib/flower "
+        "and `--database /var/lib/flower/state.db`. `false`: state lives in memory."))
+    size: str = Field(default="1Gi", description="Storage the `state` PVC requests (a Kubernetes quantity).")
+    storage_class_name: Optional[str] = Field(default=None, description=(
+        "StorageClass of the `state` PVC. Unset: the cluster's default."))
 
 
 class SuperLink(Model):
-    image: Optional[str] = Field(default=None, description="Default flwr/superlink:<version>.")
-    superexec_image: Optional[str] = None
-    resources: Optional[dict[str, Any]] = None
-    superexec_resources: Optional[dict[str, Any]] = None
-    env: list[Any] = []
-    extra_args: list[str] = []
-    pod_template: Optional[dict[str, Any]] = None
-    service: SuperLinkService = SuperLinkService()
-    volumes: list[Any] = []
-    volume_mounts: list[Any] = []
-    volume_claim_templates: list[Any] = []
+    """The SuperLink: StatefulSet `N-superlink` (one replica) and Service `N-superlink`; in `process`
+    isolation also the ServerApp SuperExec, as a sidecar or (distributed) Deployment `N-superexec-serverapp`."""
+
+    image: Optional[str] = Field(default=None, description=(
+        "Unset: `flwr/superlink:<version>`. Its tag, if it is a version, must be of the federation's Flower dialect."))
+    superexec_image: Optional[str] = Field(default=None, description=(
+        "ServerApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."))
+    resources: Optional[dict[str, Any]] = Field(default=None, description=(
+        "ResourceRequirements of the SuperLink container (and of its `init-state` init container), over "
+        "`defaultResources`."))
+    superexec_resources: Optional[dict[str, Any]] = Field(default=None, description=(
+        "ResourceRequirements of the ServerApp SuperExec, over `defaultResources`."))
+    env: list[Any] = Field(default=[], description="EnvVars of the SuperLink and its ServerApp SuperExec.")
+    extra_args: list[str] = Field(default=[], description=(
+        "Appended to the SuperLink's args; Kubernetes expands `$(VAR)` in them."))
+    pod_template: Optional[dict[str, Any]] = Field(default=None, description=(
+        "PodTemplateSpec merged into the SuperLink's pod (see `podTemplate` below)."))
+    service: SuperLinkService = Field(default=SuperLinkService(), description=(
+        "Service `N-superlink`: Fleet and Control (gRPC era) or the one API port (HTTP era), never a plaintext in-pod "
+        "API."))
+    volumes: list[Any] = Field(default=[], description="Volumes added to the SuperLink's pod.")
+    volume_mounts: list[Any] = Field(default=[], description="VolumeMounts added to the SuperLink container.")
+    volume_claim_templates: list[Any] = Field(default=[], description=(
+        "PersistentVolumeClaims added to the SuperLink's StatefulSet, next to `state`."))
     persistence: Persistence = Persistence()
-    network_policy: NetworkPolicy = NetworkPolicy()
-    probes: Optional[Probes] = Field(default=None, description="Default: federation.probes.")
+    network_policy: NetworkPolicy = Field(default=NetworkPolicy(), description=(
+        "For the SuperLink and its ServerApp SuperExec, over `networkPolicy`."))
+    probes: Optional[Probes] = Field(default=None, description=(
+        "Replaces `probes` for the SuperLink and its ServerApp SuperExec. Unset: `probes`."))
 
 
 class PoolImages(Model):
-    supernode: Optional[str] = None
-    superexec_client_app: Optional[str] = None
+    supernode: Optional[str] = Field(default=None, description=(
+        "Unset: `supernodes.image`, else `flwr/supernode:<version>`."))
+    superexec_client_app: Optional[str] = Field(default=None, description=(
+        "ClientApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."))
 
 
 class Gpu(Model):
-    enabled: bool = False
-    vendor: Optional[Literal["nvidia", "amd"]] = None
-    resource_name: Optional[str] = Field(default=None, description="Default nvidia.com/gpu or amd.com/gpu by vendor.")
-    count: int = Field(default=1, ge=1)
-    mount_all: bool = False
-    runtime_class_name: str = Field(default="nvidia", description="RuntimeClass set by nvidia mountAll.")
-    allow_privileged: bool = Field(
-        default=False,
-        description="AMD mountAll needs a privileged container to open /dev/kfd and /dev/dri; it must be asked for explicitly.",
-    )
+    """GPUs for the container that runs ClientApps: the SuperNode in `subprocess` isolation, the
+    ClientApp SuperExec in `process` isolation."""
+
+    enabled: bool = Field(default=False, description="Give the pool GPUs; the other `gpu` keys act only with it.")
+    vendor: Optional[Literal["nvidia", "amd"]] = Field(default=None, description=(
+        "Picks the default `resourceName` and what `mountAll` does; required with mountAll."))
+    resource_name: Optional[str] = Field(default=None, description=(
+        "Extended resource put in the container's limits. Unset: `nvidia.com/gpu` or `amd.com/gpu` by vendor (without "
+        "mountAll, set one of the two)."))
+    count: int = Field(default=1, ge=1, description="How many of `resourceName` the limits ask for.")
+    mount_all: bool = Field(default=False, description=(
+        "Every GPU of the node instead of a resource limit. nvidia: the pod's `runtimeClassName` and "
+        "`NVIDIA_VISIBLE_DEVICES=all`; amd: hostPath mounts of /dev/kfd and /dev/dri, `ROCR_VISIBLE_DEVICES=all` and a "
+        "privileged container (needs allowPrivileged)."))
+    runtime_class_name: str = Field(default="nvidia", description="RuntimeClass that nvidia mountAll sets.")
+    allow_privileged: bool = Field(default=False, description=(
+        "AMD mountAll needs a privileged container to open /dev/kfd and /dev/dri; it must be asked for explicitly."))
 
 
 class Pool(Model):
-    name: str
-    replicas: Optional[int] = None
+    """A pool of SuperNodes, `P`: StatefulSet `N-supernode-P` with a headless Service of that name (mode
+    StatefulSet) or DaemonSet `N-supernode-P` (mode DaemonSet), with its ServiceAccount, NetworkPolicy and
+    PodDisruptionBudget. In `process` isolation each SuperNode gets a ClientApp SuperExec: a sidecar or
+    (distributed) replica k of StatefulSet `N-superexec-P`."""
+
+    name: str = Field(description="Unique DNS-1123 label (lowercase letters, digits and `-`).")
+    replicas: Optional[int] = Field(default=None, description=(
+        "Number of SuperNodes: required (≥ 1) in StatefulSet mode, forbidden in DaemonSet mode."))
     images: PoolImages = PoolImages()
     gpu: Gpu = Gpu()
-    supernode_resources: Optional[dict[str, Any]] = None
-    superexec_resources: Optional[dict[str, Any]] = None
-    pod_template: Optional[dict[str, Any]] = None
-    extra_args: list[str] = []
-    env: list[Any] = []
-    volumes: list[Any] = []
-    volume_mounts: list[Any] = []
-    superexec_volume_mounts: list[Any] = []
-    volume_claim_templates: list[Any] = []
+    supernode_resources: Optional[dict[str, Any]] = Field(default=None, description=(
+        "ResourceRequirements of the SuperNode container, over `defaultResources`."))
+    superexec_resources: Optional[dict[str, Any]] = Field(default=None, description=(
+        "ResourceRequirements of the ClientApp SuperExec, over `defaultResources`."))
+    pod_template: Optional[dict[str, Any]] = Field(default=None, description=(
+        "PodTemplateSpec merged into the pool's pods, distributed SuperExecs' too (see `podTemplate` below)."))
+    extra_args: list[str] = Field(default=[], description=(
+        "Appended to the SuperNode's args; Kubernetes expands `$(VAR)` in them."))
+    env: list[Any] = Field(default=[], description=(
+        "EnvVars of the pool's SuperNodes and ClientApp SuperExecs, over `supernodes.env`."))
+    volumes: list[Any] = Field(default=[], description="Volumes added to the pool's pods, distributed SuperExecs' too.")
+    volume_mounts: list[Any] = Field(default=[], description="VolumeMounts added to the SuperNode container.")
+    superexec_volume_mounts: list[Any] = Field(default=[], description=(
+        "VolumeMounts added to the ClientApp SuperExec container."))
+    volume_claim_templates: list[Any] = Field(default=[], description=(
+        "PersistentVolumeClaims of the pool's StatefulSet (StatefulSet mode only); with distributed SuperExec each "
+        "StatefulSet gets the claims its own mounts use."))
     # Values keep their YAML types; checked value by value in rules.py.
-    node_config: dict[str, Any] = {}
-    network_policy: NetworkPolicy = NetworkPolicy()
-    disruption_budget: DisruptionBudget = Field(default=DisruptionBudget(), description="A PodDisruptionBudget for the pool's SuperNodes (maxUnavailable 1 by default).")
+    node_config: dict[str, Any] = Field(default={}, description=(
+        "`--node-config` of every SuperNode of the pool, YAML types kept, with placeholders `{index}`, `{replicas}`, "
+        "`{pool}`, `{node}` (see `nodeConfig` below)."))
+    network_policy: NetworkPolicy = Field(default=NetworkPolicy(), description=(
+        "For the pool's SuperNodes, SuperExecs and task pods, over `supernodes.networkPolicy`."))
+    disruption_budget: DisruptionBudget = Field(default=DisruptionBudget(), description=(
+        "PodDisruptionBudget `N-supernode-P` over the pool's SuperNodes."))
 
 
 class SuperNodes(Model):
-    image: Optional[str] = Field(default=None, description="Default flwr/supernode:<version>.")
-    env: list[Any] = []
-    pools: list[Pool] = []
-    network_policy: NetworkPolicy = NetworkPolicy()
-    probes: Optional[Probes] = Field(default=None, description="Default: federation.probes. Also used for the ClientApp SuperExecs.")
+    """Settings of every pool, and the pools."""
+
+    image: Optional[str] = Field(default=None, description="Unset: `flwr/supernode:<version>`.")
+    env: list[Any] = Field(default=[], description=(
+        "EnvVars of every pool's SuperNodes and ClientApp SuperExecs (a pool's `env` wins by name; the order stays "
+        "stable)."))
+    pools: list[Pool] = Field(default=[], description="1 to 16 pools.")
+    network_policy: NetworkPolicy = Field(default=NetworkPolicy(), description="For every pool, over `networkPolicy`.")
+    probes: Optional[Probes] = Field(default=None, description=(
+        "Replaces `probes` for SuperNodes and ClientApp SuperExecs. Unset: `probes`."))
 
 
 class GeneratedCertificate(Model):
-    validity_hours: int = Field(default=8760, ge=1, description="Server certificate validity (default one year).")
-    early_renewal_hours: int = Field(default=720, ge=0, description="A `pulumi up` this long before expiry issues a new certificate (and rolls the pods).")
-    ca_validity_hours: int = Field(default=87600, ge=1, description="CA validity (default ten years).")
+    """`source: generate`: lifetimes of the pulumi-tls CA and server certificate."""
+
+    validity_hours: int = Field(default=8760, ge=1, description="Server certificate validity (one year).")
+    early_renewal_hours: int = Field(default=720, ge=0, description=(
+        "A `pulumi up` this close to a certificate's expiry issues a new one (and rolls the pods); less than "
+        "validityHours."))
+    ca_validity_hours: int = Field(default=87600, ge=1, description="CA validity (ten years).")
 
 
 class IssuerRef(Model):
-    name: str
-    kind: Literal["Issuer", "ClusterIssuer"] = "Issuer"
-    group: str = "cert-manager.io"
+    """The cert-manager issuer of the SuperLink certificate; required for `source: certManager`."""
+
+    name: str = Field(description="Name of the Issuer or ClusterIssuer.")
+    kind: Literal["Issuer", "ClusterIssuer"] = Field(default="Issuer", description="Its kind.")
+    group: str = Field(default="cert-manager.io", description="Its API group.")
 
 
 class CertManager(Model):
+    """`source: certManager`: a cert-manager Certificate `N-superlink`; Pulumi waits until it is Ready."""
+
     issuer_ref: Optional[IssuerRef] = None
-    duration: str = Field(default="43800h", description="The chart's default.")
-    renew_before: str = Field(default="360h", description="The chart's default.")
+    duration: str = Field(default="43800h", description="Certificate lifetime, a Go duration (the chart's default).")
+    renew_before: str = Field(default="360h", description=(
+        "cert-manager renews this long before expiry; shorter than duration (the chart's default)."))
 
 
 class TrustSource(Model):
     """What SuperNodes and SuperExecs trust, kept in a Secret of its own (never the one
     holding the server key)."""
 
-    source: Optional[Literal["generated", "existingSecret", "copyFromServerSecret"]] = Field(
-        default=None,
-        description="Default: generated for tls.source=generate, else copyFromServerSecret (ca.crt, else tls.crt, as the chart's copyFromExistingSecret).",
-    )
-    existing_secret: Optional[str] = Field(default=None, description="trust.source=existingSecret: Secret holding the CA certificate.")
-    key: str = Field(default="ca.crt", description="trust.source=existingSecret: the key holding the CA certificate.")
+    source: Optional[Literal["generated", "existingSecret", "copyFromServerSecret"]] = Field(default=None, description=(
+        "generated: the CA pulumi-tls made (only with source generate). copyFromServerSecret: the server Secret's "
+        "`ca.crt` (else `tls.crt`) copied into Secret `N-ca` at deploy time, as the chart's copyFromExistingSecret. "
+        "existingSecret: a CA Secret you manage. Unset: generated for source generate, else copyFromServerSecret."))
+    existing_secret: Optional[str] = Field(default=None, description=(
+        "`trust.source: existingSecret`: the Secret holding the CA certificate."))
+    key: str = Field(default="ca.crt", description="`trust.source: existingSecret`: the CA certificate's key in it.")
 
 
 class Tls(Model):
-    source: Literal["generate", "certManager", "existingSecret"] = Field(
-        default="generate",
-        description="generate: a CA and server certificate made by pulumi-tls, kept as secrets in Pulumi state. certManager: a cert-manager Certificate. existingSecret: a kubernetes.io/tls Secret you manage.",
-    )
-    existing_secret: Optional[str] = Field(default=None, description="source=existingSecret: a kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt).")
-    dns_names: list[str] = Field(default=[], description="Extra names the SuperLink is reached by (load balancer, ingress), added to the certificate.")
-    ip_addresses: list[str] = Field(default=[], description="Extra IP addresses added to the certificate.")
+    """TLS on the SuperLink's Fleet and Control APIs (HTTP era: also the Runtime API its SuperExecs dial). Plaintext
+    by Flower's design: the gRPC-era ServerAppIo API and the SuperNodes' ClientAppIo/Runtime API, which leave a pod
+    only with distributed SuperExecs. The SuperLink mounts the server certificate and key; SuperNodes and
+    SuperExecs mount only the CA. Any `tls` key together with `insecure: true` is an error."""
+
+    source: Literal["generate", "certManager", "existingSecret"] = Field(default="generate", description=(
+        "generate: a CA and a server certificate (ECDSA P-256) made by pulumi-tls, kept as secrets in Pulumi state, in "
+        "Secrets `N-superlink-tls` and `N-ca`. certManager: a cert-manager Certificate. existingSecret: a "
+        "kubernetes.io/tls Secret you manage."))
+    existing_secret: Optional[str] = Field(default=None, description=(
+        "Only with source existingSecret: the kubernetes.io/tls Secret (`tls.crt`, `tls.key`, optional `ca.crt`)."))
+    dns_names: list[str] = Field(default=[], description=(
+        "Extra DNS names of a generated or cert-manager certificate (load balancer, ingress), besides the Service's "
+        "in-cluster names and localhost."))
+    ip_addresses: list[str] = Field(default=[], description=(
+        "Extra IP addresses of a generated or cert-manager certificate, besides 127.0.0.1."))
     generate: GeneratedCertificate = GeneratedCertificate()
     cert_manager: CertManager = CertManager()
     trust: TrustSource = TrustSource()
 
 
 class NodeAuth(Model):
-    enabled: bool = Field(default=False, description="The SuperLink accepts only registered SuperNodes; each SuperNode replica gets its own ECDSA P-384 key.")
-    key_source: Literal["generate", "config"] = Field(
-        default="generate",
-        description="generate: one pulumi-tls key per replica. config: keys from the secret stack config key `nodeAuthKeys` ({pool: {slot: OpenSSH private key}}, slot = ordinal, or node name for DaemonSets).",
-    )
+    """SuperNode authentication (Flower 1.23+, needs TLS): see "Node authentication, step by step"."""
+
+    enabled: bool = Field(default=False, description=(
+        "The SuperLink runs with `--enable-supernode-auth` and accepts only registered SuperNodes; each SuperNode gets "
+        "its own ECDSA P-384 key from Secret `N-supernode-P-node-keys`."))
+    key_source: Literal["generate", "config"] = Field(default="generate", description=(
+        "generate: one pulumi-tls key per replica. config: keys from the secret stack config key `nodeAuthKeys` (see "
+        "below); required for DaemonSets."))
 
 
 class Executor(Model):
-    type: Literal["subprocess", "kubernetes"] = Field(
-        default="subprocess",
-        description="kubernetes (Flower 1.32+, process isolation, distributed placement): SuperExecs run each ServerApp/ClientApp as a pod.",
-    )
-    image: Optional[str] = Field(default=None, description="TaskExecutor image (default: the SuperExec's image).")
-    config: dict[str, Any] = Field(default={}, description="Extra keys of Flower's executor config (e.g. resources, node-selector, active-pod-budget).")
+    """How SuperExecs run ServerApps and ClientApps."""
+
+    type: Literal["subprocess", "kubernetes"] = Field(default="subprocess", description=(
+        "kubernetes (Flower 1.32+, process isolation, distributed placement): each SuperExec runs every app as a pod "
+        "(see \"Kubernetes executor\")."))
+    image: Optional[str] = Field(default=None, description=(
+        "Only with type kubernetes: the task pods' image. Unset: the SuperExec's image."))
+    config: dict[str, Any] = Field(default={}, description=(
+        "Only with type kubernetes: keys of Flower's executor config over ours (e.g. `resources`, `node-selector`, "
+        "`active-pod-budget`); `labels` merge; `namespace` and `service-account-name` may not be set."))
 
 
 class Rbac(Model):
-    viewer_groups: list[str] = Field(default=[], description="Groups bound to a read-only Role on the federation's namespace (no Secrets).")
+    viewer_groups: list[str] = Field(default=[], description=(
+        "Groups bound to Role `N-viewer`: get/list/watch on the namespace's pods and their logs, Services, ConfigMaps, "
+        "PVCs, workloads, NetworkPolicies, PDBs and events; never Secrets."))
 
 
 class Cli(Model):
-    """How the exported `flwr` connection config reaches the SuperLink."""
+    """How the exported `flwr` connection config (stack output `flwrConfig`) reaches the SuperLink."""
 
-    connection_name: Optional[str] = Field(default=None, description="Name of the SuperLink connection / federation in the flwr config (default: the federation name).")
-    address: Optional[str] = Field(default=None, description="Control API address the CLI dials (default: the in-cluster Service address). Set it to your port-forward or load balancer address.")
-    root_certificates: Optional[str] = Field(default=None, description="Absolute path of the CA certificate where flwr runs (default: /etc/flower/ca/ca.crt, where the federation's pods mount it).")
+    connection_name: Optional[str] = Field(default=None, description=(
+        "Name of the connection (federation) in the flwr config. Unset: `name`."))
+    address: Optional[str] = Field(default=None, description=(
+        "Control API address `flwr` dials, e.g. a port-forward's or load balancer's. Unset: the in-cluster Service "
+        "address."))
+    root_certificates: Optional[str] = Field(default=None, description=(
+        "Path of the CA certificate where `flwr` runs; absolute for Flower 1.26+. Unset: /etc/flower/ca/ca.crt, where "
+        "the federation's pods mount it."))
 
 
 class Federation(Model):
-    name: Optional[str] = Field(default=None, description="DNS label, prefix of every object name (default: the stack name).")
-    namespace: str = "flower"
-    create_namespace: bool = True
-    labels: dict[str, str] = Field(default={}, description="Extra labels on every object (never in selectors).")
-    mode: Literal["StatefulSet", "DaemonSet"] = "StatefulSet"
-    isolation_mode: Literal["subprocess", "process"] = "subprocess"
-    superexec_placement: Literal["sidecar", "distributed"] = Field(
-        default="sidecar",
-        description="process isolation only: SuperExec as a sidecar, or in its own workload (the Helm chart's 'Isolation Distributed').",
-    )
-    version: Optional[str] = None
-    insecure: bool = Field(default=False, description="Turn TLS off. Unlike the operator, TLS is on by default.")
-    cluster_domain: str = "cluster.local"
-    allow_runtime_dependency_installation: bool = Field(
-        default=False,
-        description="Flower 1.29+: let Flower `uv sync` app dependencies at run time (needs egress to a package index). Off by default: images carry their dependencies.",
-    )
+    """The value of the `flower-federation:federation` stack config key."""
+
+    name: Optional[str] = Field(default=None, description=(
+        "`N`, the prefix of every object name: a DNS-1035 label (lowercase letters, digits and `-`, starting with a "
+        "letter). Unset: the stack name."))
+    namespace: str = Field(default="flower", description="Namespace of every object; a DNS-1123 label.")
+    create_namespace: bool = Field(default=True, description=(
+        "Create the namespace, labelled with the strictest Pod Security level its pods meet "
+        "(`pod-security.kubernetes.io/enforce` and `warn`)."))
+    labels: dict[str, str] = Field(default={}, description=(
+        "Extra labels on every object (ours win on a clash); never in selectors."))
+    mode: Literal["StatefulSet", "DaemonSet"] = Field(default="StatefulSet", description=(
+        "Workload of every pool: StatefulSet (`replicas` SuperNodes) or DaemonSet (one SuperNode per eligible node)."))
+    isolation_mode: Literal["subprocess", "process"] = Field(default="subprocess", description=(
+        "subprocess: the SuperLink and SuperNodes run ServerApps and ClientApps as child processes. process: "
+        "SuperExecs run them."))
+    superexec_placement: Literal["sidecar", "distributed"] = Field(default="sidecar", description=(
+        "process isolation only: SuperExecs as sidecars, or in workloads of their own (StatefulSet mode; the Helm "
+        "chart's 'Isolation Distributed')."))
+    version: Optional[str] = Field(default=None, description=(
+        "Flower version, a string (YAML reads `1.41` as a number; `1.41.0` is fine): picks the dialect of every "
+        "command line and port. Unset: `superlink.image`'s tag, else 1.41.0."))
+    insecure: bool = Field(default=False, description=(
+        "`true` turns TLS off (operator-compatible; the operator's default is `true`)."))
+    cluster_domain: str = Field(default="cluster.local", description=(
+        "Used in in-cluster addresses and the certificate's names."))
+    allow_runtime_dependency_installation: bool = Field(default=False, description=(
+        "Flower 1.29+: let Flower `uv sync` app dependencies at run time (egress to port 443 anywhere). Off: images "
+        "carry their dependencies."))
     superlink: SuperLink = SuperLink()
     supernodes: SuperNodes = SuperNodes()
     cli: Cli = Cli()
@@ -257,12 +386,14 @@ class Federation(Model):
     probes: Probes = Probes()
     executor: Executor = Executor()
     rbac: Rbac = Rbac()
-    security_context: dict[str, Any] = Field(default={}, description="Merged over the restricted container securityContext of every managed container (the chart's global.securityContext).")
-    pod_security_context: dict[str, Any] = Field(default={}, description="Merged over the restricted pod securityContext (the chart's podSecurityContext).")
-    default_resources: dict[str, Any] = Field(
-        default={"requests": {"cpu": "100m", "memory": "256Mi"}},
-        description="Requests (and limits, if given) for every managed container; a component's own resources override them key by key.",
-    )
+    security_context: dict[str, Any] = Field(default={}, description=(
+        "Merged key by key over the restricted securityContext of every managed container (the chart's "
+        "`global.securityContext`)."))
+    pod_security_context: dict[str, Any] = Field(default={}, description=(
+        "Merged key by key over the restricted pod securityContext (the chart's `podSecurityContext`)."))
+    default_resources: dict[str, Any] = Field(default={"requests": {"cpu": "100m", "memory": "256Mi"}}, description=(
+        "ResourceRequirements of every managed container and task pod; a component's own resources win key by key (a "
+        "limit below a default request lowers the request)."))
 
 
 def json_schema() -> dict[str, Any]:

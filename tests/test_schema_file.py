@@ -1,20 +1,29 @@
 """The committed JSON schema of the config (for editors and CI linting of stack files)
-is the one the pydantic model generates."""
+is the one the pydantic model generates, byte for byte."""
 
-import json
-from pathlib import Path
+import contextlib
+import io
 
+from federation.__main__ import main
 from federation.config import json_schema
-
-SCHEMA = Path(__file__).resolve().parents[1] / "federation" / "config.schema.json"
-
-
-def test_committed_schema_is_current():
-    assert json.loads(SCHEMA.read_text()) == json_schema(), "regenerate: make schema > federation/config.schema.json"
+from federation.reference import SCHEMA_FILE, schema_text
 
 
-def test_schema_forbids_unknown_keys_everywhere():
+def test_committed_schema_is_current() -> None:
+    assert SCHEMA_FILE.read_bytes() == schema_text().encode(), (
+        "federation/config.schema.json is stale: run `make schema`")
+
+
+def test_schema_command_prints_the_committed_bytes() -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["schema"]) == 0
+    assert out.getvalue() == schema_text()
+
+
+def test_schema_forbids_unknown_keys_everywhere() -> None:
     schema = json_schema()
     models = [schema] + list(schema["$defs"].values())
     assert len(models) > 5
-    assert all(m.get("additionalProperties") is False for m in models if m.get("type") == "object" and "properties" in m)
+    objects = [m for m in models if m.get("type") == "object" and "properties" in m]
+    assert all(m.get("additionalProperties") is False for m in objects)

@@ -1,0 +1,80 @@
+"""Golden renders: for a few example stacks, the stack settings file and the exact YAML that
+`python -m federation render` prints for it, committed under tests/golden/. They pin every rendered object
+byte for byte, so a refactor that changes any object shows up as a diff in tests/test_golden.py.
+
+`make golden` (`python -m tests.support.golden`) rewrites the renders from the current code, after a change
+that is meant to alter them; review `git diff tests/golden` before committing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import io
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from federation.__main__ import main as federation_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN_DIR = ROOT / "tests" / "golden"
+DIFF_LINES = 80
+
+
+@dataclass(frozen=True)
+class Golden:
+    """One example stack: `dev` is the project's own Pulumi.dev.yaml (what `make render` prints); the others
+    are tests/golden/Pulumi.<name>.yaml, so the stack name the CLI derives from the file name is `name`."""
+
+    name: str
+
+    @property
+    def settings(self) -> Path:
+        return ROOT / "Pulumi.dev.yaml" if self.name == "dev" else GOLDEN_DIR / f"Pulumi.{self.name}.yaml"
+
+    @property
+    def rendered(self) -> Path:
+        return GOLDEN_DIR / f"{self.name}.rendered.yaml"
+
+    def argv(self) -> list[str]:
+        source = ["--stack", "dev"] if self.name == "dev" else ["--config-file", str(self.settings)]
+        return ["render", *source]
+
+
+GOLDENS = tuple(Golden(name) for name in ("dev", "process-distributed", "daemonset-gpu", "grpc-era"))
+
+
+def render(golden: Golden) -> str:
+    """What `python -m federation render` prints for the stack: the CLI's own code path, in-process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = federation_cli(golden.argv())
+    if code != 0:
+        raise RuntimeError(f"python -m federation {' '.join(golden.argv())} exited {code}:\n{err.getvalue()}")
+    return out.getvalue()
+
+
+def mismatch(golden: Golden, actual: str) -> str:
+    """Why the committed render differs from `actual`: the first lines of a unified diff, and the fix."""
+    expected = golden.rendered.read_text(encoding="utf-8") if golden.rendered.exists() else ""
+    diff = list(difflib.unified_diff(expected.splitlines(keepends=True), actual.splitlines(keepends=True),
+                                     f"{golden.rendered.relative_to(ROOT)} (committed)", "render (current code)"))
+    shown = "".join(diff[:DIFF_LINES])
+    more = f"... {len(diff) - DIFF_LINES} more diff lines\n" if len(diff) > DIFF_LINES else ""
+    return (f"the render of {golden.settings.relative_to(ROOT)} differs from {golden.rendered.relative_to(ROOT)}:\n"
+            f"{shown}{more}If the change is intended, run `make golden` and review `git diff tests/golden`.")
+
+
+def main() -> int:
+    for golden in GOLDENS:
+        text = render(golden).encode()
+        changed = not golden.rendered.exists() or golden.rendered.read_bytes() != text
+        if changed:
+            golden.rendered.write_bytes(text)  # bytes: exactly what render printed, no newline translation
+        print(f"{'wrote' if changed else 'up to date:'} {golden.rendered.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
