@@ -1,10 +1,8 @@
-"""`podTemplate` through the Pulumi program (`render`, and so `pulumi up`), not only the pure core.
+"""`podTemplate` through the `render` command (the real program, and so `pulumi up`), not only the pure core.
 
-Known bug, left to the owners of federation/ and components/: with TLS on (the default) a pod template's
-annotations hold the certificate checksum as a Pulumi Output, and `pods.apply_pod_template` deep-copies the
-template, which an Output refuses ("__getstate__ can only be called during serialization"). So any
-`podTemplate`, on the SuperLink or a pool, makes `render` exit 1 with a traceback unless `insecure: true`.
-The tests are strict xfails: they fail once the bug is fixed, and then the marker goes."""
+Regression: with TLS on (the default) a podTemplate used to crash the render with a traceback, because the
+pod template already held the certificate checksum (a Pulumi Output) when `pods.apply_pod_template`
+deep-copied it. The core now works on plain data only and the shell adds the checksum at registration."""
 
 from __future__ import annotations
 
@@ -43,7 +41,6 @@ def federation(insecure: bool, where: str) -> dict[str, Any]:
     return raw
 
 
-@pytest.mark.xfail(strict=True, reason="apply_pod_template deep-copies a Pulumi Output (the TLS checksum)")
 @pytest.mark.parametrize("where", ["pool", "superlink"])
 def test_pod_template_renders_with_tls(tmp_path: Path, where: str) -> None:
     code, err = render(tmp_path, federation(False, where))
