@@ -88,8 +88,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(err, file=sys.stderr)
         return 1
     pools = ", ".join(f"{p.name}" for p in plan.spec.supernodes.pools)
-    print(f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
-          f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}")
+    print(
+        f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
+        f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}"
+    )
     return 0
 
 
@@ -155,15 +157,20 @@ def main(argv: Optional[list[str]] = None) -> int:
         p.set_defaults(fn=fn)
     for name, fn, help_text, target in (
         ("schema", cmd_schema, "print the JSON schema of the federation config", "federation/config.schema.json"),
-        ("docs", cmd_docs, "print the README's config reference, generated from the config model",
-         "README.md between its config reference markers"),
+        (
+            "docs",
+            cmd_docs,
+            "print the README's config reference, generated from the config model",
+            "README.md between its config reference markers",
+        ),
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--write", action="store_true", help=f"write it to {target} instead")
         p.set_defaults(fn=fn)
     args = parser.parse_args(argv)
     try:
-        return args.fn(args)
+        code: int = args.fn(args)
+        return code
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

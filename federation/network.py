@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .config import NetworkPolicy, Pool
+from .config import NETWORK_POLICY_DEFAULTS, NetworkPolicy, Pool
 from .dialects import SUPERNODE_APPIO_PORT
 from .kube import Manifest
 from .naming import (
@@ -35,18 +35,6 @@ API_SERVER_PORTS = (443, 6443)
 # Package indexes for runtime dependency installation (`uv sync`).
 PACKAGE_INDEX_PORTS = (443,)
 TASK_ROLE_LABEL = "flower.flwr.ai/task-role"
-
-# Field names (not aliases): built with model_construct, merged with model_dump(by_alias=False).
-DEFAULTS = NetworkPolicy.model_construct(
-    enabled=True,
-    allow_external=False,
-    allow_external_egress=False,
-    extra_ingress=[],
-    extra_egress=[],
-    ingress_pod_match_labels={},
-    ingress_ns_match_labels={},
-    ingress_ns_pod_match_labels={},
-)
 
 
 @dataclass(frozen=True)
@@ -107,8 +95,8 @@ def _thaw(value: Any) -> Any:
 
 
 def effective(*layers: NetworkPolicy) -> NetworkPolicy:
-    """Later layers' set fields win over earlier ones; DEFAULTS fill the rest."""
-    merged = DEFAULTS.model_dump(by_alias=False)
+    """Later layers' set fields win over earlier ones; the config's defaults fill the rest."""
+    merged = NETWORK_POLICY_DEFAULTS.model_dump(by_alias=False)
     for layer in layers:
         merged.update({k: v for k, v in layer.model_dump(by_alias=False).items() if v is not None})
     return NetworkPolicy.model_construct(**merged)
@@ -201,7 +189,10 @@ def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Li
         ]
 
     all_supernodes = Component(
-        f"{plan.name}-supernodes", tuple(sorted(selector_labels(plan.name, SUPERNODE).items())), DEFAULTS, group=True
+        f"{plan.name}-supernodes",
+        tuple(sorted(selector_labels(plan.name, SUPERNODE).items())),
+        NETWORK_POLICY_DEFAULTS,
+        group=True,
     )
     links.append(Link(all_supernodes, superlink, _tcp(plan.ports.fleet), "SuperNodes dial the Fleet API"))
     for pool in spec.supernodes.pools:

@@ -65,6 +65,7 @@ def schema_text() -> str:
 
 # --- annotations ---------------------------------------------------------------------------------------------
 
+
 def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
@@ -108,6 +109,7 @@ def type_text(annotation: Any) -> str:
 
 # --- values --------------------------------------------------------------------------------------------------
 
+
 def _flow(value: Any) -> str:
     """A default as YAML flow text (`{requests: {cpu: 100m}}`)."""
     if isinstance(value, bool):
@@ -148,6 +150,7 @@ def _field_values(model: ModelType, instance: Optional[BaseModel]) -> dict[str, 
 
 # --- text ----------------------------------------------------------------------------------------------------
 
+
 def _prose(text: Optional[str]) -> str:
     """Docstring or description as markdown: wrapped lines joined, paragraphs kept."""
     if not text:
@@ -175,6 +178,7 @@ def _cell(text: str) -> str:
 
 
 # --- the walk ------------------------------------------------------------------------------------------------
+
 
 def _model_occurrences(root: ModelType) -> tuple[dict[ModelType, list[str]], dict[ModelType, set[ModelType]]]:
     """Every path at which each model occurs (walk order), and the models whose fields refer to it."""
@@ -209,9 +213,15 @@ class _Reference:
         self.canonical = {m: min(paths[m], key=_depth) for m in shared}
         redundant = [p for m in shared for p in paths[m] if p != self.canonical[m]]
         # Other places a shared model goes, skipping those inside another shared model's non-canonical place.
-        self.also = {m: [p for p in paths[m] if p != self.canonical[m]
-                         and not any(p.startswith(r + ".") or p.startswith(r + "[]") for r in redundant)]
-                     for m in shared}
+        self.also = {
+            m: [
+                p
+                for p in paths[m]
+                if p != self.canonical[m]
+                and not any(p.startswith(r + ".") or p.startswith(r + "[]") for r in redundant)
+            ]
+            for m in shared
+        }
         self.sections: list[Section] = []
         self._section("", root, None)
 
@@ -228,8 +238,14 @@ class _Reference:
         for sub in later:
             self._section(*sub)
 
-    def _rows(self, prefix: str, model: ModelType, instance: Optional[BaseModel], rows: list[Row],
-              later: list[tuple[str, ModelType, Optional[BaseModel]]]) -> None:
+    def _rows(
+        self,
+        prefix: str,
+        model: ModelType,
+        instance: Optional[BaseModel],
+        rows: list[Row],
+        later: list[tuple[str, ModelType, Optional[BaseModel]]],
+    ) -> None:
         values = _field_values(model, instance)
         for name, info in model.model_fields.items():
             path = _join(prefix, _key(name, model))
@@ -238,8 +254,14 @@ class _Reference:
             description = _prose(info.description)
             item = _list_item(annotation)
             if item is not None and _is_model(item):
-                rows.append(Row(path, "list of objects", default_text(value),
-                                f"{description} Each item: see `{path}[]`.".strip()))
+                rows.append(
+                    Row(
+                        path,
+                        "list of objects",
+                        default_text(value),
+                        f"{description} Each item: see `{path}[]`.".strip(),
+                    )
+                )
                 later.append((f"{path}[]", item, None))
             elif not _is_model(annotation):
                 rows.append(Row(path, type_text(info.annotation), default_text(value), description))

@@ -1,0 +1,152 @@
+"""The `flower-federation:federation` stack config: a superset of the flower-operator
+`Federation` CR's `spec`, with the same field names and meanings.
+
+Field-level shape (types, enums, unknown keys) is checked here by pydantic; rules that
+span fields (the operator's CEL rules, versions, names) live in `rules/`. Kubernetes
+fragments (`podTemplate`, `env`, `resources`, volumes, ...) are plain data here and are
+checked against the Kubernetes OpenAPI schema by `k8s_schema.py`.
+
+Field descriptions and model docstrings are the README's config reference (`make docs`, `reference.py`):
+they say what the code does. `N` stands for the federation's name, `P` for a pool's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import Field
+
+from .base import Model
+from .operations import (
+    NETWORK_POLICY_DEFAULTS,
+    DisruptionBudget,
+    Executor,
+    NetworkPolicy,
+    Probes,
+    ProbeSettings,
+)
+from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rbac, Tls, TrustSource
+from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
+from .supernodes import Gpu, Pool, PoolImages, SuperNodes
+
+__all__ = [
+    "NETWORK_POLICY_DEFAULTS",
+    "CertManager",
+    "Cli",
+    "DisruptionBudget",
+    "Executor",
+    "Federation",
+    "GeneratedCertificate",
+    "Gpu",
+    "IssuerRef",
+    "Model",
+    "NetworkPolicy",
+    "NodeAuth",
+    "Persistence",
+    "Pool",
+    "PoolImages",
+    "ProbeSettings",
+    "Probes",
+    "Rbac",
+    "ServicePorts",
+    "SuperLink",
+    "SuperLinkService",
+    "SuperNodes",
+    "Tls",
+    "TrustSource",
+    "json_schema",
+]
+
+
+class Federation(Model):
+    """The value of the `flower-federation:federation` stack config key."""
+
+    name: Optional[str] = Field(
+        default=None,
+        description=(
+            "`N`, the prefix of every object name: a DNS-1035 label (lowercase letters, digits and `-`, starting with a "
+            "letter). Unset: the stack name."
+        ),
+    )
+    namespace: str = Field(default="flower", description="Namespace of every object; a DNS-1123 label.")
+    create_namespace: bool = Field(
+        default=True,
+        description=(
+            "Create the namespace, labelled with the strictest Pod Security level its pods meet "
+            "(`pod-security.kubernetes.io/enforce` and `warn`)."
+        ),
+    )
+    labels: dict[str, str] = Field(
+        default={}, description=("Extra labels on every object (ours win on a clash); never in selectors.")
+    )
+    mode: Literal["StatefulSet", "DaemonSet"] = Field(
+        default="StatefulSet",
+        description=(
+            "Workload of every pool: StatefulSet (`replicas` SuperNodes) or DaemonSet (one SuperNode per eligible node)."
+        ),
+    )
+    isolation_mode: Literal["subprocess", "process"] = Field(
+        default="subprocess",
+        description=(
+            "subprocess: the SuperLink and SuperNodes run ServerApps and ClientApps as child processes. process: "
+            "SuperExecs run them."
+        ),
+    )
+    superexec_placement: Literal["sidecar", "distributed"] = Field(
+        default="sidecar",
+        description=(
+            "process isolation only: SuperExecs as sidecars, or in workloads of their own (StatefulSet mode; the Helm "
+            "chart's 'Isolation Distributed')."
+        ),
+    )
+    version: Optional[str] = Field(
+        default=None,
+        description=(
+            "Flower version, a string (YAML reads `1.41` as a number; `1.41.0` is fine): picks the dialect of every "
+            "command line and port. Unset: `superlink.image`'s tag, else 1.41.0."
+        ),
+    )
+    insecure: bool = Field(
+        default=False, description=("`true` turns TLS off (operator-compatible; the operator's default is `true`).")
+    )
+    cluster_domain: str = Field(
+        default="cluster.local", description=("Used in in-cluster addresses and the certificate's names.")
+    )
+    allow_runtime_dependency_installation: bool = Field(
+        default=False,
+        description=(
+            "Flower 1.29+: let Flower `uv sync` app dependencies at run time (egress to port 443 anywhere). Off: images "
+            "carry their dependencies."
+        ),
+    )
+    superlink: SuperLink = SuperLink()
+    supernodes: SuperNodes = SuperNodes()
+    cli: Cli = Cli()
+    tls: Tls = Tls()
+    node_auth: NodeAuth = NodeAuth()
+    network_policy: NetworkPolicy = NetworkPolicy()
+    probes: Probes = Probes()
+    executor: Executor = Executor()
+    rbac: Rbac = Rbac()
+    security_context: dict[str, Any] = Field(
+        default={},
+        description=(
+            "Merged key by key over the restricted securityContext of every managed container (the chart's "
+            "`global.securityContext`)."
+        ),
+    )
+    pod_security_context: dict[str, Any] = Field(
+        default={},
+        description=("Merged key by key over the restricted pod securityContext (the chart's `podSecurityContext`)."),
+    )
+    default_resources: dict[str, Any] = Field(
+        default={"requests": {"cpu": "100m", "memory": "256Mi"}},
+        description=(
+            "ResourceRequirements of every managed container and task pod; a component's own resources win key by key (a "
+            "limit below a default request lowers the request)."
+        ),
+    )
+
+
+def json_schema() -> dict[str, Any]:
+    return Federation.model_json_schema(by_alias=True)

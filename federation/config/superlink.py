@@ -1,0 +1,132 @@
+"""The SuperLink: image, Service, state, its SuperExec, and how the `flwr` CLI reaches it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import Field
+
+from .base import Model
+from .operations import NetworkPolicy, Probes
+
+
+class ServicePorts(Model):
+    """Ports of the SuperLink's container and Service; the SuperNodes' address follows. Only the keys of the
+    federation's Flower dialect may be set; gRPC-era ports must be distinct."""
+
+    grpc: Optional[int] = Field(default=None, ge=1, le=65535, description="gRPC era: Fleet API port. Unset: 9092.")
+    server_app_io: Optional[int] = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        alias="serverAppIO",
+        description=(
+            "gRPC era: ServerAppIo API port. Unset: 9091. Bound to 127.0.0.1 in the SuperLink's pod, except with "
+            "distributed SuperExec, which reaches it through the ClusterIP Service `N-superlink-serverappio`; never on "
+            "`N-superlink`."
+        ),
+    )
+    extra: Optional[int] = Field(
+        default=None, ge=1, le=65535, description=("gRPC era: Control API port (what `flwr` dials). Unset: 9093.")
+    )
+    http: Optional[int] = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description=("HTTP era: the one API port for Fleet, Control and the Runtime API. Unset: 8000."),
+    )
+
+
+class SuperLinkService(Model):
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(default="ClusterIP", description="Service type.")
+    ports: ServicePorts = ServicePorts()
+    labels: dict[str, str] = Field(default={}, description="Extra labels on the Service (ours win on a clash).")
+    annotations: dict[str, str] = Field(default={}, description="Annotations on the Service (e.g. a load balancer's).")
+
+
+class Persistence(Model):
+    enabled: bool = Field(
+        default=True,
+        description=(
+            "Keep the SuperLink's state (runs, registered SuperNodes) across restarts: a PVC `state` at /var/lib/flower "
+            "and `--database /var/lib/flower/state.db`. `false`: state lives in memory."
+        ),
+    )
+    size: str = Field(default="1Gi", description="Storage the `state` PVC requests (a Kubernetes quantity).")
+    storage_class_name: Optional[str] = Field(
+        default=None, description=("StorageClass of the `state` PVC. Unset: the cluster's default.")
+    )
+
+
+class SuperLink(Model):
+    """The SuperLink: StatefulSet `N-superlink` (one replica) and Service `N-superlink`; in `process`
+    isolation also the ServerApp SuperExec, as a sidecar or (distributed) Deployment `N-superexec-serverapp`."""
+
+    image: Optional[str] = Field(
+        default=None,
+        description=(
+            "Unset: `flwr/superlink:<version>`. Its tag, if it is a version, must be of the federation's Flower dialect."
+        ),
+    )
+    superexec_image: Optional[str] = Field(
+        default=None,
+        description=("ServerApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."),
+    )
+    resources: Optional[dict[str, Any]] = Field(
+        default=None,
+        description=(
+            "ResourceRequirements of the SuperLink container (and of its `init-state` init container), over "
+            "`defaultResources`."
+        ),
+    )
+    superexec_resources: Optional[dict[str, Any]] = Field(
+        default=None, description=("ResourceRequirements of the ServerApp SuperExec, over `defaultResources`.")
+    )
+    env: list[Any] = Field(default=[], description="EnvVars of the SuperLink and its ServerApp SuperExec.")
+    extra_args: list[str] = Field(
+        default=[], description=("Appended to the SuperLink's args; Kubernetes expands `$(VAR)` in them.")
+    )
+    pod_template: Optional[dict[str, Any]] = Field(
+        default=None, description=("PodTemplateSpec merged into the SuperLink's pod (see `podTemplate` below).")
+    )
+    service: SuperLinkService = Field(
+        default=SuperLinkService(),
+        description=(
+            "Service `N-superlink`: Fleet and Control (gRPC era) or the one API port (HTTP era), never a plaintext in-pod "
+            "API."
+        ),
+    )
+    volumes: list[Any] = Field(default=[], description="Volumes added to the SuperLink's pod.")
+    volume_mounts: list[Any] = Field(default=[], description="VolumeMounts added to the SuperLink container.")
+    volume_claim_templates: list[Any] = Field(
+        default=[], description=("PersistentVolumeClaims added to the SuperLink's StatefulSet, next to `state`.")
+    )
+    persistence: Persistence = Persistence()
+    network_policy: NetworkPolicy = Field(
+        default=NetworkPolicy(), description=("For the SuperLink and its ServerApp SuperExec, over `networkPolicy`.")
+    )
+    probes: Optional[Probes] = Field(
+        default=None, description=("Replaces `probes` for the SuperLink and its ServerApp SuperExec. Unset: `probes`.")
+    )
+
+
+class Cli(Model):
+    """How the exported `flwr` connection config (stack output `flwrConfig`) reaches the SuperLink."""
+
+    connection_name: Optional[str] = Field(
+        default=None, description=("Name of the connection (federation) in the flwr config. Unset: `name`.")
+    )
+    address: Optional[str] = Field(
+        default=None,
+        description=(
+            "Control API address `flwr` dials, e.g. a port-forward's or load balancer's. Unset: the in-cluster Service "
+            "address."
+        ),
+    )
+    root_certificates: Optional[str] = Field(
+        default=None,
+        description=(
+            "Path of the CA certificate where `flwr` runs; absolute for Flower 1.26+. Unset: /etc/flower/ca/ca.crt, where "
+            "the federation's pods mount it."
+        ),
+    )

@@ -1,0 +1,131 @@
+"""SuperNode pools: images, GPUs, resources, volumes, nodeConfig."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import Field
+
+from .base import Model
+from .operations import DisruptionBudget, NetworkPolicy, Probes
+
+
+class PoolImages(Model):
+    supernode: Optional[str] = Field(
+        default=None, description=("Unset: `supernodes.image`, else `flwr/supernode:<version>`.")
+    )
+    superexec_client_app: Optional[str] = Field(
+        default=None,
+        description=("ClientApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."),
+    )
+
+
+class Gpu(Model):
+    """GPUs for the container that runs ClientApps: the SuperNode in `subprocess` isolation, the
+    ClientApp SuperExec in `process` isolation."""
+
+    enabled: bool = Field(default=False, description="Give the pool GPUs; the other `gpu` keys act only with it.")
+    vendor: Optional[Literal["nvidia", "amd"]] = Field(
+        default=None, description=("Picks the default `resourceName` and what `mountAll` does; required with mountAll.")
+    )
+    resource_name: Optional[str] = Field(
+        default=None,
+        description=(
+            "Extended resource put in the container's limits. Unset: `nvidia.com/gpu` or `amd.com/gpu` by vendor (without "
+            "mountAll, set one of the two)."
+        ),
+    )
+    count: int = Field(default=1, ge=1, description="How many of `resourceName` the limits ask for.")
+    mount_all: bool = Field(
+        default=False,
+        description=(
+            "Every GPU of the node instead of a resource limit. nvidia: the pod's `runtimeClassName` and "
+            "`NVIDIA_VISIBLE_DEVICES=all`; amd: hostPath mounts of /dev/kfd and /dev/dri, `ROCR_VISIBLE_DEVICES=all` and a "
+            "privileged container (needs allowPrivileged)."
+        ),
+    )
+    runtime_class_name: str = Field(default="nvidia", description="RuntimeClass that nvidia mountAll sets.")
+    allow_privileged: bool = Field(
+        default=False,
+        description=(
+            "AMD mountAll needs a privileged container to open /dev/kfd and /dev/dri; it must be asked for explicitly."
+        ),
+    )
+
+
+class Pool(Model):
+    """A pool of SuperNodes, `P`: StatefulSet `N-supernode-P` with a headless Service of that name (mode
+    StatefulSet) or DaemonSet `N-supernode-P` (mode DaemonSet), with its ServiceAccount, NetworkPolicy and
+    PodDisruptionBudget. In `process` isolation each SuperNode gets a ClientApp SuperExec: a sidecar or
+    (distributed) replica k of StatefulSet `N-superexec-P`."""
+
+    name: str = Field(description="Unique DNS-1123 label (lowercase letters, digits and `-`).")
+    replicas: Optional[int] = Field(
+        default=None,
+        description=("Number of SuperNodes: required (≥ 1) in StatefulSet mode, forbidden in DaemonSet mode."),
+    )
+    images: PoolImages = PoolImages()
+    gpu: Gpu = Gpu()
+    supernode_resources: Optional[dict[str, Any]] = Field(
+        default=None, description=("ResourceRequirements of the SuperNode container, over `defaultResources`.")
+    )
+    superexec_resources: Optional[dict[str, Any]] = Field(
+        default=None, description=("ResourceRequirements of the ClientApp SuperExec, over `defaultResources`.")
+    )
+    pod_template: Optional[dict[str, Any]] = Field(
+        default=None,
+        description=(
+            "PodTemplateSpec merged into the pool's pods, distributed SuperExecs' too (see `podTemplate` below)."
+        ),
+    )
+    extra_args: list[str] = Field(
+        default=[], description=("Appended to the SuperNode's args; Kubernetes expands `$(VAR)` in them.")
+    )
+    env: list[Any] = Field(
+        default=[], description=("EnvVars of the pool's SuperNodes and ClientApp SuperExecs, over `supernodes.env`.")
+    )
+    volumes: list[Any] = Field(default=[], description="Volumes added to the pool's pods, distributed SuperExecs' too.")
+    volume_mounts: list[Any] = Field(default=[], description="VolumeMounts added to the SuperNode container.")
+    superexec_volume_mounts: list[Any] = Field(
+        default=[], description=("VolumeMounts added to the ClientApp SuperExec container.")
+    )
+    volume_claim_templates: list[Any] = Field(
+        default=[],
+        description=(
+            "PersistentVolumeClaims of the pool's StatefulSet (StatefulSet mode only); with distributed SuperExec each "
+            "StatefulSet gets the claims its own mounts use."
+        ),
+    )
+    # Values keep their YAML types; checked value by value in rules.py.
+    node_config: dict[str, Any] = Field(
+        default={},
+        description=(
+            "`--node-config` of every SuperNode of the pool, YAML types kept, with placeholders `{index}`, `{replicas}`, "
+            "`{pool}`, `{node}` (see `nodeConfig` below)."
+        ),
+    )
+    network_policy: NetworkPolicy = Field(
+        default=NetworkPolicy(),
+        description=("For the pool's SuperNodes, SuperExecs and task pods, over `supernodes.networkPolicy`."),
+    )
+    disruption_budget: DisruptionBudget = Field(
+        default=DisruptionBudget(), description=("PodDisruptionBudget `N-supernode-P` over the pool's SuperNodes.")
+    )
+
+
+class SuperNodes(Model):
+    """Settings of every pool, and the pools."""
+
+    image: Optional[str] = Field(default=None, description="Unset: `flwr/supernode:<version>`.")
+    env: list[Any] = Field(
+        default=[],
+        description=(
+            "EnvVars of every pool's SuperNodes and ClientApp SuperExecs (a pool's `env` wins by name; the order stays "
+            "stable)."
+        ),
+    )
+    pools: list[Pool] = Field(default=[], description="1 to 16 pools.")
+    network_policy: NetworkPolicy = Field(default=NetworkPolicy(), description="For every pool, over `networkPolicy`.")
+    probes: Optional[Probes] = Field(
+        default=None, description=("Replaces `probes` for SuperNodes and ClientApp SuperExecs. Unset: `probes`.")
+    )
