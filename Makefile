@@ -6,7 +6,7 @@ FLWR_VERSIONS := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
 FLWR_VENVS := $(foreach v,$(FLWR_VERSIONS),.venv-flwr-$(v)/.installed)
 STACK ?= dev
 
-.PHONY: render validate test e2e schema docs golden clean
+.PHONY: render validate lint test e2e schema docs golden clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes.
@@ -43,7 +43,14 @@ golden: $(VENV)/.installed
 	@$(PY) -m tests.support.golden
 
 # pytest exits 5 when it collected no test: that is a failure here, and says so.
-test: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed
+# ruff (format check + lint) over the project, mypy --strict over federation/ and components/
+# (settings in pyproject.toml). `make test` runs it first.
+LINTED := federation components
+lint: $(VENV)/.installed
+	@$(VENV)/bin/ruff format --check --quiet $(LINTED) && $(VENV)/bin/ruff check --quiet $(LINTED) && $(VENV)/bin/mypy
+	@echo "lint: ruff and mypy --strict clean"
+
+test: lint $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed
 	@$(PY) -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
