@@ -11,22 +11,19 @@ from __future__ import annotations
 import asyncio
 import copy
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+import pulumi
+
+from components import offline
+from federation.errors import ConfigError, Problem
+from federation.plan import load_plan
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import pulumi  # noqa: E402
-
-from components import offline  # noqa: E402
-from federation.errors import ConfigError, Problem  # noqa: E402
-from federation.plan import load_plan  # noqa: E402
 
 PYTHON = ROOT / ".venv" / "bin" / "python"
 SUPPORTED = "supported: 1.21-1.34 (gRPC era) or 1.40 - 1.x, not 2.0 (HTTP era)"
