@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from tests.support.flower import GRPC_ERA, HTTP_ERA, Flower
+from tests.support.schema import schemas_read_once
 
 
 @pytest.fixture(scope="session")
@@ -14,3 +15,10 @@ def flower() -> Iterator[dict[str, Flower]]:
     yield workers
     for w in workers.values():
         w.close()
+
+
+@pytest.fixture(scope="module")
+def k8s_validate() -> Iterator[Callable[[dict[str, Any]], None]]:
+    """Strict Kubernetes 1.34 validation, with the schema files read once per module."""
+    with schemas_read_once() as validate:
+        yield validate
