@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 WORKER = Path(__file__).with_name("flower_worker.py")
 # One real Flower per dialect (see requirements-flwr.txt).
 GRPC_ERA = "1.26.1"

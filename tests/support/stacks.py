@@ -10,7 +10,8 @@ from typing import Any, Callable, Optional
 
 import yaml
 
-from tests.support.flower import GRPC_ERA, HTTP_ERA, ROOT
+from tests.support.flower import GRPC_ERA, HTTP_ERA
+from tests.support.paths import ROOT
 from tests.support.tls_provider import new_openssh_key
 
 __all__ = ["GRPC_ERA", "HTTP_ERA", "EXECUTOR_GRPC", "base", "security_stacks", "daemonset_node_keys",

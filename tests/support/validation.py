@@ -89,3 +89,8 @@ def assert_problems(err: ConfigError, expected: list[str]) -> None:
     for line in expected:
         assert f"  - {line}" in lines, f"missing {line!r} in:\n{err}"
     assert len(err.problems) == len(expected), str(err)
+
+
+def not_a_field(name: str) -> str:
+    """The message for an unknown field in a Kubernetes fragment."""
+    return f"not a Kubernetes field here: Additional properties are not allowed ('{name}' was unexpected)"
