@@ -12,7 +12,9 @@ from tests.support.operator_readme import DAEMONSET, MULTIPOOLS
 from tests.support.render import core_objects
 from tests.support.schema import validate
 
+
 # --- nodeConfig ------------------------------------------------------------------------------
+
 
 INDEX_ENV = {"name": "FLOWER_POD_INDEX",
              "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['apps.kubernetes.io/pod-index']"}}}
@@ -58,6 +60,7 @@ def test_no_node_config_no_flag(example: str):
 
 
 # --- podTemplate nodeSelector (the README's commented-out lines, uncommented) ---------------
+
 
 def uncommented(text: str) -> str:
     """The README example with its `# podTemplate:` block turned on."""

@@ -31,6 +31,7 @@ def test_example_table_matches_the_configs():
 
 # --- Objects, kinds and names ------------------------------------------------------------
 
+
 @each_example
 def test_objects_are_named_like_the_operators(ex: Example):
     # The operator's objects, plus what we add around each workload: a ServiceAccount,
@@ -73,6 +74,7 @@ def test_pool_workload_shape(ex: Example, pool: str):
 
 
 # --- Containers, images and isolation ----------------------------------------------------
+
 
 @each_example
 def test_superlink_containers_and_images(ex: Example):
@@ -120,6 +122,7 @@ def test_isolation_mode_and_superexec_args(ex: Example):
 
 # --- SuperLink: gRPC era, TLS, state -----------------------------------------------------
 
+
 @each_example
 def test_superlink_grpc_era_args_tls_and_state(ex: Example):
     sts = superlink_sts(index(core_objects(ex.config)), ex)
@@ -166,7 +169,9 @@ def test_supernode_dials_superlink_over_tls(ex: Example, pool: str):
     # Clients trust the CA only; they never see the server's key.
     assert "tls" not in [v["name"] for v in pod_spec(workload)["volumes"]]
 
+
 # --- Restricted pods and schema validity ------------------------------------------------------
+
 
 @each_example
 def test_pods_run_restricted(ex: Example):
@@ -205,6 +210,7 @@ def test_validator_is_live():
 
 # --- Deliberate differences, switched off ---------------------------------------------------
 
+
 def test_insecure_true_gives_insecure_everywhere():
     config = {**BY_ID["process"].config, "insecure": True}
     objs = index(core_objects(config))
@@ -227,7 +233,9 @@ def test_persistence_disabled_drops_state():
     assert "state" not in [m["name"] for m in c["volumeMounts"]]
     assert arg_after(c["args"], "--fleet-api-address") == "0.0.0.0:9092"
 
+
 # --- The real Pulumi program, under mocks ------------------------------------------------------
+
 
 def pulumi_type(manifest: dict) -> str:
     group = "core/v1" if manifest["apiVersion"] == "v1" else manifest["apiVersion"]

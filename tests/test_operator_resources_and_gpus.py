@@ -17,7 +17,9 @@ from tests.support.operator_fragments import GPU_MOUNT_ALL, GPU_NVIDIA
 from tests.support.render import core_objects
 from tests.support.schema import validate
 
+
 # --- Resources and GPUs --------------------------------------------------------------------
+
 
 @each_example
 def test_superlink_resources_land_on_the_right_container(ex: Example):

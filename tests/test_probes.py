@@ -96,6 +96,7 @@ def test_http_era_superlink_probe_is_plain_http_when_insecure():
     c = workload_container(security_objects("http-generate"), "StatefulSet", f"{NAME}-superlink", "superlink")
     assert c["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
 
+
 @pytest.mark.parametrize("version", [GRPC_ERA, HTTP_ERA])
 def test_startup_probe_holds_liveness_off_while_a_program_starts(version):
     # A SuperLink killed by liveness during its first migration would leave a

@@ -83,6 +83,7 @@ def test_certificate_names_cover_every_address_clients_dial(sid):
     for host in dialled:
         assert host in dns | ips, host
 
+
 TRUST = {
     # stack suffix -> (server Secret, CA Secret, CA key)
     "generate": ("sec-superlink-tls", "sec-ca", "ca.crt"),

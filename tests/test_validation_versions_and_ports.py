@@ -112,6 +112,7 @@ def test_version_as_yaml_float_is_a_type_error():
 
 # --- ports -------------------------------------------------------------------------------------
 
+
 HTTP_HINT = ("not used by the HTTP era: Flower 1.40+ serves Fleet, Control and Runtime on one port: "
              "set superlink.service.ports.http")
 GRPC_HINT = ("not used by the gRPC era: superlink.service.ports.http is for Flower 1.40+; "
@@ -205,6 +206,7 @@ def test_runtime_dependency_installation_rejected_before_flower_1_29(version):
 def test_runtime_dependency_installation_allowed_from_flower_1_29(version):
     plan = assert_valid(cfg(version=version, allowRuntimeDependencyInstallation=True))
     assert plan.spec.allow_runtime_dependency_installation is True
+
 
 def test_cli_root_certificates_must_be_absolute_from_flwr_1_26():
     # Real flwr 1.26+ refuses a relative root-certificates path in config.toml.

@@ -34,6 +34,7 @@ DEFAULT_RESOURCES = {"requests": DEFAULT_REQUESTS}
 
 # --- README examples as configs --------------------------------------------------------
 
+
 def from_cr(text: str) -> dict[str, Any]:
     """A Federation CR -> our config: its spec plus `name: <metadata.name>`."""
     cr = yaml.safe_load(text)
@@ -82,6 +83,7 @@ def static_nodeconfig_federation() -> dict[str, Any]:
 
 
 # --- What the operator would create ----------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PoolExpect:
@@ -170,6 +172,7 @@ each_example = pytest.mark.parametrize("ex", EXAMPLES, ids=str)
 
 
 # --- lookups in a render -----------------------------------------------------------------
+
 
 def superlink_sts(objs: dict, ex: Example) -> dict:
     return objs[("StatefulSet", f"{ex.name}-superlink")]

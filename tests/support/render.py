@@ -62,6 +62,7 @@ def stack_outputs_of(plan: FederationPlan) -> dict[str, Any]:
 
 # --- what the Pulumi shell registers, built by the core's pure builders ------------------
 
+
 def server_secret_of(plan: FederationPlan, cert: Any, key: Any, ca: Any) -> Manifest:
     """The kubernetes.io/tls Secret of the SuperLink (generated TLS)."""
     return trust.server_secret(plan, cert, key, ca)

@@ -31,6 +31,7 @@ SUPEREXEC = "flwr/superexec:1.41.0"
 
 # --- configs ---------------------------------------------------------------------------
 
+
 def pool(name: str = "a", **fields: Any) -> dict[str, Any]:
     return {"name": name, **fields}
 
@@ -57,6 +58,7 @@ def process_cfg(*pools: dict[str, Any], **top: Any) -> dict[str, Any]:
 
 
 # --- what load_plan says ------------------------------------------------------------------
+
 
 def problems(raw: Any, stack: str = "dev") -> list[tuple[str, str]]:
     """(path, message) of every problem `load_plan` reports, in its order."""
