@@ -20,8 +20,9 @@ from pulumi.runtime import rpc
 from components.offline import SECRET_TYPE, Run, reveal, run_program
 from federation import trust
 from federation.plan import FederationPlan
-from tests.support.program import (CERTIFICATE_TYPE, HEX64, NS, PREVIEW, WORKLOADS, b64, checksum_of, created_secrets,
-                                   default_run, ec_public_numbers, load_cert, manifest, mounted_secret_names, plan_for,
+from tests.support.manifests import WORKLOAD_KINDS
+from tests.support.program import (CERTIFICATE_TYPE, HEX64, NS, PREVIEW, b64, checksum_of, created_secrets, default_run,
+                                   ec_public_numbers, load_cert, manifest, mounted_secret_names, plan_for,
                                    recording_entry, secret_files, secret_volumes, supernode_workloads, tree,
                                    workloads_of)
 from tests.support.render import plan_of
@@ -227,8 +228,8 @@ def test_certificate_checksums_do_not_hide_workload_specs(stack):
     `pulumi preview --diff` shows what changes in it."""
     run = run_program(program_config(stack), stack)
     for reg in run.kubernetes:
-        if reg.type.split(":")[-1] in WORKLOADS:
+        if reg.type.split(":")[-1] in WORKLOAD_KINDS:
             assert not rpc.is_rpc_secret(reg.inputs["spec"]), f"{reg.name}: whole spec is secret"
-    for w in (m for m in run.manifests() if m["kind"] in WORKLOADS):
+    for w in (m for m in run.manifests() if m["kind"] in WORKLOAD_KINDS):
         value = checksum_of(w) if isinstance(w["spec"], dict) and isinstance(w["spec"].get("template"), dict) else None
         assert value is not None and HEX64.match(value), (w["metadata"]["name"], str(w["spec"])[:120])

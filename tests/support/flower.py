@@ -22,11 +22,19 @@ PROGRAMS = {
     "superexec-serverapp": "flower-superexec",
     "superexec-clientapp": "flower-superexec",
 }
-WORKLOADS = ("StatefulSet", "Deployment", "DaemonSet")
+
+
+def venv(version: str) -> Path:
+    """The venv holding real Flower `version` (made by `make test`)."""
+    return ROOT / f".venv-flwr-{version}"
+
+
+def venv_bin(version: str) -> Path:
+    return venv(version) / "bin"
 
 
 def venv_python(version: str) -> Path:
-    return ROOT / f".venv-flwr-{version}" / "bin" / "python"
+    return venv_bin(version) / "python"
 
 
 class FlowerError(Exception):

@@ -17,11 +17,10 @@ from components import program
 from components.offline import SECRET_TYPE, Registration, Run, reveal, run_program
 from federation import trust
 from federation.plan import FederationPlan
-from tests.support.manifests import WORKLOAD_KINDS, workloads
+from tests.support.manifests import workloads
 from tests.support.render import plan_of
 from tests.support.stacks import program_config, security_stacks
 
-WORKLOADS = set(WORKLOAD_KINDS)
 STACKS = security_stacks()
 NS = "flower-sec"
 CERTIFICATE_TYPE = "kubernetes:cert-manager.io/v1:Certificate"
