@@ -31,12 +31,16 @@ def plan_of(raw: Any, stack: str = "dev", node_auth_keys: NodeKeys = None) -> Fe
 
 
 def core_objects(raw: Any, stack: str = "dev", node_auth_keys: NodeKeys = None) -> list[Manifest]:
-    """Every Kubernetes object the core renders for a config, in the core's order."""
+    """Every Kubernetes object the core renders for a config; see `plan_objects`."""
     return plan_objects(plan_of(raw, stack, node_auth_keys))
 
 
 def plan_objects(plan: FederationPlan) -> list[Manifest]:
-    """Every Kubernetes object the core renders for a plan, in the core's order."""
+    """Every Kubernetes object of the federation (all clusters), in registration order,
+    without what the shell fills with generated material: no Secret (TLS, CA, node keys:
+    `server_secret_of`, `ca_secret_of`, `node_key_secret_of` build those) and no
+    cert-manager Certificate (`certificate_of`). Tests compare this list with what the
+    program registers minus its Secrets (tests/support/generated.py)."""
     return all_objects(plan)
 
 
