@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 from components.offline import run_program
 from federation.plan import FederationPlan
@@ -105,7 +105,7 @@ def key_slots(r: Rendered, pool: str) -> list[str]:
     return ["node-a"]
 
 
-def started_containers(r: Rendered) -> Iterator[tuple[dict, dict, dict, list[str]]]:
+def started_containers(r: Rendered) -> Iterator[tuple[Mapping[str, Any], dict[str, Any], dict[str, Any], list[str]]]:
     """(workload, pod, container, argv) for every container of every pod we start: a
     DaemonSet's pods on the nodes its pool has keys for."""
     return kubelet_started_containers(
@@ -126,7 +126,8 @@ def secret_provides(r: Rendered, name: str, key: str) -> None:
     assert f"{r.plan.namespace}/{name}" in r.reads, f"Secret {name} is neither rendered, issued nor an existing one"
 
 
-def check_mounted(r: Rendered, files: dict[str, Mounted], path: Optional[str], kind: str, name: str, key: str) -> Mounted:
+def check_mounted(r: Rendered, files: dict[str, Mounted], path: Optional[str], kind: str, name: str,
+                  key: str) -> Mounted:
     """The file at `path` comes from `kind` `name`/`key`, which exists at deploy time."""
     assert path in files, f"{path} is not mounted ({sorted(files)})"
     got = files[path]

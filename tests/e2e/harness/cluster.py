@@ -42,7 +42,7 @@ def close_all() -> None:
         c.close()
 
 
-def _on_signal(signum, frame):
+def _on_signal(signum: int, frame: Any) -> None:
     close_all()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)

@@ -22,7 +22,7 @@ class _Mountpoints:
     """Directories (and files) created on the host as mount targets; removed when the
     last cluster closes. Only what we created, deepest first, only if still empty."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lock = threading.Lock()
         self.created: list[Path] = []
         self.users = 0
