@@ -1,21 +1,24 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tests.support.flower import GRPC_ERA, HTTP_ERA, Flower  # noqa: E402
+from tests.support.flower import GRPC_ERA, HTTP_ERA, Flower
+from tests.support.schema import schemas_read_once
 
 
 @pytest.fixture(scope="session")
-def flower():
+def flower() -> Iterator[dict[str, Flower]]:
     """Real Flower parsers by version: flower["1.26.1"].parse(...)."""
     workers = {v: Flower(v) for v in (GRPC_ERA, HTTP_ERA)}
     yield workers
     for w in workers.values():
         w.close()
+
+
+@pytest.fixture(scope="module")
+def k8s_validate() -> Iterator[Callable[[dict[str, Any]], None]]:
+    """Strict Kubernetes 1.34 validation, with the schema files read once per module."""
+    with schemas_read_once() as validate:
+        yield validate

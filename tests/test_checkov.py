@@ -33,16 +33,15 @@ import yaml
 
 from components.offline import SECRET_PLACEHOLDER, run_program
 from federation.documents import dump_all
-from tests.support.stacks import daemonset_node_keys, security_stacks
-from tests.support.tls_provider import new_openssh_key
+from tests.support.manifests import WORKLOAD_KINDS, workloads
+from tests.support.paths import ROOT
+from tests.support.stacks import dev_settings, program_config, security_stacks
 
-ROOT = Path(__file__).resolve().parents[1]
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
 SKIPS_FILE = Path(__file__).with_name("checkov-skips.yaml")
 PINNED = re.search(r"^checkov==(\S+)", (ROOT / "requirements-checkov.txt").read_text(), re.M).group(1)
 HOW_TO_INSTALL = "run `make test` (or `make .venv-checkov/.installed`) to create it from requirements-checkov.txt"
 
-WORKLOAD_KINDS = ("StatefulSet", "Deployment", "DaemonSet")
 NEGATIVE = "negative-control"
 RENDER_LABEL = "checkov.test/render"  # scan-only, see the module docstring
 # Checks every workload must have been run through and passed: pod hardening, probes,
@@ -67,12 +66,9 @@ CHECKOV_TIMEOUT = 600
 
 def stack_configs() -> dict[str, dict[str, Any]]:
     """Render id -> config for run_program: the dev stack file, then every security stack."""
-    configs = {"dev": yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]}
-    for stack_id, raw in security_stacks().items():
-        config: dict[str, Any] = {"federation": raw}
-        if stack_id == "http-daemonset-supplied-keys":
-            config["nodeAuthKeys"] = daemonset_node_keys(new_openssh_key)
-        configs[stack_id] = config
+    configs = {"dev": dev_settings()}
+    for stack_id in security_stacks():
+        configs[stack_id] = program_config(stack_id)
     return configs
 
 
@@ -208,10 +204,6 @@ def skips() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- helpers
-
-def workloads(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [o for o in objects if o["kind"] in WORKLOAD_KINDS]
-
 
 def resource_id(obj: dict[str, Any]) -> str:
     return f"{obj['kind']}.{obj['metadata']['namespace']}.{obj['metadata']['name']}"

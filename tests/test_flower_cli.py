@@ -9,11 +9,10 @@ import itertools
 
 import pytest
 
-from federation.plan import load_plan
-from federation.workloads import all_objects
-from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS, WORKLOADS, FlowerError
-from tests.support.kube import container_argv, mounted_files, pod_for
-
+from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS, FlowerError
+from tests.support.kube import container_argv, mounted_files, pod_for, started_containers
+from tests.support.manifests import get
+from tests.support.render import core_objects, plan_objects, plan_of
 
 
 def stack(version: str, isolation: str, placement: str = "sidecar", insecure: bool = False,
@@ -57,27 +56,10 @@ CASES += [
 ]
 
 
-def started_containers(objects):
-    """(workload, pod, container, argv) for every container of every pod we start:
-    each StatefulSet replica, a Deployment's pod, a DaemonSet pod on two nodes."""
-    for obj in objects:
-        if obj["kind"] not in WORKLOADS:
-            continue
-        if obj["kind"] == "StatefulSet":
-            pods = [pod_for(obj, i) for i in range(obj["spec"]["replicas"])]
-        elif obj["kind"] == "DaemonSet":
-            pods = [pod_for(obj, node=n) for n in ("node-a", "node-b")]
-        else:
-            pods = [pod_for(obj)]
-        for pod in pods:
-            for c in obj["spec"]["template"]["spec"]["containers"]:
-                yield obj, pod, c, container_argv(c, pod)
-
-
 @pytest.mark.parametrize("raw", CASES)
 def test_real_flower_accepts_every_command_line(raw, flower):
-    plan = load_plan(raw, "fed")
-    objects = all_objects(plan)
+    plan = plan_of(raw, "fed")
+    objects = plan_objects(plan)
     cli = flower[raw["version"]]
     services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
     started = list(started_containers(objects))
@@ -171,8 +153,7 @@ def _check_superexec(plan, parsed, files, workload, pod, c, services):
 @pytest.mark.parametrize("version", [GRPC_ERA, HTTP_ERA])
 def test_node_config_reaches_each_replica(version, flower):
     """The operator README's partitioning example: replica k of 3 sees partition k."""
-    plan = load_plan(stack(version, "subprocess"), "fed")
-    alpha = next(o for o in all_objects(plan) if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "fed-supernode-alpha")
+    alpha = get(plan_objects(plan_of(stack(version, "subprocess"), "fed")), "StatefulSet", "fed-supernode-alpha")
     seen = []
     for k in range(3):
         pod = pod_for(alpha, k)
@@ -187,8 +168,8 @@ def test_node_config_reaches_each_replica(version, flower):
 
 
 def test_daemonset_node_placeholder_is_the_node_name(flower):
-    plan = load_plan(stack(HTTP_ERA, "subprocess", mode="DaemonSet"), "fed")
-    ds = next(o for o in all_objects(plan) if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "fed-supernode-alpha")
+    ds = get(plan_objects(plan_of(stack(HTTP_ERA, "subprocess", mode="DaemonSet"), "fed")), "DaemonSet",
+             "fed-supernode-alpha")
     argv = container_argv(ds["spec"]["template"]["spec"]["containers"][0], pod_for(ds, node="gpu-node-7"))
     parsed = flower[HTTP_ERA].parse("flower-supernode", argv)
     assert flower[HTTP_ERA].node_config(parsed["node_config"]) == {"name": "client_gpu-node-7", "pool": "alpha"}
@@ -197,11 +178,11 @@ def test_daemonset_node_placeholder_is_the_node_name(flower):
 def test_parsers_reject_the_other_dialect(flower):
     """Negative control: the check can fail. HTTP-era Flower refuses gRPC-era flags and
     gRPC-era Flower refuses HTTP-era ones."""
-    grpc_args = all_objects(load_plan(stack(GRPC_ERA, "subprocess"), "fed"))
-    http_args = all_objects(load_plan(stack(HTTP_ERA, "subprocess"), "fed"))
+    grpc_args = core_objects(stack(GRPC_ERA, "subprocess"), "fed")
+    http_args = core_objects(stack(HTTP_ERA, "subprocess"), "fed")
 
     def superlink_argv(objects):
-        sts = next(o for o in objects if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "fed-superlink")
+        sts = get(objects, "StatefulSet", "fed-superlink")
         return container_argv(sts["spec"]["template"]["spec"]["containers"][0], pod_for(sts))
 
     with pytest.raises(FlowerError, match="serverappio-api-address"):

@@ -7,19 +7,16 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
-from pathlib import Path
 
-import kubernetes_validate
 import pytest
 import yaml
 
-from federation.plan import load_plan
-from federation.workloads import all_objects
 from tests.support.flower import GRPC_ERA, HTTP_ERA
 from tests.support.kube import container_argv, pod_for
-
-ROOT = Path(__file__).resolve().parents[1]
-K8S = "1.34.0"
+from tests.support.manifests import get
+from tests.support.paths import ROOT
+from tests.support.render import core_objects, plan_objects, plan_of, stack_outputs_of
+from tests.support.schema import validate_all
 
 
 def matrix():
@@ -52,15 +49,9 @@ def matrix():
         yield pytest.param(raw, id=f"{version}-{mode}-{isolation}-{placement}-{'insecure' if insecure else 'tls'}-{svc}")
 
 
-def validate_all(objects):
-    assert objects
-    for obj in objects:
-        kubernetes_validate.validate(obj, K8S, strict=True)
-
-
 @pytest.mark.parametrize("raw", list(matrix()))
 def test_every_object_passes_strict_schema(raw):
-    validate_all(all_objects(load_plan(raw, "fed")))
+    validate_all(core_objects(raw, "fed"))
 
 
 def test_dev_stack_render_parses_back_and_validates():
@@ -73,22 +64,18 @@ def test_dev_stack_render_parses_back_and_validates():
     assert out.stderr == ""
 
 
-def _by(objects, kind, name):
-    return next(o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name)
-
-
 def test_custom_ports_are_honoured_end_to_end():
     raw = {"version": GRPC_ERA, "superlink": {"service": {"type": "NodePort",
                                                           "ports": {"grpc": 19092, "extra": 19093, "serverAppIO": 19091}}},
            "supernodes": {"pools": [{"name": "p", "replicas": 1}]}}
-    objects = all_objects(load_plan(raw, "fed"))
-    svc = _by(objects, "Service", "fed-superlink")
+    objects = core_objects(raw, "fed")
+    svc = get(objects, "Service", "fed-superlink")
     assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"fleet": 19092, "control": 19093}
     assert svc["spec"]["type"] == "NodePort"
-    sts = _by(objects, "StatefulSet", "fed-superlink")
+    sts = get(objects, "StatefulSet", "fed-superlink")
     args = sts["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "0.0.0.0:19092" in args and "0.0.0.0:19093" in args and "127.0.0.1:19091" in args
-    node = _by(objects, "StatefulSet", "fed-supernode-p")
+    node = get(objects, "StatefulSet", "fed-supernode-p")
     assert "fed-superlink.flower.svc.cluster.local:19092" in node["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
@@ -96,21 +83,21 @@ def test_plaintext_serverappio_only_behind_its_internal_service():
     raw = {"version": GRPC_ERA, "isolationMode": "process", "superexecPlacement": "distributed",
            "superlink": {"superexecImage": "flwr/superexec:1.26.1", "service": {"type": "LoadBalancer"}},
            "supernodes": {"pools": [{"name": "p", "replicas": 2, "images": {"superexecClientApp": "flwr/superexec:1.26.1"}}]}}
-    objects = all_objects(load_plan(raw, "fed"))
-    public = _by(objects, "Service", "fed-superlink")
+    objects = core_objects(raw, "fed")
+    public = get(objects, "Service", "fed-superlink")
     assert public["spec"]["type"] == "LoadBalancer"
     assert 9091 not in {p["port"] for p in public["spec"]["ports"]}
-    internal = _by(objects, "Service", "fed-superlink-serverappio")
+    internal = get(objects, "Service", "fed-superlink-serverappio")
     assert internal["spec"]["type"] == "ClusterIP" and internal["spec"]["ports"][0]["port"] == 9091
-    deploy = _by(objects, "Deployment", "fed-superexec-serverapp")
+    deploy = get(objects, "Deployment", "fed-superexec-serverapp")
     assert "fed-superlink-serverappio.flower.svc.cluster.local:9091" in deploy["spec"]["template"]["spec"]["containers"][0]["args"]
-    pair = _by(objects, "StatefulSet", "fed-superexec-p")
+    pair = get(objects, "StatefulSet", "fed-superexec-p")
     assert pair["spec"]["replicas"] == 2
     argv = container_argv(pair["spec"]["template"]["spec"]["containers"][0], pod_for(pair, 1))
     assert "fed-supernode-p-1.fed-supernode-p.flower.svc.cluster.local:9094" in argv
     # Sidecars are gone from the SuperLink and SuperNode pods.
-    assert [c["name"] for c in _by(objects, "StatefulSet", "fed-superlink")["spec"]["template"]["spec"]["containers"]] == ["superlink"]
-    assert [c["name"] for c in _by(objects, "StatefulSet", "fed-supernode-p")["spec"]["template"]["spec"]["containers"]] == ["supernode"]
+    assert [c["name"] for c in get(objects, "StatefulSet", "fed-superlink")["spec"]["template"]["spec"]["containers"]] == ["superlink"]
+    assert [c["name"] for c in get(objects, "StatefulSet", "fed-supernode-p")["spec"]["template"]["spec"]["containers"]] == ["supernode"]
 
 
 def test_pod_template_merges_with_generated_pod():
@@ -126,8 +113,8 @@ def test_pod_template_merges_with_generated_pod():
                                     {"name": "log-shipper", "image": "busybox"}]},
         },
     }]}}
-    objects = all_objects(load_plan(raw, "fed"))
-    tpl = _by(objects, "StatefulSet", "fed-supernode-p")["spec"]["template"]
+    objects = core_objects(raw, "fed")
+    tpl = get(objects, "StatefulSet", "fed-supernode-p")["spec"]["template"]
     assert tpl["metadata"]["labels"]["team"] == "ml" and tpl["metadata"]["labels"]["flower.flwr.ai/pool"] == "p"
     assert tpl["metadata"]["annotations"] == {"a": "b"}
     spec = tpl["spec"]
@@ -144,27 +131,27 @@ def test_env_merges_with_pool_winning_in_stable_order():
     raw = {"supernodes": {"env": [{"name": "A", "value": "global"}, {"name": "B", "value": "global"}],
                           "pools": [{"name": "p", "replicas": 1, "env": [{"name": "C", "value": "pool"},
                                                                          {"name": "A", "value": "pool"}]}]}}
-    sts = _by(all_objects(load_plan(raw, "fed")), "StatefulSet", "fed-supernode-p")
+    sts = get(core_objects(raw, "fed"), "StatefulSet", "fed-supernode-p")
     env = sts["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env == [{"name": "A", "value": "pool"}, {"name": "B", "value": "global"}, {"name": "C", "value": "pool"}]
 
 
 def test_persistence_can_be_turned_off_and_sized():
-    on = _by(all_objects(load_plan({"superlink": {"persistence": {"size": "5Gi", "storageClassName": "fast"}},
-                                    "supernodes": {"pools": [{"name": "p", "replicas": 1}]}}, "fed")),
+    on = get(core_objects({"superlink": {"persistence": {"size": "5Gi", "storageClassName": "fast"}},
+                           "supernodes": {"pools": [{"name": "p", "replicas": 1}]}}, "fed"),
              "StatefulSet", "fed-superlink")
     claim = on["spec"]["volumeClaimTemplates"][0]
     assert claim["spec"]["resources"]["requests"]["storage"] == "5Gi" and claim["spec"]["storageClassName"] == "fast"
     assert "--database" in on["spec"]["template"]["spec"]["containers"][0]["args"]
-    off = _by(all_objects(load_plan({"superlink": {"persistence": {"enabled": False}},
-                                     "supernodes": {"pools": [{"name": "p", "replicas": 1}]}}, "fed")),
+    off = get(core_objects({"superlink": {"persistence": {"enabled": False}},
+                            "supernodes": {"pools": [{"name": "p", "replicas": 1}]}}, "fed"),
               "StatefulSet", "fed-superlink")
     assert "volumeClaimTemplates" not in off["spec"]
     assert "--database" not in off["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_pods_are_restricted_by_default():
-    objects = all_objects(load_plan({"supernodes": {"pools": [{"name": "p", "replicas": 1}]}}, "fed"))
+    objects = core_objects({"supernodes": {"pools": [{"name": "p", "replicas": 1}]}}, "fed")
     templates = [o["spec"]["template"]["spec"] for o in objects if "template" in o.get("spec", {})]
     assert templates
     for spec in templates:
@@ -188,22 +175,20 @@ def test_options_reach_the_objects(flower):
                       "service": {"labels": {"expose": "yes"}, "annotations": {"lb": "internal"}}},
         "supernodes": {"pools": [{"name": "p", "replicas": 1, "extraArgs": ["--max-retries", "5"]}]},
     }
-    from federation.outputs import stack_outputs
-
-    plan = load_plan(raw, "dev")
-    objects = all_objects(plan)
+    plan = plan_of(raw, "dev")
+    objects = plan_objects(plan)
     assert all(o["metadata"]["labels"]["team"] == "ml" for o in objects)
     assert all("team" not in o["spec"]["selector"].get("matchLabels", o["spec"]["selector"])
                for o in objects if "selector" in o.get("spec", {}))
     assert all(o["metadata"].get("namespace", "ml") == "ml" for o in objects)
-    svc = _by(objects, "Service", "opt-superlink")
+    svc = get(objects, "Service", "opt-superlink")
     assert svc["metadata"]["labels"]["expose"] == "yes" and svc["metadata"]["annotations"] == {"lb": "internal"}
-    link = _by(objects, "StatefulSet", "opt-superlink")
-    node = _by(objects, "StatefulSet", "opt-supernode-p")
+    link = get(objects, "StatefulSet", "opt-superlink")
+    node = get(objects, "StatefulSet", "opt-supernode-p")
     link_args = flower[HTTP_ERA].parse("flower-superlink", container_argv(link["spec"]["template"]["spec"]["containers"][0], pod_for(link)))
     node_args = flower[HTTP_ERA].parse("flower-supernode", container_argv(node["spec"]["template"]["spec"]["containers"][0], pod_for(node)))
     assert link_args["log_rotation_backup_count"] == 3
     assert node_args["max_retries"] == 5
     assert node_args["superlink"] == "opt-superlink.ml.svc.corp.internal:8000"
-    conn = flower[HTTP_ERA].connection(stack_outputs(plan)["flwrConfig"])
+    conn = flower[HTTP_ERA].connection(stack_outputs_of(plan)["flwrConfig"])
     assert conn == {"name": "prod", "address": "127.0.0.1:8000", "insecure": False, "root_certificates": "/home/me/ca.pem"}

@@ -14,12 +14,11 @@ import pytest
 
 from components import program
 from components.offline import Run, run_program
-from tests.support.generated import without_generated
-from federation.plan import load_plan
-from federation.workloads import all_objects
 from tests.support.flower import GRPC_ERA, HTTP_ERA
+from tests.support.generated import without_generated
+from tests.support.paths import ROOT
+from tests.support.render import core_objects, plan_of
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY = "flower-federation:federation"
 
 
@@ -49,8 +48,8 @@ def test_program_registers_exactly_the_core_manifests(preview):
     run = run_program({KEY: raw}, "dev", preview=preview)
     manifests, secrets = without_generated(run.manifests())
     # Not vacuous: the mocks really saw the resources.
-    assert len(manifests) == len(all_objects(load_plan(raw, "dev"))) > 5
-    assert canonical(manifests) == canonical(all_objects(load_plan(raw, "dev")))
+    assert len(manifests) == len(core_objects(raw, "dev")) > 5
+    assert canonical(manifests) == canonical(core_objects(raw, "dev"))
     # TLS on by default: the shell adds the server and CA Secrets.
     assert sorted(s["metadata"]["name"] for s in secrets) == ["fed-ca", "fed-superlink-tls"]
     types = {r.type for r in run.registrations}
@@ -90,7 +89,7 @@ def test_resources_are_parented_by_their_component(preview):
 def test_outputs_and_flwr_connection_read_by_real_flower(version, flower):
     run = run_program({KEY: base(version=version)}, "dev")
     out = run.outputs
-    plan = load_plan(base(version=version), "dev")
+    plan = plan_of(base(version=version), "dev")
     assert out["superlink"]["fleetAddress"] == plan.fleet_address
     assert out["superlink"]["controlAddress"] == plan.control_address
     assert out["pools"] == {"a": {"kind": "StatefulSet", "replicas": 2}, "b": {"kind": "StatefulSet", "replicas": 1}}
@@ -147,29 +146,29 @@ def test_same_config_same_objects_across_runs():
 
 
 def test_editing_one_pool_changes_only_that_pools_resources():
-    before = by_identity(all_objects(load_plan(base(), "dev")))
+    before = by_identity(core_objects(base(), "dev"))
     edited = base()
     edited["supernodes"]["pools"][1]["replicas"] = 5
     edited["supernodes"]["pools"][1]["env"] = [{"name": "LOG_LEVEL", "value": "debug"}]
-    after = by_identity(all_objects(load_plan(edited, "dev")))
+    after = by_identity(core_objects(edited, "dev"))
     assert before.keys() == after.keys()
     changed = {k for k in before if before[k] != after[k]}
     assert changed == {("StatefulSet", "fed-supernode-b")}
 
 
 def test_adding_a_pool_adds_only_its_resources():
-    before = by_identity(all_objects(load_plan(base(), "dev")))
+    before = by_identity(core_objects(base(), "dev"))
     grown = base()
     grown["supernodes"]["pools"].append({"name": "c", "replicas": 1})
-    after = by_identity(all_objects(load_plan(grown, "dev")))
+    after = by_identity(core_objects(grown, "dev"))
     assert {k: v for k, v in after.items() if k in before} == before
     assert set(after) - set(before) == {(kind, "fed-supernode-c") for kind in (
         "Service", "StatefulSet", "ServiceAccount", "NetworkPolicy", "PodDisruptionBudget")}
 
 
 def test_two_federations_share_a_namespace_without_colliding():
-    one = all_objects(load_plan(base(name="team-a", createNamespace=False), "dev"))
-    two = all_objects(load_plan(base(name="team-b", createNamespace=False), "dev"))
+    one = core_objects(base(name="team-a", createNamespace=False), "dev")
+    two = core_objects(base(name="team-b", createNamespace=False), "dev")
     names_one = {(o["kind"], o["metadata"]["name"]) for o in one}
     names_two = {(o["kind"], o["metadata"]["name"]) for o in two}
     assert names_one and not names_one & names_two
@@ -185,7 +184,7 @@ def test_two_federations_share_a_namespace_without_colliding():
 
 def test_selectors_do_not_change_when_config_changes():
     def sel(raw):
-        return {o["metadata"]["name"]: o["spec"]["selector"] for o in all_objects(load_plan(raw, "dev"))
+        return {o["metadata"]["name"]: o["spec"]["selector"] for o in core_objects(raw, "dev")
                 if o["kind"] == "StatefulSet"}
 
     changed = base(version="1.41.0", labels={"team": "x"})

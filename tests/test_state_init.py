@@ -10,15 +10,14 @@ import subprocess
 
 import pytest
 
-from federation.plan import load_plan
-from federation.workloads import superlink
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
+from tests.support.render import plan_of, superlink_objects
 
 
 def _superlink_pod(version: str, persistence: bool = True) -> dict:
     raw = {"version": version, "superlink": {"persistence": {"enabled": persistence}},
            "supernodes": {"pools": [{"name": "a", "replicas": 1}]}}
-    sts = next(m for m in superlink(load_plan(raw, "dev")) if m["kind"] == "StatefulSet")
+    sts = next(m for m in superlink_objects(plan_of(raw, "dev")) if m["kind"] == "StatefulSet")
     return sts["spec"]["template"]["spec"]
 
 

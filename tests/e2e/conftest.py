@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e import harness  # imports neither scenarios nor stack (rewritten below)
+
 # Scenario functions run in lane threads, but their asserts should read like tests'.
 pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.stack")
-
-from tests.e2e import harness  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 _SKIP: list = []  # computed once: [reason or None]

@@ -3,7 +3,7 @@
 - Rendering is the project's own path: `components.offline.run_program` with
   `RealTlsProvider` (real CA, server certificate and node keys, made by the program's own
   pulumi-tls resources), then `manifests(show_secrets=True)` and the stack outputs.
-- Every workload's pods run on a `harness.Cluster` (see harness.py).
+- Every workload's pods run on a `harness.Cluster` (see harness/).
 - The CLI runs as a user would, in its own network namespace `cli` in the federation's
   namespace (same cluster DNS), with `FLWR_HOME/config.toml` = the exported `flwrConfig`
   verbatim and the exported `caCertificate` mounted at the `root-certificates` path that
@@ -36,7 +36,7 @@ from typing import Any, Callable, Optional
 
 from components.offline import run_program
 from tests.e2e.harness import Cluster, NotReady, Pod
-from tests.support.flower import GRPC_ERA, HTTP_ERA, ROOT
+from tests.support.flower import GRPC_ERA, HTTP_ERA, venv
 from tests.support.tls_provider import RealTlsProvider
 
 VERSIONS = (GRPC_ERA, HTTP_ERA)
@@ -46,10 +46,6 @@ NAMESPACE = "flower-e2e"
 CLI_TIMEOUT = 60
 RUN_TIMEOUT = 90
 APP_PROGRAMS = ("flwr-serverapp", "flwr-clientapp")
-
-
-def venv(version: str) -> Path:
-    return ROOT / f".venv-flwr-{version}"
 
 
 def config(version: str, *, isolation: str = "subprocess", pools: Optional[list[tuple[str, int]]] = None) -> dict:

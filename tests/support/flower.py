@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 WORKER = Path(__file__).with_name("flower_worker.py")
 # One real Flower per dialect (see requirements-flwr.txt).
 GRPC_ERA = "1.26.1"
@@ -22,11 +22,19 @@ PROGRAMS = {
     "superexec-serverapp": "flower-superexec",
     "superexec-clientapp": "flower-superexec",
 }
-WORKLOADS = ("StatefulSet", "Deployment", "DaemonSet")
+
+
+def venv(version: str) -> Path:
+    """The venv holding real Flower `version` (made by `make test`)."""
+    return ROOT / f".venv-flwr-{version}"
+
+
+def venv_bin(version: str) -> Path:
+    return venv(version) / "bin"
 
 
 def venv_python(version: str) -> Path:
-    return ROOT / f".venv-flwr-{version}" / "bin" / "python"
+    return venv_bin(version) / "python"
 
 
 class FlowerError(Exception):

@@ -8,7 +8,9 @@ otherwise, any other `$` is kept.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
+
+from tests.support.manifests import WORKLOAD_KINDS
 
 
 def expand(text: str, env: Mapping[str, str]) -> str:
@@ -145,6 +147,31 @@ def pod_for(workload: Mapping[str, Any], index: int = 0, node: str = "node-a") -
     else:
         pod_name = f"{name}-x7k2p"
     return {"name": pod_name, "nodeName": node, "labels": labels}
+
+
+def pods_of(workload: Mapping[str, Any], daemonset_nodes: Sequence[str] = ("node-a", "node-b")) -> list[dict[str, Any]]:
+    """The pods a workload's controller makes: every StatefulSet replica, a Deployment's
+    pod, a DaemonSet's pod on each of `daemonset_nodes`."""
+    if workload["kind"] == "StatefulSet":
+        return [pod_for(workload, i) for i in range(workload["spec"]["replicas"])]
+    if workload["kind"] == "DaemonSet":
+        return [pod_for(workload, node=n) for n in daemonset_nodes]
+    return [pod_for(workload)]
+
+
+def started_containers(
+    objects: Iterable[Mapping[str, Any]],
+    daemonset_nodes: Callable[[Mapping[str, Any]], Sequence[str]] = lambda workload: ("node-a", "node-b"),
+) -> Iterator[tuple[Mapping[str, Any], dict[str, Any], dict[str, Any], list[str]]]:
+    """(workload, pod, container, argv) for every container of every pod we start
+    (`pods_of` each workload, a DaemonSet on the nodes `daemonset_nodes(workload)` names)."""
+    for obj in objects:
+        if obj["kind"] not in WORKLOAD_KINDS:
+            continue
+        nodes = daemonset_nodes(obj) if obj["kind"] == "DaemonSet" else ()
+        for pod in pods_of(obj, nodes):
+            for c in obj["spec"]["template"]["spec"]["containers"]:
+                yield obj, pod, c, container_argv(c, pod)
 
 
 def mounted_files(pod_spec: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, tuple[str, Optional[str]]]:

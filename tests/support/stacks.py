@@ -6,10 +6,16 @@ DaemonSets with supplied keys, NetworkPolicy knobs, and the insecure opt-out."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Callable, Optional
 
-GRPC_ERA = "1.26.1"
-HTTP_ERA = "1.41.0"
+import yaml
+
+from tests.support.flower import GRPC_ERA, HTTP_ERA
+from tests.support.paths import ROOT
+from tests.support.tls_provider import new_openssh_key
+
+__all__ = ["GRPC_ERA", "HTTP_ERA", "EXECUTOR_GRPC", "base", "security_stacks", "daemonset_node_keys",
+           "dev_settings", "dev_config", "program_config"]
 # 1.32 is the first version with the Kubernetes executor (gRPC era).
 EXECUTOR_GRPC = "1.32.1"
 
@@ -77,7 +83,27 @@ def security_stacks() -> dict[str, dict[str, Any]]:
     return stacks
 
 
-def daemonset_node_keys(key_factory) -> dict[str, dict[str, str]]:
+def daemonset_node_keys(key_factory: Callable[[], str]) -> dict[str, dict[str, str]]:
     """`nodeAuthKeys` for the DaemonSet stack: one key per node name and pool.
     `key_factory()` returns a fresh OpenSSH ECDSA P-384 private key."""
     return {"alpha": {"node-a": key_factory(), "node-b": key_factory()}, "beta": {"node-a": key_factory()}}
+
+
+def program_config(stack_id: str, keys: Optional[dict[str, dict[str, str]]] = None) -> dict[str, Any]:
+    """`run_program` config of a security stack: its `federation` value, plus supplied
+    `nodeAuthKeys` where the stack needs them (`keys`, else fresh ones per node)."""
+    raw = security_stacks()[stack_id]
+    config: dict[str, Any] = {"federation": raw}
+    if raw.get("nodeAuth", {}).get("keySource") == "config":
+        config["nodeAuthKeys"] = keys if keys is not None else daemonset_node_keys(new_openssh_key)
+    return config
+
+
+def dev_settings() -> dict[str, Any]:
+    """The `config` of Pulumi.dev.yaml (every key of the dev stack)."""
+    return yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+
+
+def dev_config() -> dict[str, Any]:
+    """The dev stack's `federation` config value."""
+    return dev_settings()["flower-federation:federation"]

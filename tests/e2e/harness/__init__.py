@@ -1,0 +1,84 @@
+"""A small kubelet, kube-proxy and cluster DNS on one Linux host, for end-to-end tests:
+it runs the pods of rendered manifests as real processes, with real Flower.
+
+What it does, as Kubernetes would:
+
+- **Objects.** `Cluster.apply(manifests)` keeps Secrets, ConfigMaps, Services and
+  workloads (StatefulSet, Deployment, DaemonSet) like an API server would.
+  `create_pods()` makes the pods a controller would: StatefulSet pod `<sts>-<k>` with
+  the labels `apps.kubernetes.io/pod-index` and `statefulset.kubernetes.io/pod-name`,
+  hostname `<sts>-<k>` and subdomain `serviceName`; one Deployment pod per replica; one
+  DaemonSet pod per emulated node (`node-a`, `node-b`) its required node affinity /
+  nodeSelector on `metadata.name` / `kubernetes.io/hostname` admits.
+- **Network.** A network namespace `<id>-node` stands for the node: it holds a bridge
+  with the first address of a random 10.x.y.0/24 that no host route or address uses, and
+  is where probes come from. Each pod gets a network namespace `<id>-<pod>` with `lo`
+  and `eth0` (a veth whose peer is on the bridge) and its own address; all of a pod's
+  containers share it. Nothing is created in the host's network namespace and no host
+  address is used.
+- **DNS.** Per pod, `/etc/netns/<netns>/hosts` (bind-mounted over /etc/hosts by
+  `ip netns exec`) maps what cluster DNS would answer: a ClusterIP Service's names
+  (`svc`, in its own namespace only; `svc.ns`, `svc.ns.svc`, `svc.ns.svc.<domain>`) to
+  its single backing pod (the Service's virtual IP; a Service port must equal its
+  target port, since no port translation is emulated); a headless Service's names to
+  every pod it selects, and `<hostname>.<svc>...` for StatefulSet pods; plus the pod's
+  own hostname, as the kubelet writes it. `resolv.conf` points at a closed local port, so
+  other names fail at once (there is no network beyond the bridge).
+- **Volumes.** Secrets and ConfigMaps (with `items`, `defaultMode`/`mode`, then the
+  kubelet's fsGroup ownership: group fsGroup, `| 0440`, read-only mount), emptyDirs (mode
+  2777, group fsGroup, fresh for every pod, subPath directories created like the
+  kubelet), PVCs of volumeClaimTemplates and persistentVolumeClaim volumes (directories
+  `<claim>-<pod>` that outlive pods, group fsGroup, 2775). Each container's mounts
+  appear at their mountPaths in a private mount namespace (see podinit.py); mountpoints
+  missing on the host (e.g. /etc/flower/ca, /app/.flwr, /var/lib/flower) are created and
+  removed again at the end, exactly those.
+- **Init containers** run one after the other before the pod's containers, each until
+  it exits 0 (restarted with the back-off below otherwise).
+- **Containers.** The entrypoint of the image (`flwr/superlink:<v>` ->
+  `flower-superlink` of the Flower venv of version `<v>`: the image tag must be that
+  version), or `command`; `args` with the kubelet's `$(VAR)` expansion; env from values,
+  the downward API (`metadata.name`, `metadata.namespace`, `spec.nodeName`,
+  `metadata.labels[...]`, `status.podIP`, ...), Secret/ConfigMap keys and `envFrom`;
+  image env `HOME=/app`, `PATH` (venv first), `HOSTNAME`; working dir `/app` (the
+  images' WORKDIR) unless `workingDir`; runAsUser/runAsGroup/fsGroup/
+  supplementalGroups, runAsNonRoot enforced, allowPrivilegeEscalation=false
+  (no_new_privs), capabilities drop ALL (empty bounding set), readOnlyRootFilesystem
+  (`/` remounted read-only). Each container is PID 1 of its own PID namespace, so when
+  it dies everything it started dies with it, as in a container.
+- **Restarts.** restartPolicy Always: a container that exits is started again after a
+  back-off of 1 s, doubling, capped at 8 s (the kubelet: 10 s ... 5 min), reset once it
+  ran twice the cap. Logs of every container incarnation go to one file per container.
+- **Probes.** From the node namespace to the pod IP (prober.py): gRPC health (SERVING),
+  HTTP(S) GET (200-399, certificate not verified), with initialDelaySeconds,
+  timeoutSeconds, failureThreshold, successThreshold. Liveness every periodSeconds;
+  `failureThreshold` failures in a row kill the container (it restarts). Readiness
+  every periodSeconds once ready; while not ready, every min(periodSeconds, 1 s): the
+  kubelet probes again at once on pod status updates, and this keeps tests fast. A pod
+  is Ready when every container is running and its readiness probe (if any) passes.
+- **Cleanup.** Every process runs in one of our network namespaces; `close()` kills
+  them (PID namespaces first, then whatever `ip netns pids` still finds), deletes the
+  namespaces (their veths and the bridge go with them), the /etc/netns entries, the
+  work directory and the mountpoints it created. `close()` runs from `try/finally` in the
+  fixtures, at interpreter exit and on SIGTERM/SIGHUP; every wait is bounded.
+
+What it does not emulate: scheduling, resource requests/limits, seccomp, NetworkPolicies
+(all pods can reach each other), Service virtual IPs and port translation (a ClusterIP
+name resolves to its backing pod's address, which stays the same when that pod is
+recreated, as a virtual IP would), readiness-gated endpoints, startup probes, exec
+probes, sidecar (restartPolicy Always) init containers, Secret updates after a pod started, image pulls, PodDisruptionBudgets,
+ServiceAccounts and RBAC.
+
+Modules: host.py (can it run here, tools, signals), network.py (namespaces, bridge,
+subnet), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's
+paths), containers.py (supervision, restarts, probes), pods.py (controllers' pods, the
+container launch), cluster.py (objects, pods, DNS, clients, cleanup).
+"""
+
+from tests.e2e.harness.cluster import CREATED, Cluster, close_all, install_cleanup_handlers, leftovers
+from tests.e2e.harness.containers import Container
+from tests.e2e.harness.host import HarnessError, NotReady, skip_reason
+from tests.e2e.harness.pods import Pod
+from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS
+
+__all__ = ["CREATED", "EXPOSED", "MOUNTPOINTS", "Cluster", "Container", "HarnessError", "NotReady", "Pod",
+           "close_all", "install_cleanup_handlers", "leftovers", "skip_reason"]

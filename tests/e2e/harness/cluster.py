@@ -1,0 +1,355 @@
+"""The cluster: one emulated node running one Flower version's images (one venv). It
+keeps objects like an API server, makes pods like the controllers, writes cluster DNS,
+runs clients (the flwr CLI) in namespaces of their own, and cleans up everything it made,
+also at interpreter exit and on SIGTERM/SIGHUP."""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from tests.e2e.harness import dns
+from tests.e2e.harness.containers import Prober
+from tests.e2e.harness.host import ID_PREFIX, NotReady, children, kill, ns_exec, run_cmd
+from tests.e2e.harness.network import NETNS_INODES, add_netns, attach_to_bridge, netns_pids, our_netns, pick_subnet
+from tests.e2e.harness.pods import Pod, pods_for
+from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
+from tests.support.manifests import WORKLOAD_KINDS, object_data
+
+# Every cluster id and work directory this process made, for the leftover check.
+CREATED: list[tuple[str, Path]] = []
+
+
+_LIVE: set["Cluster"] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def close_all() -> None:
+    with _LIVE_LOCK:
+        clusters = list(_LIVE)
+    for c in clusters:
+        c.close()
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    close_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+_HANDLERS_INSTALLED = False
+
+
+def install_cleanup_handlers() -> None:
+    """Close every cluster at exit and on SIGTERM/SIGHUP (call from the main thread)."""
+    _install_handlers()
+
+
+def leftovers() -> list[str]:
+    """Anything of any cluster this process made that still exists."""
+    out = []
+    for cid, workdir in CREATED:
+        out += [f"netns {ns}" for ns in our_netns(cid)]
+        etc = Path("/etc/netns")
+        if etc.exists():
+            out += [f"{d}" for d in etc.iterdir() if d.name.startswith(cid)]
+        if workdir.exists():
+            out.append(f"work dir {workdir}")
+    out += [f"mountpoint {p}" for p in MOUNTPOINTS.leftovers()]
+    if NETNS_INODES:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.readlink(f"/proc/{entry}/ns/net") in NETNS_INODES:
+                        out.append(f"process {entry} in one of our network namespaces")
+                except OSError:
+                    pass
+    return out
+
+
+def _install_handlers() -> None:
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED:
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(close_all)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _on_signal)
+    # SIGINT raises KeyboardInterrupt: the fixtures' finally blocks close the clusters.
+
+
+class Cluster:
+    """One emulated node running one Flower version's images (one venv)."""
+
+    def __init__(self, version: str, venv: Path, label: str = "e2e"):
+        _install_handlers()
+        self.version = version
+        self.venv = venv
+        self.label = label
+        self.exposures = image_exposures(venv)
+        # What the image provides at fixed paths: the venv and its base interpreter.
+        self.image_paths = [str(venv), os.path.realpath(venv / "bin" / "python").rsplit("/bin/", 1)[0]]
+        EXPOSED.update(e["mask"] for e in self.exposures)
+        self.id = f"{ID_PREFIX}{secrets.token_hex(2)}"
+        self.netns: list[str] = []
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.pods: dict[str, Pod] = {}
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._ips = 10
+        self._veths = 0
+        self.clients: list[tuple[str, str]] = []  # (netns, Kubernetes namespace)
+        self.hosts_dirs: list[Path] = []
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        MOUNTPOINTS.acquire()
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.id}-{label}-"))
+        CREATED.append((self.id, self.workdir))
+        self.logdir = self.workdir / "logs"
+        self.logdir.mkdir()
+        self.pvcdir = self.workdir / "pvc"
+        self.pvcdir.mkdir()
+        try:
+            self.subnet = pick_subnet()
+            hosts = list(self.subnet.hosts())
+            self.bridge_ip = str(hosts[0])
+            self.node_ns = f"{self.id}-node"
+            self.bridge = f"{self.id}br"
+            add_netns(self.node_ns)
+            self.netns.append(self.node_ns)
+            run_cmd(["ip", "-n", self.node_ns, "link", "set", "lo", "up"])
+            run_cmd(["ip", "-n", self.node_ns, "link", "add", self.bridge, "type", "bridge"])
+            run_cmd(["ip", "-n", self.node_ns, "addr", "add", f"{self.bridge_ip}/{self.subnet.prefixlen}", "dev",
+                     self.bridge])
+            run_cmd(["ip", "-n", self.node_ns, "link", "set", self.bridge, "up"])
+            self.prober = Prober(self.node_ns, venv / "bin" / "python", self.logdir / "prober.log")
+        except BaseException:
+            self.close()
+            raise
+
+    # -- bookkeeping
+    def allocate_ip(self) -> str:
+        ip = str(self.subnet.network_address + self._ips)
+        self._ips += 1
+        return ip
+
+    def next_veth(self) -> str:
+        self._veths += 1
+        return f"{self.id}v{self._veths}"
+
+    def pvc_dir(self, claim: str) -> Path:
+        d = self.pvcdir / claim
+        d.mkdir(exist_ok=True)
+        return d
+
+    def add_bridged_netns(self, netns: str) -> str:
+        """A network namespace of ours on the node's bridge (for a pod or a client),
+        with an address of its own, which it returns."""
+        ip = self.allocate_ip()
+        veth = self.next_veth()
+        add_netns(netns)
+        self.netns.append(netns)
+        attach_to_bridge(netns, self.node_ns, self.bridge, veth, ip, self.subnet.prefixlen)
+        return ip
+
+    # -- the API server part
+    def apply(self, manifests: Iterable[dict[str, Any]]) -> None:
+        for m in manifests:
+            self.objects[(m["kind"], m["metadata"]["name"])] = copy.deepcopy(m)
+
+    def data(self, kind: str, name: str) -> Optional[dict[str, str]]:
+        """A Secret's / ConfigMap's data as text."""
+        obj = self.objects.get((kind, name))
+        return None if obj is None else object_data(obj)
+
+    def workloads(self) -> list[dict[str, Any]]:
+        return [o for o in self.objects.values() if o["kind"] in WORKLOAD_KINDS]
+
+    # -- the controllers' part
+    def create_pods(self) -> list[Pod]:
+        """Pods of every workload (not started), their sandboxes and DNS."""
+        made = []
+        for w in self.workloads():
+            for pod in pods_for(self, w):
+                self.pods[pod.name] = pod
+                pod.create_sandbox()
+                made.append(pod)
+        self.write_dns()
+        return made
+
+    # -- cluster DNS
+    def hosts_for(self, namespace: str, own: Optional[Pod] = None) -> str:
+        """/etc/hosts for a pod (or client) in `namespace`."""
+        return dns.hosts_file(self.objects, self.pods.values(), namespace, own)
+
+    def write_dns(self) -> None:
+        """(Re)write every pod's and client's hosts file in place (ip netns exec bind-
+        mounts the file, so running processes see the new content)."""
+        targets = [(p.netns, p.namespace, p) for p in self.pods.values()]
+        targets += [(netns, ns, None) for netns, ns in self.clients]
+        for netns, ns, pod in targets:
+            dns.write_netns_files(netns, ns, self.hosts_for(ns, pod), self.hosts_dirs)
+
+    # -- running pods
+    def start_pods(self, pods: Optional[Iterable[Pod]] = None) -> None:
+        for p in list(pods if pods is not None else self.pods.values()):
+            p.prepare_volumes()
+            p.start()
+
+    def delete_pod(self, pod: Pod) -> None:
+        """The pod goes: its containers are killed, its emptyDirs and Secret volumes
+        deleted. Its sandbox (address) stays for the replacement; PVCs stay."""
+        pod.stop()
+        pod.remove_volumes()
+
+    def recreate_pod(self, pod: Pod) -> Pod:
+        """What the StatefulSet controller does after `delete_pod`: the same pod name,
+        a fresh pod on the same claims."""
+        self.delete_pod(pod)
+        pod.prepare_volumes()
+        pod.start()
+        return pod
+
+    def pod(self, name: str) -> Pod:
+        return self.pods[name]
+
+    def wait_pods_ready(self, pods: Iterable[Pod], timeout: float) -> None:
+        pods = list(pods)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(p.is_ready() for p in pods):
+                return
+            time.sleep(0.2)
+        raise NotReady(f"pods not ready within {timeout:.0f}s:\n" + "\n".join(p.describe() for p in pods)
+                       + "\n" + self.logs([p for p in pods if not p.is_ready()]))
+
+    def logs(self, pods: Optional[Iterable[Pod]] = None, tail: int = 40) -> str:
+        out = []
+        for p in (pods if pods is not None else self.pods.values()):
+            for c in [*p.init_containers, *p.containers]:
+                out.append(f"----- {p.name}/{c.name} (restarts {c.restarts}) -----\n{c.log(tail)}")
+        return "\n".join(out)
+
+    # -- what runs where
+    def processes(self) -> list[tuple[str, str, int, list[str]]]:
+        """(pod, container, host pid, argv) of every process in a container: the
+        container's PID namespace tells which container a process belongs to."""
+        owners: dict[str, tuple[str, str]] = {}
+        for p in self.pods.values():
+            for c in [*p.init_containers, *p.containers]:
+                pid1 = c.pid1
+                if pid1:
+                    try:
+                        owners[os.readlink(f"/proc/{pid1}/ns/pid")] = (p.name, c.name)
+                    except OSError:
+                        pass
+        out = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                owner = owners.get(os.readlink(f"/proc/{entry}/ns/pid"))
+                if owner is None:
+                    continue
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+            except OSError:
+                continue
+            out.append((owner[0], owner[1], int(entry), argv))
+        return out
+
+    def sample_programs(self, names: Iterable[str], stop: threading.Event, seen: set, every: float = 0.2) -> None:
+        """Until `stop`: add (pod, container, program) to `seen` for every running process
+        whose argv names one of `names` (a program or a Python script of that name)."""
+        names = set(names)
+        while not stop.is_set():
+            for pod, container, _, argv in self.processes():
+                for arg in argv[:2]:
+                    if os.path.basename(arg) in names:
+                        seen.add((pod, container, os.path.basename(arg)))
+                        break
+            stop.wait(every)
+
+    # -- a client namespace (e.g. where the flwr CLI runs)
+    def add_client(self, name: str, namespace: str) -> str:
+        netns = f"{self.id}-{name}"
+        self.add_bridged_netns(netns)
+        self.clients.append((netns, namespace))
+        self.write_dns()
+        return netns
+
+    def exec_in(self, netns: str, argv: list[str], *, env: dict[str, str], mounts: list[dict[str, Any]],
+                cwd: str, timeout: float, name: str = "exec") -> subprocess.CompletedProcess:
+        """Run `argv` as root in `netns` with `mounts`, bounded by `timeout` (then
+        everything it started is killed)."""
+        for m in mounts:
+            MOUNTPOINTS.ensure(m["target"], is_file=Path(m["source"]).is_file())
+        spec_file = self.workdir / f"{name}-{secrets.token_hex(3)}.json"
+        spec_file.write_text(json.dumps({"mounts": mounts, "hostname": name, "readOnlyRoot": False, "user": None,
+                                         "setpriv": None, "env": env, "argv": argv, "cwd": cwd}))
+        proc = subprocess.Popen(ns_exec(netns, spec_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for kid in children(proc.pid):
+                kill(kid)
+            kill(proc.pid)
+            out, err = proc.communicate(timeout=10)
+            raise NotReady(f"{' '.join(argv)} did not finish within {timeout:.0f}s\n{out}\n{err}")
+        finally:
+            spec_file.unlink(missing_ok=True)
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+    # -- the end
+    def close(self) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            for p in self.pods.values():
+                p._stopping.set()
+                for c in [*p.init_containers, *p.containers]:
+                    c._stop.set()
+                    c.kill()
+            if getattr(self, "prober", None) is not None:
+                self.prober.close()
+            for p in self.pods.values():
+                for c in [*p.init_containers, *p.containers]:
+                    c.stop()
+            for ns in self.netns:
+                for _ in range(20):
+                    pids = netns_pids(ns)
+                    if not pids:
+                        break
+                    for pid in pids:
+                        kill(pid)
+                    time.sleep(0.1)
+            for ns in reversed(self.netns):
+                run_cmd(["ip", "netns", "del", ns], check=False)
+            dns.remove_netns_files(self.hosts_dirs)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        finally:
+            MOUNTPOINTS.release()
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+
+    def leftovers(self) -> list[str]:
+        """What of this cluster still exists (should be nothing after close())."""
+        out = [f"netns {ns}" for ns in our_netns(self.id)]
+        out += [f"dir {d}" for d in self.hosts_dirs if d.exists()]
+        if self.workdir.exists():
+            out.append(f"dir {self.workdir}")
+        return out

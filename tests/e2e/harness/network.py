@@ -1,0 +1,74 @@
+"""Network namespaces: the node's (with the bridge) and one per pod or client, each
+attached to the bridge by a veth, on a random 10.x.y.0/24 that no host route or address
+uses. Nothing is created in the host's network namespace."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import random
+import threading
+
+from tests.e2e.harness.host import ID_PREFIX, HarnessError, run_cmd
+
+# "net:[inode]" of every network namespace we made: no process may be left in one.
+NETNS_INODES: set[str] = set()
+
+
+def add_netns(name: str) -> None:
+    run_cmd(["ip", "netns", "add", name])
+    try:
+        NETNS_INODES.add(f"net:[{os.stat(f'/run/netns/{name}').st_ino}]")
+    except OSError:
+        pass
+
+
+def netns_pids(netns: str) -> list[int]:
+    res = run_cmd(["ip", "netns", "pids", netns], check=False)
+    return [int(p) for p in res.stdout.split()] if res.returncode == 0 else []
+
+
+def our_netns(prefix: str = ID_PREFIX) -> list[str]:
+    res = run_cmd(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in res.stdout.splitlines() if line.split() and line.split()[0].startswith(prefix)]
+
+
+def attach_to_bridge(netns: str, node_ns: str, bridge: str, veth: str, ip: str, prefixlen: int) -> None:
+    """Give network namespace `netns` `lo` and `eth0` at `ip`: a veth whose peer `veth`
+    is on the node namespace's bridge."""
+    run_cmd(["ip", "-n", node_ns, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns])
+    run_cmd(["ip", "-n", node_ns, "link", "set", veth, "master", bridge, "up"])
+    run_cmd(["ip", "-n", netns, "addr", "add", f"{ip}/{prefixlen}", "dev", "eth0"])
+    run_cmd(["ip", "-n", netns, "link", "set", "eth0", "up"])
+    run_cmd(["ip", "-n", netns, "link", "set", "lo", "up"])
+
+
+def _host_networks() -> list[ipaddress.IPv4Network]:
+    nets = []
+    for argv in (["ip", "-4", "route", "show", "table", "all"], ["ip", "-4", "addr", "show"]):
+        for token in run_cmd(argv, check=False).stdout.split():
+            try:
+                if "/" in token or token.count(".") == 3:
+                    nets.append(ipaddress.ip_network(token, strict=False))
+            except ValueError:
+                pass
+    return nets
+
+
+_USED_SUBNETS: set[ipaddress.IPv4Network] = set()
+_SUBNET_LOCK = threading.Lock()
+
+
+def pick_subnet() -> ipaddress.IPv4Network:
+    with _SUBNET_LOCK:
+        return _pick_subnet_locked()
+
+
+def _pick_subnet_locked() -> ipaddress.IPv4Network:
+    host = _host_networks()
+    for _ in range(200):
+        net = ipaddress.ip_network(f"10.{random.randint(64, 250)}.{random.randint(0, 255)}.0/24")
+        if net not in _USED_SUBNETS and not any(net.overlaps(h) for h in host if h.prefixlen > 0):
+            _USED_SUBNETS.add(net)
+            return net
+    raise HarnessError("no free 10.x.y.0/24 found")

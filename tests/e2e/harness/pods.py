@@ -1,0 +1,214 @@
+"""Pods, as the controllers and the kubelet make them: the pods of a workload
+(StatefulSet ordinals with their labels, hostname and subdomain; Deployment replicas;
+DaemonSet pods on the emulated nodes its node affinity admits), each with its network
+namespace (kept across recreations), its volumes (fresh per pod) and its containers,
+init containers first; and the command that starts each container through podinit.py."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import secrets
+import shutil
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from tests.e2e.harness.containers import Container
+from tests.e2e.harness.host import HarnessError, ns_exec
+from tests.e2e.harness.volumes import MOUNTPOINTS, container_mounts, make_volumes
+from tests.support.kube import container_command, container_env
+
+if TYPE_CHECKING:
+    from tests.e2e.harness.cluster import Cluster
+
+NODES = ("node-a", "node-b")
+# Flower images: ENTRYPOINT is the program (../shared/flower-cli.md), HOME/WORKDIR /app.
+IMAGE_ENTRYPOINTS = {
+    "flwr/superlink": "flower-superlink",
+    "flwr/supernode": "flower-supernode",
+    "flwr/superexec": "flower-superexec",
+    "flwr/serverapp": "flwr-serverapp",
+    "flwr/clientapp": "flwr-clientapp",
+}
+IMAGE_HOME = "/app"
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class Pod:
+    def __init__(self, cluster: "Cluster", owner: dict[str, Any], name: str, labels: dict[str, str],
+                 node: str, ordinal: Optional[int], hostname: Optional[str], subdomain: Optional[str]):
+        self.cluster = cluster
+        self.owner = owner
+        self.kind = owner["kind"]
+        self.workload = owner["metadata"]["name"]
+        self.namespace = owner["metadata"].get("namespace", "default")
+        self.name = name
+        self.labels = labels
+        self.node = node
+        self.ordinal = ordinal
+        self.hostname = hostname
+        self.subdomain = subdomain
+        self.template = copy.deepcopy(owner["spec"]["template"])
+        self.spec = self.template["spec"]
+        self.uid = ""
+        self.netns = f"{cluster.id}-{name}"
+        self.ip = ""
+        self.volume_dirs: dict[str, Path] = {}
+        self.read_only_volumes: set[str] = set()
+        self.containers: list[Container] = []
+        self.init_containers: list[Container] = []
+        self._stopping = threading.Event()
+        self.dir: Optional[Path] = None
+
+    # -- identity, as the downward API sees it
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "namespace": self.namespace, "nodeName": self.node, "labels": self.labels,
+                "annotations": self.template["metadata"].get("annotations", {}), "podIP": self.ip,
+                "hostIP": self.cluster.bridge_ip, "serviceAccountName": self.spec.get("serviceAccountName", "default"),
+                "uid": self.uid}
+
+    # -- sandbox (network namespace), kept across recreations
+    def create_sandbox(self) -> None:
+        self.ip = self.cluster.add_bridged_netns(self.netns)
+
+    # -- volumes, fresh for every pod (PVCs excepted)
+    def prepare_volumes(self) -> None:
+        self.uid = secrets.token_hex(4)
+        self.dir = self.cluster.workdir / "pods" / f"{self.name}-{self.uid}"
+        self.dir.mkdir(parents=True)
+        self.volume_dirs, self.read_only_volumes = {}, set()
+        make_volumes(self.name, self.owner, self.spec, self.dir / "volumes", self.cluster.data, self.cluster.pvc_dir,
+                     self.volume_dirs, self.read_only_volumes)
+
+    def remove_volumes(self) -> None:
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    # -- containers
+    def container_launch(self, c: Container) -> tuple[list[str], Path]:
+        """The command that runs container `c`, and its podinit spec file."""
+        spec = c.spec
+        image = spec["image"]
+        repo, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
+        version = self.cluster.version
+        if repo not in IMAGE_ENTRYPOINTS:
+            raise HarnessError(f"{self.name}/{c.name}: image {image} is not a Flower image this harness has")
+        if tag.split("-")[0] != version:
+            raise HarnessError(f"{self.name}/{c.name}: image {image}, but the harness runs Flower {version}")
+        venv_bin = self.cluster.venv / "bin"
+        entry = [str(venv_bin / IMAGE_ENTRYPOINTS[repo])]
+        lookup = self.cluster.data
+        argv = container_command(spec, self.identity(), entry, lookup)
+        env = {"PATH": f"{venv_bin}:{BASE_PATH}", "HOSTNAME": self.name, "HOME": IMAGE_HOME, "LANG": "C.UTF-8"}
+        env.update(container_env(spec, self.identity(), lookup))
+        pod_sc = self.spec.get("securityContext", {})
+        sc = {**pod_sc, **spec.get("securityContext", {})}
+        uid, gid = sc.get("runAsUser", 0), sc.get("runAsGroup", 0)
+        if sc.get("runAsNonRoot") and uid == 0:
+            raise HarnessError(f"{self.name}/{c.name}: runAsNonRoot, but it would run as root")
+        groups = [g for g in [pod_sc.get("fsGroup"), *pod_sc.get("supplementalGroups", [])] if g is not None]
+        caps = sc.get("capabilities", {})
+        if caps.get("add"):
+            raise HarnessError(f"{self.name}/{c.name}: added capabilities are not emulated")
+        user = {"uid": uid, "gid": gid, "groups": groups,
+                "noNewPrivs": sc.get("allowPrivilegeEscalation") is False,
+                "dropAllCaps": "ALL" in caps.get("drop", [])}
+        mounts = container_mounts(f"{self.name}/{c.name}", spec, self.volume_dirs, self.read_only_volumes)
+        launch = {"mounts": mounts, "expose": self.cluster.exposures, "image": self.cluster.image_paths,
+                  "hostname": self.name, "readOnlyRoot": bool(sc.get("readOnlyRootFilesystem")),
+                  "user": user, "setpriv": shutil.which("setpriv"), "env": env, "argv": argv,
+                  "cwd": spec.get("workingDir", IMAGE_HOME)}
+        MOUNTPOINTS.ensure(launch["cwd"])
+        spec_file = self.dir / f"{c.name}.json"
+        spec_file.write_text(json.dumps(launch, indent=1))
+        return ns_exec(self.netns, spec_file), spec_file
+
+    def start(self) -> None:
+        """Init containers one after the other, each until it exits 0 (restarted with
+        back-off otherwise), then every container at once."""
+        self.init_containers = [Container(self, c, init=True) for c in self.spec.get("initContainers", [])]
+        self.containers = [Container(self, c) for c in self.spec["containers"]]
+        self._stopping = threading.Event()
+        if not self.init_containers:
+            for c in self.containers:
+                c.start()
+            return
+        threading.Thread(target=self._run_init, name=f"{self.name}/init", daemon=True).start()
+
+    def _run_init(self) -> None:
+        for c in self.init_containers:
+            c.start()
+            while not c.succeeded.wait(0.2):
+                if self._stopping.is_set():
+                    return
+        if not self._stopping.is_set():
+            for c in self.containers:
+                c.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        every = [*self.init_containers, *self.containers]
+        for c in every:
+            c._stop.set()
+            c.kill()
+        for c in every:
+            c.stop()
+
+    def container(self, name: str) -> Container:
+        return next(c for c in self.containers if c.name == name)
+
+    def is_ready(self) -> bool:
+        return bool(self.containers) and all(c.is_ready() for c in self.containers)
+
+    def describe(self) -> str:
+        return "\n".join(c.describe() for c in [*self.init_containers, *self.containers])
+
+
+def pods_for(cluster: "Cluster", w: dict[str, Any]) -> list[Pod]:
+    """The pods a workload's controller makes (not started)."""
+    name = w["metadata"]["name"]
+    labels = dict(w["spec"]["template"]["metadata"].get("labels", {}))
+    revision = hashlib.sha256(json.dumps(w["spec"]["template"], sort_keys=True).encode()).hexdigest()[:10]
+    if w["kind"] == "StatefulSet":
+        out = []
+        for k in range(w["spec"].get("replicas", 1)):
+            pod_name = f"{name}-{k}"
+            pl = {**labels, "apps.kubernetes.io/pod-index": str(k), "statefulset.kubernetes.io/pod-name": pod_name,
+                  "controller-revision-hash": f"{name}-{revision}"}
+            out.append(Pod(cluster, w, pod_name, pl, NODES[k % len(NODES)], k, pod_name, w["spec"].get("serviceName")))
+        return out
+    if w["kind"] == "Deployment":
+        return [Pod(cluster, w, f"{name}-{revision}-{secrets.token_hex(3)[:5]}", {**labels, "pod-template-hash": revision},
+                    NODES[k % len(NODES)], None, None, None) for k in range(w["spec"].get("replicas", 1))]
+    return [Pod(cluster, w, f"{name}-{secrets.token_hex(3)[:5]}", dict(labels), node, None, None, None)
+            for node in NODES if _schedulable(w["spec"]["template"]["spec"], node)]
+
+
+def _schedulable(pod_spec: dict[str, Any], node: str) -> bool:
+    """Required node affinity (metadata.name / kubernetes.io/hostname In) and nodeSelector
+    on kubernetes.io/hostname, for the emulated nodes (whose hostname label is their name)."""
+    host = pod_spec.get("nodeSelector", {}).get("kubernetes.io/hostname")
+    if host is not None and host != node:
+        return False
+    terms = (pod_spec.get("affinity", {}).get("nodeAffinity", {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms"))
+    if not terms:
+        return True
+    for term in terms:
+        exprs = term.get("matchFields", []) + term.get("matchExpressions", [])
+        if all(_matches(e, node) for e in exprs):
+            return True
+    return False
+
+
+def _matches(expr: dict[str, Any], node: str) -> bool:
+    if expr["key"] not in ("metadata.name", "kubernetes.io/hostname"):
+        raise HarnessError(f"node affinity on {expr['key']} is not emulated")
+    if expr["operator"] == "In":
+        return node in expr["values"]
+    if expr["operator"] == "NotIn":
+        return node not in expr["values"]
+    raise HarnessError(f"node affinity operator {expr['operator']} is not emulated")

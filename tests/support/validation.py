@@ -1,0 +1,98 @@
+"""The vocabulary of the validation tests: minimal configs to break one rule at a time,
+the problems `load_plan` reports for a config, and the messages of the flower-operator
+CRD's CEL rules spelled out literally (not imported from `federation.rules`), so a
+reworded message fails a test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation.errors import ConfigError, Problem
+from federation.plan import FederationPlan, load_plan
+
+SUPPORTED = "supported: 1.21-1.34 (gRPC era) or 1.40 - 1.x, not 2.0 (HTTP era)"
+DNS_NAME_MSG = "must be a DNS label: lowercase letters, digits and '-', starting with a letter"
+POOL_NAME_MSG = "pool names must be DNS labels: lowercase letters, digits and '-'"
+
+# The operator's CEL messages, verbatim.
+CEL_NO_POOLS = "spec.supernodes.pools must contain at least one pool"
+CEL_DS_REPLICAS = "replicas must not be set for pools when mode is DaemonSet"
+CEL_STS_REPLICAS = "replicas must be set (>=1) for every pool when mode is StatefulSet"
+CEL_SUPEREXEC_REQUIRED = "spec.superlink.superexecImage is required when isolationMode=process"
+CEL_CLIENTAPP_REQUIRED = "spec.supernodes.pools[*].images.superexecClientApp is required when isolationMode=process"
+CEL_SUPEREXEC_EMPTY = "spec.superlink.superexecImage must be empty when isolationMode=subprocess"
+CEL_CLIENTAPP_EMPTY = "spec.supernodes.pools[*].images.superexecClientApp must be empty when isolationMode=subprocess"
+CEL_GPU_VENDOR = "spec.supernodes.pools[*].gpu.vendor is required when gpu.mountAll=true"
+
+SUPEREXEC = "flwr/superexec:1.41.0"
+
+
+# --- configs ---------------------------------------------------------------------------
+
+
+def pool(name: str = "a", **fields: Any) -> dict[str, Any]:
+    return {"name": name, **fields}
+
+
+def sts_pool(name: str = "a", replicas: int = 1, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "replicas": replicas, **fields}
+
+
+def cfg(*pools: dict[str, Any], **top: Any) -> dict[str, Any]:
+    """A federation config; with no pools, the minimal valid one-pool StatefulSet."""
+    raw: dict[str, Any] = dict(top)
+    supernodes = dict(raw.pop("supernodes", {}))
+    supernodes["pools"] = list(pools) if pools else [sts_pool()]
+    raw["supernodes"] = supernodes
+    return raw
+
+
+def process_cfg(*pools: dict[str, Any], **top: Any) -> dict[str, Any]:
+    """Valid process-isolation config: every pool gets a ClientApp SuperExec image."""
+    pools = pools or (sts_pool(),)
+    pools = tuple({**p, "images": {"superexecClientApp": SUPEREXEC, **p.get("images", {})}} for p in pools)
+    superlink = {"superexecImage": SUPEREXEC, **top.pop("superlink", {})}
+    return cfg(*pools, isolationMode="process", superlink=superlink, **top)
+
+
+# --- what load_plan says ------------------------------------------------------------------
+
+
+def problems(raw: Any, stack: str = "dev") -> list[tuple[str, str]]:
+    """(path, message) of every problem `load_plan` reports, in its order."""
+    with pytest.raises(ConfigError) as info:
+        load_plan(raw, stack)
+    found = info.value.problems
+    assert found, "ConfigError without problems"
+    assert all(isinstance(p, Problem) for p in found)
+    assert len(set(found)) == len(found), f"a problem is listed twice: {found}"
+    return [(p.path, p.message) for p in found]
+
+
+def assert_valid(raw: Any, stack: str = "dev") -> FederationPlan:
+    try:
+        return load_plan(raw, stack)
+    except ConfigError as err:  # pragma: no cover - shows the problems on failure
+        pytest.fail(f"expected a valid config, got:\n{err}")
+
+
+def config_error(raw: Any, **kw: Any) -> ConfigError:
+    """The ConfigError `load_plan(raw, "dev", **kw)` must raise."""
+    with pytest.raises(ConfigError) as err:
+        load_plan(raw, "dev", **kw)
+    return err.value
+
+
+def assert_problems(err: ConfigError, expected: list[str]) -> None:
+    """Each expected `path: message` is a line of the error, and there are no others."""
+    lines = str(err).splitlines()
+    for line in expected:
+        assert f"  - {line}" in lines, f"missing {line!r} in:\n{err}"
+    assert len(err.problems) == len(expected), str(err)
+
+
+def not_a_field(name: str) -> str:
+    """The message for an unknown field in a Kubernetes fragment."""
+    return f"not a Kubernetes field here: Additional properties are not allowed ('{name}' was unexpected)"

@@ -1,0 +1,55 @@
+"""PodDisruptionBudgets: one per pool, covering exactly that pool's SuperNodes,
+`maxUnavailable: 1` unless configured, and refused percentages above 100%."""
+
+from __future__ import annotations
+
+import pytest
+
+from federation.errors import ConfigError
+from federation.plan import load_plan
+from tests.support.manifests import by_kind, get
+from tests.support.netpol import pod_groups, selects
+from tests.support.render import core_objects
+from tests.support.security_matrix import NAME, STACK_IDS, security_objects, security_plan
+from tests.support.stacks import GRPC_ERA, base
+
+
+@pytest.mark.parametrize("sid", STACK_IDS)
+def test_one_disruption_budget_per_pool(sid):
+    plan, objects = security_plan(sid), security_objects(sid)
+    kind = "DaemonSet" if plan.spec.mode == "DaemonSet" else "StatefulSet"
+    pdbs = by_kind(objects, "PodDisruptionBudget")
+    assert {p["metadata"]["name"] for p in pdbs} == {f"{NAME}-supernode-alpha", f"{NAME}-supernode-beta"}
+    groups = pod_groups(objects)
+    for pdb in pdbs:
+        workload = get(objects, kind, pdb["metadata"]["name"])
+        assert pdb["spec"]["selector"] == workload["spec"]["selector"]
+        assert pdb["spec"]["maxUnavailable"] == 1 and "minAvailable" not in pdb["spec"]
+        # It covers exactly that pool's SuperNodes (not its SuperExecs).
+        covered = [gid for gid, labels in groups.items() if selects(pdb["spec"]["selector"], labels)]
+        assert covered == [f"{kind}/{pdb['metadata']['name']}"]
+
+
+def test_disruption_budget_settings():
+    raw = base(GRPC_ERA)
+    raw["supernodes"]["pools"][0]["disruptionBudget"] = {"minAvailable": "50%"}
+    raw["supernodes"]["pools"][1]["disruptionBudget"] = {"maxUnavailable": "25%"}
+    raw["supernodes"]["pools"].append({"name": "gamma", "replicas": 4, "disruptionBudget": {"minAvailable": 3}})
+    raw["supernodes"]["pools"].append({"name": "delta", "replicas": 1, "disruptionBudget": {"enabled": False}})
+    objects = core_objects(raw)
+    specs = {p["metadata"]["name"]: {k: v for k, v in p["spec"].items() if k != "selector"}
+             for p in by_kind(objects, "PodDisruptionBudget")}
+    assert specs == {f"{NAME}-supernode-alpha": {"minAvailable": "50%"},
+                     f"{NAME}-supernode-beta": {"maxUnavailable": "25%"},
+                     f"{NAME}-supernode-gamma": {"minAvailable": 3}}
+    assert get(objects, "StatefulSet", f"{NAME}-supernode-delta")
+
+
+def test_disruption_budget_percentages_above_100_are_refused():
+    """The API server refuses a PodDisruptionBudget whose minAvailable/maxUnavailable is
+    a percentage above 100% (IsNotMoreThan100Percent); validation should say so first."""
+    raw = base(GRPC_ERA)
+    raw["supernodes"]["pools"][0]["disruptionBudget"] = {"maxUnavailable": "150%"}
+    with pytest.raises(ConfigError) as err:
+        load_plan(raw, "dev")
+    assert [p.path for p in err.value.problems] == ["federation.supernodes.pools[0].disruptionBudget.maxUnavailable"]
