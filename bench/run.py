@@ -15,7 +15,9 @@ alternating, each as a fresh subprocess:
 Reported: the median wall time (including interpreter start) and median peak RSS of the
 child (`os.wait4`), the median CPU time (user+sys, less sensitive to other load on the
 machine), the render/floor ratio of the medians, and the targets of issue 9.
-Prints a markdown table, with machine information, to stdout.
+Prints a markdown table, with machine information and the load average, to stdout; a
+row whose wall time exceeds its CPU time by more than 10% is flagged (the machine was
+busy: rerun).
 """
 
 from __future__ import annotations
@@ -155,7 +157,20 @@ def table(rows: list[Row], repeat: int, load_before: str, load_after: str) -> st
     ]
     out.append(f"Machine: {machine()}")
     out.append(f"Load average (1/5/15 min) before: {load_before}; after: {load_after}.")
+    contended = [r.id for r in rows if contention(r) > CONTENDED]
+    if contended:
+        out.append(f"WARNING: wall time exceeds CPU time by more than {CONTENDED - 1:.0%} for {', '.join(contended)}: "
+                   "other processes competed for the CPUs; rerun on a quiet machine.")
     return "\n".join(out)
+
+
+# Every run is single-threaded in effect (the GIL), so on a quiet machine wall ~= CPU.
+CONTENDED = 1.10
+
+
+def contention(row: Row) -> float:
+    return max(median([s.wall for s in samples]) / max(median([s.cpu for s in samples]), 1e-9)
+               for samples in (row.render, row.floor))
 
 
 def targets(rows: list[Row]) -> str:
