@@ -6,7 +6,7 @@ FLWR_VERSIONS := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
 FLWR_VENVS := $(foreach v,$(FLWR_VERSIONS),.venv-flwr-$(v)/.installed)
 STACK ?= dev
 
-.PHONY: render validate lint test e2e schema docs golden clean
+.PHONY: render validate lint test e2e schema docs golden bench clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes.
@@ -59,6 +59,11 @@ test: lint $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed
 e2e: $(VENV)/.installed $(FLWR_VENVS)
 	@$(PY) -m pytest tests/e2e -v; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
+
+# Offline render time against the Pulumi SDK's floor (bench/run.py); not part of `make test`.
+# BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16.
+bench: $(VENV)/.installed
+	@$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-flwr-* .venv-checkov .pytest_cache .hypothesis

@@ -1,0 +1,158 @@
+"""The Pulumi SDK's floor for a render: replay a render's registrations with no logic.
+
+    python bench/floor.py [--check] REGS.json      (written by bench/registrations.py)
+
+Imports exactly the pulumi / pulumi_kubernetes / pulumi_tls modules the render loaded
+(listed in the file), installs a mock runtime equivalent to the offline renderer's
+(components/offline.py: a `pulumi.runtime.Mocks` whose new_resource returns
+`(name-id, inputs)`, one fresh event loop and contextvars.Context, preview=False), and
+registers the same resources in the same order with the same parents: components as
+`pulumi.ComponentResource(type, name, None, opts)`, custom resources as
+`pulumi.CustomResource(type, name, inputs, opts)` (reads with `opts.id`), secrets
+wrapped as secrets again; then waits for every registration. Nothing from this project
+(`components`, `federation`) is imported: their import time belongs to the render.
+
+Prints the number of registrations the mock monitor saw, and the number of SDK modules
+loaded, to stdout. `--check` (not timed) also compares what the monitor received with
+the file: the same URNs (a URN names the parent's type) and the same inputs, secrets
+still secret; it exits 1 on any difference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import json
+import sys
+from typing import Any
+
+import pulumi
+from pulumi.runtime.stack import run_pulumi_func
+
+SECRET_KEY = "$secret"
+
+
+def import_sdk_modules(names: list[str]) -> None:
+    for name in names:
+        module = importlib.import_module(name)
+        if type(module).__name__ == "_LazyModule":
+            # A lazily registered module the render really executed: load it too.
+            getattr(module, "__bench_force_load__", None)
+
+
+class FloorMocks(pulumi.runtime.Mocks):
+    def __init__(self, keep: bool = False) -> None:
+        self.seen = 0
+        self.keep = keep
+        self.received: dict[tuple[str, str], Any] = {}
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        self.thread_loops.add(asyncio.get_event_loop())
+        self.seen += 1
+        if self.keep:
+            self.received[(args.typ, args.name)] = args.inputs
+        if args.resource_id:
+            return args.resource_id, {}
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}, None
+
+
+def decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and SECRET_KEY in value:
+            return pulumi.Output.secret(decode(value[SECRET_KEY]))
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    return value
+
+
+def replay(registrations: list[dict[str, Any]]) -> None:
+    made: list[pulumi.Resource] = []
+    for r in registrations:
+        parent = made[r["parent"]] if r["parent"] is not None else None
+        if not r["custom"]:
+            made.append(pulumi.ComponentResource(r["type"], r["name"], None, pulumi.ResourceOptions(parent=parent)))
+        elif r["read_id"] is not None:
+            made.append(pulumi.CustomResource(r["type"], r["name"], decode(r["inputs"]),
+                                              pulumi.ResourceOptions(parent=parent, id=r["read_id"])))
+        else:
+            made.append(pulumi.CustomResource(r["type"], r["name"], decode(r["inputs"]),
+                                              pulumi.ResourceOptions(parent=parent)))
+
+
+def run(data: dict[str, Any], check: bool = False) -> tuple[int, list[str]]:
+    mocks = FloorMocks(keep=check)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    problems: list[str] = []
+    try:
+        pulumi.runtime.set_mocks(mocks, project=data["project"], stack=data["stack"], preview=False)
+        loop.run_until_complete(run_pulumi_func(lambda: replay(data["registrations"])))
+        if check:
+            problems = compare(data, mocks)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+        asyncio.set_event_loop(None)
+        loop.close()
+        for thread_loop in mocks.thread_loops:
+            if not thread_loop.is_closed():
+                thread_loop.close()
+    return mocks.seen, problems
+
+
+def compare(data: dict[str, Any], mocks: FloorMocks) -> list[str]:
+    from pulumi.runtime import rpc
+    from pulumi.runtime.settings import get_monitor
+
+    def encode(value: Any) -> Any:
+        if rpc.is_rpc_secret(value):
+            return {SECRET_KEY: encode(rpc.unwrap_rpc_secret(value))}
+        if isinstance(value, dict):
+            return {k: encode(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [encode(v) for v in value]
+        return value
+
+    problems = []
+    urns = set(get_monitor().get_registered_resources())
+    for r in data["registrations"]:
+        if r["urn"] not in urns:
+            problems.append(f"missing URN {r['urn']}")
+        got = mocks.received.get((r["type"], r["name"]))
+        if got is None:
+            problems.append(f"{r['type']} {r['name']}: not registered")
+        elif encode(got) != r["inputs"]:
+            problems.append(f"{r['type']} {r['name']}: different inputs")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(argv[0]) as f:
+        data = json.load(f)
+    import_sdk_modules(data["modules"])
+    seen, problems = contextvars.Context().run(run, data, check)
+    for problem in problems:
+        print(f"floor: {problem}", file=sys.stderr)
+    loaded = [name for name, m in list(sys.modules.items()) if m is not None and type(m).__name__ != "_LazyModule"]
+    print(json.dumps({
+        "registrations": seen,
+        "sdk_modules": sum(1 for n in loaded if n.split(".")[0] in ("pulumi", "pulumi_kubernetes", "pulumi_tls")),
+        # Must stay 0: the project's own import time belongs to the render.
+        "project_modules": sum(1 for n in loaded if n.split(".")[0] in ("components", "federation")),
+    }))
+    return 0 if seen == len(data["registrations"]) and not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

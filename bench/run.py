@@ -1,0 +1,226 @@
+"""`make bench`: offline render time against the Pulumi SDK's floor, per stack.
+
+    python bench/run.py [--repeat N] [--rows ROW,...] [--out FILE.md]
+
+For each row (bench/stacks.py), untimed first: write the stack file, record the render's
+registrations (bench/registrations.py) and check that the floor replays them exactly
+(bench/floor.py --check); both also warm the bytecode caches. Then N times (default 5),
+alternating, each as a fresh subprocess:
+
+- render: `python -m federation render --config-file F > /dev/null` (the CLI as a user
+  runs it: config parsing, validation, the real Pulumi program under the mock runtime,
+  the YAML written out);
+- floor:  `python bench/floor.py REGS.json` (the same registrations, no logic).
+
+Reported: the median wall time (including interpreter start) and median peak RSS of the
+child (`os.wait4`), the median CPU time (user+sys, less sensitive to other load on the
+machine), the render/floor ratio of the medians, and the targets of issue 9.
+Prints a markdown table, with machine information and the load average, to stdout; a
+row whose wall time exceeds its CPU time by more than 10% is flagged (the machine was
+busy: rerun).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import stacks  # noqa: E402
+
+PY = sys.executable
+BUILD = ROOT / "build" / "bench"
+# Children run as a new user's shell would: with Python's bytecode cache. (With
+# PYTHONDONTWRITEBYTECODE set, as in some CI shells, every run would compile this
+# project's modules from source again.)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+@dataclass
+class Sample:
+    wall: float  # seconds, including interpreter start
+    cpu: float  # user + sys seconds of the child
+    peak_kb: int  # ru_maxrss of the child (KiB on Linux)
+
+
+@dataclass
+class Row:
+    id: str
+    registrations: int
+    render: list[Sample] = field(default_factory=list)
+    floor: list[Sample] = field(default_factory=list)
+
+
+def measure(argv: list[str]) -> Sample:
+    """Run argv with stdout to /dev/null; wall time, CPU time and peak RSS of the child."""
+    with open(os.devnull, "wb") as devnull:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=ROOT, env=ENV, stdout=devnull, stderr=subprocess.PIPE)
+        # wait4, not Popen.wait: its rusage is this child's own (RUSAGE_CHILDREN's maximum
+        # would be the largest of every child so far).
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{err}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
+
+
+def prepare(row: str, stack_file: Path) -> tuple[Path, int]:
+    """Registrations of the render (untimed), checked against a floor replay."""
+    regs = BUILD / f"{row}.registrations.json"
+    subprocess.run([PY, str(ROOT / "bench" / "registrations.py"), str(stack_file), str(regs)], cwd=ROOT, env=ENV,
+                   check=True)
+    count = len(json.loads(regs.read_text())["registrations"])
+    subprocess.run([PY, str(ROOT / "bench" / "floor.py"), "--check", str(regs)], cwd=ROOT, env=ENV, check=True,
+                   stdout=subprocess.DEVNULL)
+    return regs, count
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def machine() -> str:
+    cpus = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cpus
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import pulumi  # noqa: F401  (versions only; not part of any measurement)
+    from importlib.metadata import version
+
+    return (f"{datetime.date.today().isoformat()}, nproc {usable} ({cpus} online){' ' + model if model else ''}, "
+            f"{platform.system()} {platform.release()}; Python {platform.python_version()}, pulumi {version('pulumi')}, "
+            f"pulumi-kubernetes {version('pulumi-kubernetes')}, pulumi-tls {version('pulumi-tls')}, "
+            f"pyyaml {version('pyyaml')} (C LibYAML {'available' if _libyaml() else 'absent'}), "
+            f"pydantic {version('pydantic')}.")
+
+
+def _libyaml() -> bool:
+    import yaml
+
+    return bool(getattr(yaml, "__with_libyaml__", False))
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def table(rows: list[Row], repeat: int, load_before: str, load_after: str) -> str:
+    out = [
+        "| stack | registrations | render wall s | floor wall s | ratio | render CPU s | floor CPU s "
+        "| render peak MiB | floor peak MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        rw, fw = median([s.wall for s in r.render]), median([s.wall for s in r.floor])
+        rc, fc = median([s.cpu for s in r.render]), median([s.cpu for s in r.floor])
+        rm, fm = median([s.peak_kb for s in r.render]) / 1024, median([s.peak_kb for s in r.floor]) / 1024
+        out.append(f"| {stacks.describe(r.id)} | {r.registrations} | {rw:.2f} | {fw:.2f} | {rw / fw:.2f} "
+                   f"| {rc:.2f} | {fc:.2f} | {rm:.0f} | {fm:.0f} |")
+    out += [
+        "",
+        f"Median of {repeat} runs each, render and floor alternating, every run a fresh process "
+        "(wall time includes interpreter start; peak = the child's maximum RSS). render: "
+        "`python -m federation render --config-file F > /dev/null`; floor: `bench/floor.py`, "
+        "the same registrations (types, names, inputs, parents) replayed under the same mock "
+        "runtime with the same pulumi / pulumi-kubernetes / pulumi-tls modules imported, no logic. "
+        "ratio = render wall / floor wall. Bytecode cache on (untimed warm-up runs first).",
+        "All generated stacks: Flower 1.41.0, process isolation (SuperExec sidecars), TLS (pulumi-tls), "
+        "NetworkPolicies. The 1 / 100 / 10,000-replica rows have NO node authentication: node keys "
+        "are real per-replica resources (one PrivateKey per replica), which would make those rows "
+        "grow with replicas on purpose.",
+        "",
+    ]
+    out.append(f"Machine: {machine()}")
+    out.append(f"Load average (1/5/15 min) before: {load_before}; after: {load_after}.")
+    contended = [r.id for r in rows if contention(r) > CONTENDED]
+    if contended:
+        out.append(f"WARNING: wall time exceeds CPU time by more than {CONTENDED - 1:.0%} for {', '.join(contended)}: "
+                   "other processes competed for the CPUs; rerun on a quiet machine.")
+    return "\n".join(out)
+
+
+# Every run is single-threaded in effect (the GIL), so on a quiet machine wall ~= CPU.
+CONTENDED = 1.10
+
+
+def contention(row: Row) -> float:
+    return max(median([s.wall for s in samples]) / max(median([s.cpu for s in samples]), 1e-9)
+               for samples in (row.render, row.floor))
+
+
+def targets(rows: list[Row]) -> str:
+    by_id = {r.id: r for r in rows}
+    wall = {r.id: median([s.wall for s in r.render]) for r in rows}
+    floor = {r.id: median([s.wall for s in r.floor]) for r in rows}
+    lines = ["", "Targets (issue 9):", ""]
+
+    def line(ok: bool, text: str) -> None:
+        lines.append(f"- [{'x' if ok else ' '}] {text}")
+
+    if "pools-16" in by_id:
+        ratio = wall["pools-16"] / floor["pools-16"]
+        line(ratio <= 1.3, f"16 pools: render / floor <= 1.3 (now {ratio:.2f})")
+    if "replicas-1" in by_id and "replicas-10000" in by_id:
+        growth = wall["replicas-10000"] / wall["replicas-1"] - 1
+        line(growth <= 0.10, f"1 vs 10,000 replicas within 10% (now {growth:+.0%})")
+    if "dev" in by_id:
+        line(wall["dev"] <= 1.5, f"dev stack <= 1.5 s wall (now {wall['dev']:.2f} s)")
+    return "\n".join(lines) if len(lines) > 3 else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per row and side (median reported)")
+    parser.add_argument("--rows", default=",".join(["dev", *stacks.ROWS]), help="comma-separated row ids")
+    parser.add_argument("--out", help="also write the report to this file")
+    args = parser.parse_args(argv)
+    ids = [r for r in args.rows.split(",") if r]
+    files = stacks.write(BUILD / "stacks")
+    unknown = [r for r in ids if r not in files]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; known: {', '.join(files)}")
+    load_before = loadavg()
+    rows = []
+    for row_id in ids:
+        regs, count = prepare(row_id, files[row_id])
+        row = Row(row_id, count)
+        for _ in range(args.repeat):
+            row.render.append(measure([PY, "-m", "federation", "render", "--config-file", str(files[row_id])]))
+            row.floor.append(measure([PY, str(ROOT / "bench" / "floor.py"), str(regs)]))
+        print(f"  {row_id}: render {median([s.wall for s in row.render]):.2f} s, "
+              f"floor {median([s.wall for s in row.floor]):.2f} s", file=sys.stderr)
+        rows.append(row)
+    report = table(rows, args.repeat, load_before, loadavg()) + "\n" + targets(rows) + "\n"
+    sys.stdout.write(report)
+    if args.out:
+        Path(args.out).write_text(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
