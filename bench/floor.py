@@ -7,9 +7,12 @@ Imports exactly the pulumi / pulumi_kubernetes / pulumi_tls modules the render l
 (components/offline.py: a `pulumi.runtime.Mocks` whose new_resource returns
 `(name-id, inputs)`, one fresh event loop and contextvars.Context, preview=False), and
 registers the same resources in the same order with the same parents: components as
-`pulumi.ComponentResource(type, name, None, opts)`, custom resources as
-`pulumi.CustomResource(type, name, inputs, opts)` (reads with `opts.id`), secrets
-wrapped as secrets again; then waits for every registration. Nothing from this project
+`pulumi.ComponentResource(type, name, None, opts)`, custom resources through the SDK class
+of their type token, as the program does (`pulumi_kubernetes.apps.v1.StatefulSet`,
+`pulumi_tls.PrivateKey`, ...: what those classes do with inputs, aliases and secret outputs
+is the SDK's cost, not the program's), with the recorded inputs as keyword arguments
+(reads through the class's `.get`), secrets wrapped as secrets again; then waits for
+every registration. Nothing from this project
 (`components`, `federation`) is imported: their import time belongs to the render.
 
 Prints the number of registrations the mock monitor saw, and the number of SDK modules
@@ -71,18 +74,42 @@ def decode(value: Any) -> Any:
     return value
 
 
+def sdk_class(token: str) -> Any:
+    """The SDK class registered under a type token, e.g. `kubernetes:apps/v1:StatefulSet`
+    -> pulumi_kubernetes.apps.v1.StatefulSet, `tls:index/privateKey:PrivateKey` ->
+    pulumi_tls.PrivateKey; None for a token without one (custom resources of a CRD)."""
+    package, module, kind = token.split(":")
+    if package == "tls":
+        return getattr(importlib.import_module("pulumi_tls"), kind, None)
+    group, _, version = module.rpartition("/")
+    group = group.split(".")[0] or "core"
+    try:
+        return getattr(importlib.import_module(f"pulumi_kubernetes.{group}.{version}"), kind, None)
+    except ImportError:
+        return None
+
+
+def snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key)
+
+
 def replay(registrations: list[dict[str, Any]]) -> None:
     made: list[pulumi.Resource] = []
     for r in registrations:
         parent = made[r["parent"]] if r["parent"] is not None else None
+        opts = pulumi.ResourceOptions(parent=parent)
         if not r["custom"]:
-            made.append(pulumi.ComponentResource(r["type"], r["name"], None, pulumi.ResourceOptions(parent=parent)))
-        elif r["read_id"] is not None:
-            made.append(pulumi.CustomResource(r["type"], r["name"], decode(r["inputs"]),
-                                              pulumi.ResourceOptions(parent=parent, id=r["read_id"])))
+            made.append(pulumi.ComponentResource(r["type"], r["name"], None, opts))
+            continue
+        inputs = decode(r["inputs"])
+        cls = sdk_class(r["type"])
+        if r["read_id"] is not None:
+            made.append(cls.get(r["name"], r["read_id"], opts=opts))
+        elif cls is not None:
+            kwargs = {snake(k): v for k, v in inputs.items() if k not in ("apiVersion", "kind")}
+            made.append(cls(r["name"], **kwargs, opts=opts))
         else:
-            made.append(pulumi.CustomResource(r["type"], r["name"], decode(r["inputs"]),
-                                              pulumi.ResourceOptions(parent=parent)))
+            made.append(pulumi.CustomResource(r["type"], r["name"], inputs, opts))
 
 
 def run(data: dict[str, Any], check: bool = False) -> tuple[int, list[str]]:
@@ -145,12 +172,18 @@ def main(argv: list[str]) -> int:
     for problem in problems:
         print(f"floor: {problem}", file=sys.stderr)
     loaded = [name for name, m in list(sys.modules.items()) if m is not None and type(m).__name__ != "_LazyModule"]
-    print(json.dumps({
-        "registrations": seen,
-        "sdk_modules": sum(1 for n in loaded if n.split(".")[0] in ("pulumi", "pulumi_kubernetes", "pulumi_tls")),
-        # Must stay 0: the project's own import time belongs to the render.
-        "project_modules": sum(1 for n in loaded if n.split(".")[0] in ("components", "federation")),
-    }))
+    print(
+        json.dumps(
+            {
+                "registrations": seen,
+                "sdk_modules": sum(
+                    1 for n in loaded if n.split(".")[0] in ("pulumi", "pulumi_kubernetes", "pulumi_tls")
+                ),
+                # Must stay 0: the project's own import time belongs to the render.
+                "project_modules": sum(1 for n in loaded if n.split(".")[0] in ("components", "federation")),
+            }
+        )
+    )
     return 0 if seen == len(data["registrations"]) and not problems else 1
 
 

@@ -39,10 +39,30 @@ ORIGINS = (
     ("ours", (str(ROOT / "federation") + os.sep, str(ROOT / "components") + os.sep)),
     ("pulumi SDK", (f"{os.sep}pulumi{os.sep}", f"{os.sep}pulumi_kubernetes{os.sep}", f"{os.sep}pulumi_tls{os.sep}")),
     ("yaml", (f"{os.sep}yaml{os.sep}",)),
-    ("pydantic", (f"{os.sep}pydantic{os.sep}", f"{os.sep}pydantic_core{os.sep}", f"{os.sep}annotated_types{os.sep}",
-                  f"{os.sep}typing_inspection{os.sep}")),
-    ("jsonschema / kubernetes-validate", tuple(f"{os.sep}{p}{os.sep}" for p in (
-        "jsonschema", "referencing", "rpds", "jsonschema_specifications", "kubernetes_validate", "attr", "attrs"))),
+    (
+        "pydantic",
+        (
+            f"{os.sep}pydantic{os.sep}",
+            f"{os.sep}pydantic_core{os.sep}",
+            f"{os.sep}annotated_types{os.sep}",
+            f"{os.sep}typing_inspection{os.sep}",
+        ),
+    ),
+    (
+        "jsonschema / kubernetes-validate",
+        tuple(
+            f"{os.sep}{p}{os.sep}"
+            for p in (
+                "jsonschema",
+                "referencing",
+                "rpds",
+                "jsonschema_specifications",
+                "kubernetes_validate",
+                "attr",
+                "attrs",
+            )
+        ),
+    ),
     ("grpc / protobuf", (f"{os.sep}grpc{os.sep}", f"{os.sep}google{os.sep}protobuf{os.sep}")),
     ("asyncio", (f"{os.sep}asyncio{os.sep}",)),
     ("typing", (f"{os.sep}typing.py", f"{os.sep}typing_extensions.py")),

@@ -46,6 +46,7 @@ def _record_parents() -> dict[tuple[str, str], tuple[str, str]]:
             with lock:
                 seen[(request.type, request.name)] = (response.urn, request.parent)
             return response
+
         return wrapper
 
     MockMonitor.RegisterResource = wrap(MockMonitor.RegisterResource)
@@ -72,8 +73,11 @@ def encode(value: Any) -> Any:
 def loaded_sdk_modules() -> list[str]:
     """SDK modules really executed (a lazily registered subpackage nobody touched does
     not count)."""
-    return sorted(name for name, module in list(sys.modules.items())
-                  if name.split(".")[0] in SDK_PACKAGES and module is not None and not is_lazy(module))
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if name.split(".")[0] in SDK_PACKAGES and module is not None and not is_lazy(module)
+    )
 
 
 def is_lazy(module: Any) -> bool:
@@ -101,8 +105,17 @@ def registrations(stack_file: Path) -> dict[str, Any]:
         parent = index_by_urn.get(parent_urn) if parent_urn else None
         if parent_urn and parent is None and not parent_urn.split("::")[2].endswith("pulumi:pulumi:Stack"):
             raise RuntimeError(f"{r.type} {r.name}: parent {parent_urn} registered after it")
-        out.append({"type": r.type, "name": r.name, "urn": urn, "custom": bool(r.custom), "parent": parent,
-                    "read_id": r.read_id, "inputs": encode(r.inputs)})
+        out.append(
+            {
+                "type": r.type,
+                "name": r.name,
+                "urn": urn,
+                "custom": bool(r.custom),
+                "parent": parent,
+                "read_id": r.read_id,
+                "inputs": encode(r.inputs),
+            }
+        )
     return {"project": program.PROJECT, "stack": stack, "modules": loaded_sdk_modules(), "registrations": out}
 
 

@@ -83,11 +83,17 @@ def measure(argv: list[str]) -> Sample:
 def prepare(row: str, stack_file: Path) -> tuple[Path, int]:
     """Registrations of the render (untimed), checked against a floor replay."""
     regs = BUILD / f"{row}.registrations.json"
-    subprocess.run([PY, str(ROOT / "bench" / "registrations.py"), str(stack_file), str(regs)], cwd=ROOT, env=ENV,
-                   check=True)
+    subprocess.run(
+        [PY, str(ROOT / "bench" / "registrations.py"), str(stack_file), str(regs)], cwd=ROOT, env=ENV, check=True
+    )
     count = len(json.loads(regs.read_text())["registrations"])
-    subprocess.run([PY, str(ROOT / "bench" / "floor.py"), "--check", str(regs)], cwd=ROOT, env=ENV, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [PY, str(ROOT / "bench" / "floor.py"), "--check", str(regs)],
+        cwd=ROOT,
+        env=ENV,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return regs, count
 
 
@@ -109,11 +115,13 @@ def machine() -> str:
     import pulumi  # noqa: F401  (versions only; not part of any measurement)
     from importlib.metadata import version
 
-    return (f"{datetime.date.today().isoformat()}, nproc {usable} ({cpus} online){' ' + model if model else ''}, "
-            f"{platform.system()} {platform.release()}; Python {platform.python_version()}, pulumi {version('pulumi')}, "
-            f"pulumi-kubernetes {version('pulumi-kubernetes')}, pulumi-tls {version('pulumi-tls')}, "
-            f"pyyaml {version('pyyaml')} (C LibYAML {'available' if _libyaml() else 'absent'}), "
-            f"pydantic {version('pydantic')}.")
+    return (
+        f"{datetime.date.today().isoformat()}, nproc {usable} ({cpus} online){' ' + model if model else ''}, "
+        f"{platform.system()} {platform.release()}; Python {platform.python_version()}, pulumi {version('pulumi')}, "
+        f"pulumi-kubernetes {version('pulumi-kubernetes')}, pulumi-tls {version('pulumi-tls')}, "
+        f"pyyaml {version('pyyaml')} (C LibYAML {'available' if _libyaml() else 'absent'}), "
+        f"pydantic {version('pydantic')}."
+    )
 
 
 def _libyaml() -> bool:
@@ -139,8 +147,10 @@ def table(rows: list[Row], repeat: int, load_before: str, load_after: str) -> st
         rw, fw = median([s.wall for s in r.render]), median([s.wall for s in r.floor])
         rc, fc = median([s.cpu for s in r.render]), median([s.cpu for s in r.floor])
         rm, fm = median([s.peak_kb for s in r.render]) / 1024, median([s.peak_kb for s in r.floor]) / 1024
-        out.append(f"| {stacks.describe(r.id)} | {r.registrations} | {rw:.2f} | {fw:.2f} | {rw / fw:.2f} "
-                   f"| {rc:.2f} | {fc:.2f} | {rm:.0f} | {fm:.0f} |")
+        out.append(
+            f"| {stacks.describe(r.id)} | {r.registrations} | {rw:.2f} | {fw:.2f} | {rw / fw:.2f} "
+            f"| {rc:.2f} | {fc:.2f} | {rm:.0f} | {fm:.0f} |"
+        )
     out += [
         "",
         f"Median of {repeat} runs each, render and floor alternating, every run a fresh process "
@@ -159,8 +169,10 @@ def table(rows: list[Row], repeat: int, load_before: str, load_after: str) -> st
     out.append(f"Load average (1/5/15 min) before: {load_before}; after: {load_after}.")
     contended = [r.id for r in rows if contention(r) > CONTENDED]
     if contended:
-        out.append(f"WARNING: wall time exceeds CPU time by more than {CONTENDED - 1:.0%} for {', '.join(contended)}: "
-                   "other processes competed for the CPUs; rerun on a quiet machine.")
+        out.append(
+            f"WARNING: wall time exceeds CPU time by more than {CONTENDED - 1:.0%} for {', '.join(contended)}: "
+            "other processes competed for the CPUs; rerun on a quiet machine."
+        )
     return "\n".join(out)
 
 
@@ -169,8 +181,10 @@ CONTENDED = 1.10
 
 
 def contention(row: Row) -> float:
-    return max(median([s.wall for s in samples]) / max(median([s.cpu for s in samples]), 1e-9)
-               for samples in (row.render, row.floor))
+    return max(
+        median([s.wall for s in samples]) / max(median([s.cpu for s in samples]), 1e-9)
+        for samples in (row.render, row.floor)
+    )
 
 
 def targets(rows: list[Row]) -> str:
@@ -189,7 +203,13 @@ def targets(rows: list[Row]) -> str:
         growth = wall["replicas-10000"] / wall["replicas-1"] - 1
         line(growth <= 0.10, f"1 vs 10,000 replicas within 10% (now {growth:+.0%})")
     if "dev" in by_id:
-        line(wall["dev"] <= 1.5, f"dev stack <= 1.5 s wall (now {wall['dev']:.2f} s)")
+        # The issue's 1.5 s was set on a machine whose SDK floor for one pool took 0.60 s; the
+        # floor alone can exceed 1.5 s on a slower one, so say what the render adds to it too.
+        line(
+            wall["dev"] <= 1.5,
+            f"dev stack <= 1.5 s wall (now {wall['dev']:.2f} s, of which the SDK floor "
+            f"{floor['dev']:.2f} s; the render adds {wall['dev'] - floor['dev']:.2f} s)",
+        )
     return "\n".join(lines) if len(lines) > 3 else ""
 
 
@@ -212,8 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeat):
             row.render.append(measure([PY, "-m", "federation", "render", "--config-file", str(files[row_id])]))
             row.floor.append(measure([PY, str(ROOT / "bench" / "floor.py"), str(regs)]))
-        print(f"  {row_id}: render {median([s.wall for s in row.render]):.2f} s, "
-              f"floor {median([s.wall for s in row.floor]):.2f} s", file=sys.stderr)
+        print(
+            f"  {row_id}: render {median([s.wall for s in row.render]):.2f} s, "
+            f"floor {median([s.wall for s in row.floor]):.2f} s",
+            file=sys.stderr,
+        )
         rows.append(row)
     report = table(rows, args.repeat, load_before, loadavg()) + "\n" + targets(rows) + "\n"
     sys.stdout.write(report)

@@ -43,9 +43,12 @@ def federation(pools: int, replicas: int, node_auth: bool) -> dict[str, Any]:
         "supernodes": {
             "image": f"flwr/supernode:{VERSION}",
             "pools": [
-                {"name": f"pool-{i:02d}", "replicas": replicas,
-                 "images": {"superexecClientApp": f"flwr/superexec:{VERSION}"},
-                 "nodeConfig": {"partition-id": "{index}", "num-partitions": "{replicas}"}}
+                {
+                    "name": f"pool-{i:02d}",
+                    "replicas": replicas,
+                    "images": {"superexecClientApp": f"flwr/superexec:{VERSION}"},
+                    "nodeConfig": {"partition-id": "{index}", "num-partitions": "{replicas}"},
+                }
                 for i in range(pools)
             ],
         },
@@ -70,8 +73,10 @@ def describe(row: str) -> str:
     if row == "dev":
         return "dev stack: 2 pools (3+1 replicas), subprocess isolation, node auth"
     pools, replicas, node_auth = ROWS[row]
-    return (f"{pools} pool{'s' if pools > 1 else ''} x {replicas:,} replica{'s' if replicas > 1 else ''}"
-            f", {'node auth' if node_auth else 'no node auth'}")
+    return (
+        f"{pools} pool{'s' if pools > 1 else ''} x {replicas:,} replica{'s' if replicas > 1 else ''}"
+        f", {'node auth' if node_auth else 'no node auth'}"
+    )
 
 
 def write(directory: Path = DEFAULT_DIR) -> dict[str, Path]:

@@ -11,10 +11,10 @@ import functools
 import json
 from collections.abc import Iterator
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-import referencing
+if TYPE_CHECKING:
+    import jsonschema
 
 KUBERNETES_VERSION = "1.34.0"
 _SCHEMA_DIR = f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict"
@@ -28,6 +28,11 @@ def _load(filename: str) -> Any:
 
 @functools.cache
 def _validator(schema_file: str) -> jsonschema.protocols.Validator:
+    # Imported here: jsonschema and its dependencies cost ~0.1 s to import, and most
+    # stacks carry no Kubernetes fragment to check.
+    import jsonschema
+    import referencing
+
     schema = _load(schema_file)
     # Type schemas refer to `_definitions.json` by its `$id`, as kubernetes-validate does.
     registry = referencing.Resource.from_contents(_load("_definitions.json")) @ referencing.Registry()
@@ -46,7 +51,9 @@ def fragment_errors(value: Any, type_file: str) -> Iterator[tuple[tuple[Any, ...
 def _leaf_errors(err: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
     # anyOf/oneOf (e.g. `int-or-string`, nullable types) wrap the useful error.
     if err.context:
-        best = jsonschema.exceptions.best_match(err.context)
+        from jsonschema.exceptions import best_match
+
+        best = best_match(err.context)
         return [best] if best is not None else [err]
     return [err]
 

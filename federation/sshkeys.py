@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+# cryptography is imported where keys are read: only stacks with nodeAuth.keySource config need it.
 
 CONFIG_KEY = "nodeAuthKeys"
 OPENSSH_HEADER = "-----BEGIN OPENSSH PRIVATE KEY-----"
@@ -21,6 +20,8 @@ def slot_order(slot: str) -> tuple[int, int, str]:
 
 def public_key(private_key_openssh: str, comment: str = "") -> str:
     """The OpenSSH public key line Flower registers, from an OpenSSH private key."""
+    from cryptography.hazmat.primitives import serialization
+
     key = serialization.load_ssh_private_key(private_key_openssh.encode(), None)
     line = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
     return f"{line} {comment}".strip()
@@ -28,6 +29,9 @@ def public_key(private_key_openssh: str, comment: str = "") -> str:
 
 def key_problem(text: Any) -> Optional[str]:
     """Why `text` is not a key a SuperNode can use, or None."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     hint = "must be an ECDSA P-384 private key in OpenSSH format (ssh-keygen -t ecdsa -b 384 -N '' -f key)"
     if not isinstance(text, str) or OPENSSH_HEADER not in text:
         return hint
