@@ -45,7 +45,7 @@ golden: $(VENV)/.installed
 # pytest exits 5 when it collected no test: that is a failure here, and says so.
 # ruff (format check + lint) over the project, mypy --strict over federation/ and components/
 # (settings in pyproject.toml). `make test` runs it first.
-LINTED := federation components
+LINTED := federation components tests bench
 lint: $(VENV)/.installed
 	@$(VENV)/bin/ruff format --check --quiet $(LINTED) && $(VENV)/bin/ruff check --quiet $(LINTED) && $(VENV)/bin/mypy
 	@echo "lint: ruff and mypy --strict clean"

@@ -149,7 +149,7 @@ def report(stats: pstats.Stats, top: int) -> str:
     rows = stats.stats  # type: ignore[attr-defined]
     for title, key in (("cumulative", 3), ("own", 2)):
         lines += ["", f"Top {top} by {title} time:", "     calls    own s    cum s  function"]
-        for func, (cc, nc, tt, ct, _) in sorted(rows.items(), key=lambda kv: -kv[1][key])[:top]:
+        for func, (_cc, nc, tt, ct, _) in sorted(rows.items(), key=lambda kv: -kv[1][key])[:top]:
             lines.append(f"  {nc:8,} {tt:8.3f} {ct:8.3f}  {short(func)}")
     for func, (_, nc, tt, _, callers) in rows.items():
         if func[2] == "<built-in method builtins.isinstance>":

@@ -87,9 +87,9 @@ def is_lazy(module: Any) -> bool:
 
 
 def registrations(stack_file: Path) -> dict[str, Any]:
-    from federation.__main__ import _read_stack_file  # the CLI's own reader
-
     import argparse
+
+    from federation.__main__ import _read_stack_file  # the CLI's own reader
 
     config, stack = _read_stack_file(argparse.Namespace(config_file=str(stack_file), stack=None))
     seen = _record_parents()

@@ -112,8 +112,9 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    import pulumi  # noqa: F401  (versions only; not part of any measurement)
     from importlib.metadata import version
+
+    import pulumi  # noqa: F401  (versions only; not part of any measurement)
 
     return (
         f"{datetime.date.today().isoformat()}, nproc {usable} ({cpus} online){' ' + model if model else ''}, "

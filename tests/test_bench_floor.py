@@ -21,25 +21,35 @@ def test_floor_replays_the_render_registrations(tmp_path):
     stack_file = tmp_path / "Pulumi.bench.yaml"
     stack_file.write_text(yaml.safe_dump(settings))
     regs = tmp_path / "regs.json"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "registrations.py"), str(stack_file), str(regs)],
-                   cwd=ROOT, check=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "registrations.py"), str(stack_file), str(regs)], cwd=ROOT, check=True
+    )
     recorded = json.loads(regs.read_text())
 
     render = run_program(settings["config"], "bench")
     # (The order the monitor sees registrations in may vary between runs: it serves them
     # on executor threads.)
-    assert sorted((r["type"], r["name"]) for r in recorded["registrations"]) == \
-        sorted((r.type, r.name) for r in render.registrations)
+    assert sorted((r["type"], r["name"]) for r in recorded["registrations"]) == sorted(
+        (r.type, r.name) for r in render.registrations
+    )
     types = {r.type for r in render.registrations}
     # Not vacuous: components, Kubernetes objects and pulumi-tls keys, secrets among the inputs.
-    assert {"flower-federation:index:Federation", "kubernetes:apps/v1:StatefulSet",
-            "tls:index/privateKey:PrivateKey"} <= types
+    assert {
+        "flower-federation:index:Federation",
+        "kubernetes:apps/v1:StatefulSet",
+        "tls:index/privateKey:PrivateKey",
+    } <= types
     assert '"$secret"' in regs.read_text()
     assert all(r["parent"] is not None for r in recorded["registrations"][1:])
 
     # --check: the monitor saw the same URNs (parents' types included) and inputs.
-    floor = subprocess.run([sys.executable, str(ROOT / "bench" / "floor.py"), "--check", str(regs)],
-                           cwd=ROOT, check=True, capture_output=True, text=True)
+    floor = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "floor.py"), "--check", str(regs)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     report = json.loads(floor.stdout)
     assert report["registrations"] == len(render.registrations)
     assert report["sdk_modules"] == len(recorded["modules"])

@@ -47,22 +47,34 @@ RENDER_LABEL = "checkov.test/render"  # scan-only, see the module docstring
 # Checks every workload must have been run through and passed: pod hardening, probes,
 # requests, namespaces, and (on checkov's Pod entity) NetworkPolicy coverage.
 CORE_WORKLOAD_CHECKS = {
-    "CKV_K8S_8", "CKV_K8S_9",                 # liveness, readiness probes
-    "CKV_K8S_10", "CKV_K8S_12",               # CPU, memory requests
-    "CKV_K8S_14",                             # image tag fixed
-    "CKV_K8S_16", "CKV_K8S_17", "CKV_K8S_18", "CKV_K8S_19",  # privileged, host PID/IPC/network
-    "CKV_K8S_20",                             # allowPrivilegeEscalation
-    "CKV_K8S_21",                             # not the default namespace
-    "CKV_K8S_22",                             # read-only root filesystem
-    "CKV_K8S_23", "CKV_K8S_40",               # not root, high UID
-    "CKV_K8S_25", "CKV_K8S_28", "CKV_K8S_37", "CKV_K8S_39",  # capabilities
-    "CKV_K8S_29", "CKV_K8S_30", "CKV_K8S_31",  # security contexts, seccomp
+    "CKV_K8S_8",
+    "CKV_K8S_9",  # liveness, readiness probes
+    "CKV_K8S_10",
+    "CKV_K8S_12",  # CPU, memory requests
+    "CKV_K8S_14",  # image tag fixed
+    "CKV_K8S_16",
+    "CKV_K8S_17",
+    "CKV_K8S_18",
+    "CKV_K8S_19",  # privileged, host PID/IPC/network
+    "CKV_K8S_20",  # allowPrivilegeEscalation
+    "CKV_K8S_21",  # not the default namespace
+    "CKV_K8S_22",  # read-only root filesystem
+    "CKV_K8S_23",
+    "CKV_K8S_40",  # not root, high UID
+    "CKV_K8S_25",
+    "CKV_K8S_28",
+    "CKV_K8S_37",
+    "CKV_K8S_39",  # capabilities
+    "CKV_K8S_29",
+    "CKV_K8S_30",
+    "CKV_K8S_31",  # security contexts, seccomp
 }
 CORE_POD_CHECKS = {"CKV2_K8S_6"}  # every pod selected by some NetworkPolicy
 CHECKOV_TIMEOUT = 600
 
 
 # ---------------------------------------------------------------- renders
+
 
 def stack_configs() -> dict[str, dict[str, Any]]:
     """Render id -> config for run_program: the dev stack file, then every security stack."""
@@ -104,6 +116,7 @@ def isolated(objects: list[dict[str, Any]], render_id: str) -> list[dict[str, An
 
 # ---------------------------------------------------------------- checkov
 
+
 @dataclass(frozen=True)
 class Finding:
     render: str
@@ -126,20 +139,40 @@ class Scan:
 def checkov_env(cache: Path) -> dict[str, str]:
     """No Prisma/Bridgecrew platform: no API key, no mapping or guideline downloads, no
     update check, a private cache."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("BC_", "PRISMA_", "CKV_", "CHECKOV_", "LOG_LEVEL"))}
-    env.update(BC_SKIP_MAPPING="TRUE", CKV_SKIP_PACKAGE_UPDATE_CHECK="TRUE", CKV_CACHE_DIR=str(cache),
-               LOG_LEVEL="ERROR", PYTHONWARNINGS="ignore")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BC_", "PRISMA_", "CKV_", "CHECKOV_", "LOG_LEVEL"))}
+    env.update(
+        BC_SKIP_MAPPING="TRUE",
+        CKV_SKIP_PACKAGE_UPDATE_CHECK="TRUE",
+        CKV_CACHE_DIR=str(cache),
+        LOG_LEVEL="ERROR",
+        PYTHONWARNINGS="ignore",
+    )
     return env
 
 
 def run_checkov(directory: Path, work: Path) -> tuple[dict[str, Any], float]:
     # No --quiet: the passed checks are what prove the scan was not vacuous.
-    cmd = [str(CHECKOV), "--framework", "kubernetes", "-d", str(directory), "--output", "json",
-           "--compact", "--skip-download"]
+    cmd = [
+        str(CHECKOV),
+        "--framework",
+        "kubernetes",
+        "-d",
+        str(directory),
+        "--output",
+        "json",
+        "--compact",
+        "--skip-download",
+    ]
     started = time.monotonic()
-    proc = subprocess.run(cmd, cwd=work, env=checkov_env(work / "cache"), capture_output=True, text=True,
-                          timeout=CHECKOV_TIMEOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        cmd,
+        cwd=work,
+        env=checkov_env(work / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=CHECKOV_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
     seconds = time.monotonic() - started
     # 0: all passed, 1: some failed (we judge which); anything else is a crash.
     assert proc.returncode in (0, 1), f"checkov exited {proc.returncode}:\n{proc.stderr[-4000:]}"
@@ -154,8 +187,9 @@ def run_checkov(directory: Path, work: Path) -> tuple[dict[str, Any], float]:
 
 
 def findings(records: list[dict[str, Any]]) -> list[Finding]:
-    return [Finding(PurePosixPath(r["file_path"]).parts[1], r["resource"], r["check_id"], r["check_name"])
-            for r in records]
+    return [
+        Finding(PurePosixPath(r["file_path"]).parts[1], r["resource"], r["check_id"], r["check_name"]) for r in records
+    ]
 
 
 def installed_or_fail() -> None:
@@ -188,11 +222,19 @@ def scan(rendered, tmp_path_factory) -> Scan:
         (scanned / render_id).mkdir(parents=True)
         (scanned / render_id / "manifests.yaml").write_text(dump_all(isolated(objects, render_id)))
     report, seconds = run_checkov(scanned, work)
-    print(f"\ncheckov {report['summary'].get('checkov_version')}: {len(renders)} renders, "
-          f"{report['summary']['resource_count']} resources in {seconds:.1f}s")
+    print(
+        f"\ncheckov {report['summary'].get('checkov_version')}: {len(renders)} renders, "
+        f"{report['summary']['resource_count']} resources in {seconds:.1f}s"
+    )
     results = report["results"]
-    result = Scan(renders, report["summary"], results.get("parsing_errors", []),
-                  findings(results.get("passed_checks", [])), findings(results.get("failed_checks", [])), seconds)
+    result = Scan(
+        renders,
+        report["summary"],
+        results.get("parsing_errors", []),
+        findings(results.get("passed_checks", [])),
+        findings(results.get("failed_checks", [])),
+        seconds,
+    )
     for f in result.failed:
         result.by_render.setdefault(f.render, []).append(f)
     return result
@@ -204,6 +246,7 @@ def skips() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def resource_id(obj: dict[str, Any]) -> str:
     return f"{obj['kind']}.{obj['metadata']['namespace']}.{obj['metadata']['name']}"
@@ -221,9 +264,12 @@ def token_needed(objects: list[dict[str, Any]], resource: str) -> bool:
         return False
     ns = workload["metadata"]["namespace"]
     account = workload["spec"]["template"]["spec"].get("serviceAccountName")
-    return any(s.get("kind") == "ServiceAccount" and s.get("name") == account and s.get("namespace", ns) == ns
-               for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")
-               for s in o.get("subjects", []))
+    return any(
+        s.get("kind") == "ServiceAccount" and s.get("name") == account and s.get("namespace", ns) == ns
+        for o in objects
+        if o["kind"] in ("RoleBinding", "ClusterRoleBinding")
+        for s in o.get("subjects", [])
+    )
 
 
 # A skipped check that should only fire in a narrow place: where else it fires counts.
@@ -232,8 +278,11 @@ SCOPED = {"CKV_K8S_38": token_needed}
 
 def unexpected(scan: Scan, skips: dict[str, str], render_id: str) -> list[Finding]:
     objects = scan.renders[render_id]
-    return [f for f in scan.by_render.get(render_id, [])
-            if f.check_id not in skips or (f.check_id in SCOPED and not SCOPED[f.check_id](objects, f.resource))]
+    return [
+        f
+        for f in scan.by_render.get(render_id, [])
+        if f.check_id not in skips or (f.check_id in SCOPED and not SCOPED[f.check_id](objects, f.resource))
+    ]
 
 
 def product_renders(scan: Scan) -> list[str]:
@@ -241,6 +290,7 @@ def product_renders(scan: Scan) -> list[str]:
 
 
 # ---------------------------------------------------------------- tests
+
 
 def test_checkov_is_installed():
     installed_or_fail()
@@ -257,7 +307,8 @@ def test_skip_file_is_a_short_mapping_of_ids_to_one_line_reasons(skips):
 def test_every_stack_renders(rendered):
     errors = rendered[1]
     assert not errors, "stacks that do not render (so checkov never saw them):\n" + "\n".join(
-        f"  {k}: {v.strip().splitlines()[-1].strip()}" for k, v in errors.items())
+        f"  {k}: {v.strip().splitlines()[-1].strip()}" for k, v in errors.items()
+    )
 
 
 def test_checkov_is_the_pinned_version_and_parsed_every_object(scan):
@@ -269,8 +320,9 @@ def test_checkov_is_the_pinned_version_and_parsed_every_object(scan):
     # entity per workload's pod template.
     assert all("template" not in o.get("spec", {}) or o["kind"] in WORKLOAD_KINDS for o in objects)
     assert scan.summary["resource_count"] == len(objects) + len(workloads(objects))
-    assert {"StatefulSet", "Deployment", "DaemonSet", "Certificate", "NetworkPolicy",
-            "Role", "RoleBinding"} <= {o["kind"] for o in objects}
+    assert {"StatefulSet", "Deployment", "DaemonSet", "Certificate", "NetworkPolicy", "Role", "RoleBinding"} <= {
+        o["kind"] for o in objects
+    }
 
 
 def test_checkov_sees_real_specs_not_secret_placeholders(rendered):
@@ -307,11 +359,15 @@ def test_checkov_ran_and_passed_the_core_checks_on_every_workload(scan):
 
 
 def test_no_failed_check_beyond_the_skip_list(scan, skips):
-    bad = {r: sorted({(f.check_id, f.check_name, f.resource) for f in unexpected(scan, skips, r)})
-           for r in product_renders(scan)}
+    bad = {
+        r: sorted({(f.check_id, f.check_name, f.resource) for f in unexpected(scan, skips, r)})
+        for r in product_renders(scan)
+    }
     bad = {r: v for r, v in bad.items() if v}
-    assert not bad, "checkov failures not in tests/checkov-skips.yaml (fix the product, or skip with a reason):\n" + \
-        "\n".join(f"  {r}: {cid} {name} on {res}" for r, v in bad.items() for cid, name, res in v)
+    assert not bad, (
+        "checkov failures not in tests/checkov-skips.yaml (fix the product, or skip with a reason):\n"
+        + "\n".join(f"  {r}: {cid} {name} on {res}" for r, v in bad.items() for cid, name, res in v)
+    )
 
 
 def test_every_skipped_check_still_fires(scan, skips):
@@ -325,6 +381,7 @@ def test_negative_control_fails_through_the_same_filter(scan, skips):
     product flags them: CKV_K8S_38 too, skipped only where a Role is bound. Its pod is
     not covered by the dev render's NetworkPolicies, which proves renders are isolated."""
     failed = {f.check_id for f in unexpected(scan, skips, NEGATIVE)}
-    assert {"CKV_K8S_16", "CKV_K8S_20", "CKV_K8S_23", "CKV_K8S_29", "CKV_K8S_38", "CKV2_K8S_6"} <= failed, \
-        sorted(failed)
+    assert {"CKV_K8S_16", "CKV_K8S_20", "CKV_K8S_23", "CKV_K8S_29", "CKV_K8S_38", "CKV2_K8S_6"} <= failed, sorted(
+        failed
+    )
     assert not {"CKV_K8S_16", "CKV_K8S_20"} & set(skips)

@@ -37,11 +37,15 @@ def test_disruption_budget_settings():
     raw["supernodes"]["pools"].append({"name": "gamma", "replicas": 4, "disruptionBudget": {"minAvailable": 3}})
     raw["supernodes"]["pools"].append({"name": "delta", "replicas": 1, "disruptionBudget": {"enabled": False}})
     objects = core_objects(raw)
-    specs = {p["metadata"]["name"]: {k: v for k, v in p["spec"].items() if k != "selector"}
-             for p in by_kind(objects, "PodDisruptionBudget")}
-    assert specs == {f"{NAME}-supernode-alpha": {"minAvailable": "50%"},
-                     f"{NAME}-supernode-beta": {"maxUnavailable": "25%"},
-                     f"{NAME}-supernode-gamma": {"minAvailable": 3}}
+    specs = {
+        p["metadata"]["name"]: {k: v for k, v in p["spec"].items() if k != "selector"}
+        for p in by_kind(objects, "PodDisruptionBudget")
+    }
+    assert specs == {
+        f"{NAME}-supernode-alpha": {"minAvailable": "50%"},
+        f"{NAME}-supernode-beta": {"maxUnavailable": "25%"},
+        f"{NAME}-supernode-gamma": {"minAvailable": 3},
+    }
     assert get(objects, "StatefulSet", f"{NAME}-supernode-delta")
 
 

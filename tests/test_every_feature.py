@@ -26,11 +26,16 @@ TLS_SOURCES: dict[str, dict[str, Any]] = {
     "generate": {},
     "certManager": {"source": "certManager", "certManager": {"issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}},
     "existingSecret": {"source": "existingSecret", "existingSecret": "my-tls"},
-    "existingSecret+trust": {"source": "existingSecret", "existingSecret": "my-tls",
-                             "trust": {"source": "existingSecret", "existingSecret": "my-ca", "key": "root.pem"}},
+    "existingSecret+trust": {
+        "source": "existingSecret",
+        "existingSecret": "my-tls",
+        "trust": {"source": "existingSecret", "existingSecret": "my-ca", "key": "root.pem"},
+    },
 }
-USER_SECRETS = {("kubernetes:core/v1:Secret", f"{NS}/my-tls"): {"data": {"tls.crt": "Q1JU", "ca.crt": "Q0E="}},
-                ("kubernetes:core/v1:Secret", f"{NS}/my-ca"): {"data": {"root.pem": "Uk9PVA=="}}}
+USER_SECRETS = {
+    ("kubernetes:core/v1:Secret", f"{NS}/my-tls"): {"data": {"tls.crt": "Q1JU", "ca.crt": "Q0E="}},
+    ("kubernetes:core/v1:Secret", f"{NS}/my-ca"): {"data": {"root.pem": "Uk9PVA=="}},
+}
 
 
 def _pod_template_patch(marker: str) -> dict[str, Any]:
@@ -41,10 +46,19 @@ def _pod_template_patch(marker: str) -> dict[str, Any]:
             "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
             "priorityClassName": "flower",
             "volumes": [{"name": "scratch", "emptyDir": {}}, {"name": "user-config", "configMap": {"name": "cfg"}}],
-            "initContainers": [{"name": "fetch", "image": "busybox:1.36", "command": ["true"],
-                                "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
-                                                    "capabilities": {"drop": ["ALL"]},
-                                                    "seccompProfile": {"type": "RuntimeDefault"}}}],
+            "initContainers": [
+                {
+                    "name": "fetch",
+                    "image": "busybox:1.36",
+                    "command": ["true"],
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "runAsNonRoot": True,
+                        "capabilities": {"drop": ["ALL"]},
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                }
+            ],
         },
     }
 
@@ -52,10 +66,14 @@ def _pod_template_patch(marker: str) -> dict[str, Any]:
 def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
     """Process isolation with distributed SuperExecs and the Kubernetes executor, node
     auth, and every per-component Kubernetes knob the config has."""
-    probes = {"livenessProbe": {"periodSeconds": 20}, "readinessProbe": {"failureThreshold": 6},
-              "startupProbe": {"failureThreshold": 30}}
+    probes = {
+        "livenessProbe": {"periodSeconds": 20},
+        "readinessProbe": {"failureThreshold": 6},
+        "startupProbe": {"failureThreshold": 30},
+    }
     pool = {
-        "name": "gpu", "replicas": 2,
+        "name": "gpu",
+        "replicas": 2,
         "images": {"supernode": "flwr/supernode:1.41.0", "superexecClientApp": "flwr/superexec:1.41.0"},
         "gpu": {"enabled": True, "vendor": "nvidia", "count": 1},
         "supernodeResources": {"requests": {"cpu": "250m"}, "limits": {"memory": "2Gi"}},
@@ -66,16 +84,23 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "datasets"}}],
         "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": True}],
         "superexecVolumeMounts": [{"name": "cache", "mountPath": "/cache"}],
-        "volumeClaimTemplates": [{"metadata": {"name": "cache"},
-                                  "spec": {"accessModes": ["ReadWriteOnce"],
-                                           "resources": {"requests": {"storage": "5Gi"}}}}],
+        "volumeClaimTemplates": [
+            {
+                "metadata": {"name": "cache"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}},
+            }
+        ],
         "nodeConfig": {"partition-id": "{index}", "num-partitions": "{replicas}", "name": "{pool}-{index}"},
         "networkPolicy": {"allowExternalEgress": True},
         "disruptionBudget": {"minAvailable": 1},
     }
     return {
-        "name": "all", "namespace": NS, "version": "1.41.0", "labels": {"cost-center": "ml"},
-        "isolationMode": "process", "superexecPlacement": "distributed",
+        "name": "all",
+        "namespace": NS,
+        "version": "1.41.0",
+        "labels": {"cost-center": "ml"},
+        "isolationMode": "process",
+        "superexecPlacement": "distributed",
         "executor": {"type": "kubernetes", "config": {"active-pod-budget": 2}},
         "nodeAuth": {"enabled": True},
         "tls": {**copy.deepcopy(tls), "dnsNames": ["flower.example.org"]},
@@ -96,8 +121,10 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
             "podTemplate": _pod_template_patch("superlink"),
             "probes": probes,
         },
-        "supernodes": {"env": [{"name": "ALL_NODES", "value": "1"}], "pools": [pool, {"name": "cpu", "replicas": 1,
-                       "images": {"superexecClientApp": "flwr/superexec:1.41.0"}}]},
+        "supernodes": {
+            "env": [{"name": "ALL_NODES", "value": "1"}],
+            "pools": [pool, {"name": "cpu", "replicas": 1, "images": {"superexecClientApp": "flwr/superexec:1.41.0"}}],
+        },
         "cli": {"address": "flower.example.org:8000"},
     }
 
@@ -133,9 +160,11 @@ def test_every_pod_is_restricted_and_the_namespace_enforces_it(rendered: tuple[s
 
 def test_pod_template_patches_arrive_next_to_the_checksums(rendered: tuple[str, list[dict[str, Any]]]) -> None:
     _, objects = rendered
-    for kind, name, marker in (("StatefulSet", "all-superlink", "superlink"),
-                               ("StatefulSet", "all-supernode-gpu", "gpu"),
-                               ("StatefulSet", "all-superexec-gpu", "gpu")):
+    for kind, name, marker in (
+        ("StatefulSet", "all-superlink", "superlink"),
+        ("StatefulSet", "all-supernode-gpu", "gpu"),
+        ("StatefulSet", "all-superexec-gpu", "gpu"),
+    ):
         template = _by(objects, kind, name)["spec"]["template"]
         spec = template["spec"]
         assert template["metadata"]["labels"]["team"] == marker
@@ -149,8 +178,7 @@ def test_pod_template_patches_arrive_next_to_the_checksums(rendered: tuple[str, 
     assert len(node_template["metadata"]["annotations"][nodeauth.CHECKSUM_ANNOTATION]) == 64
 
 
-def test_volumes_env_probes_gpu_and_executor_reach_their_containers(
-        rendered: tuple[str, list[dict[str, Any]]]) -> None:
+def test_volumes_env_probes_gpu_and_executor_reach_their_containers(rendered: tuple[str, list[dict[str, Any]]]) -> None:
     _, objects = rendered
 
     def container(kind: str, workload: str, name: str) -> dict[str, Any]:

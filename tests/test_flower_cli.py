@@ -15,13 +15,29 @@ from tests.support.manifests import get
 from tests.support.render import core_objects, plan_objects, plan_of
 
 
-def stack(version: str, isolation: str, placement: str = "sidecar", insecure: bool = False,
-          mode: str = "StatefulSet", deps: bool = False, persistence: bool = True) -> dict:
+def stack(
+    version: str,
+    isolation: str,
+    placement: str = "sidecar",
+    insecure: bool = False,
+    mode: str = "StatefulSet",
+    deps: bool = False,
+    persistence: bool = True,
+) -> dict:
     process = isolation == "process"
     pools = [
-        {"name": "alpha", "nodeConfig": {"partition-id": "{index}", "num-partitions": "{replicas}",
-                                         "name": "client_{pool}_{index}", "lr": 0.05, "eval": True,
-                                         "note": "it's \"quoted\" $(HOME) `x` \\ end", "seven": "7"}},
+        {
+            "name": "alpha",
+            "nodeConfig": {
+                "partition-id": "{index}",
+                "num-partitions": "{replicas}",
+                "name": "client_{pool}_{index}",
+                "lr": 0.05,
+                "eval": True,
+                "note": 'it\'s "quoted" $(HOME) `x` \\ end',
+                "seven": "7",
+            },
+        },
         {"name": "beta", "nodeConfig": {"host": "{node}"}},
     ]
     for p in pools:
@@ -32,7 +48,10 @@ def stack(version: str, isolation: str, placement: str = "sidecar", insecure: bo
     if mode == "DaemonSet":
         pools[0]["nodeConfig"] = {"name": "client_{node}", "pool": "{pool}"}
     raw = {
-        "version": version, "mode": mode, "isolationMode": isolation, "insecure": insecure,
+        "version": version,
+        "mode": mode,
+        "isolationMode": isolation,
+        "insecure": insecure,
         "allowRuntimeDependencyInstallation": deps,
         "superlink": {"persistence": {"enabled": persistence}},
         "supernodes": {"pools": pools},
@@ -47,8 +66,12 @@ CASES = []
 for version, (isolation, placement), insecure in itertools.product(
     (GRPC_ERA, HTTP_ERA), (("subprocess", "sidecar"), ("process", "sidecar"), ("process", "distributed")), (False, True)
 ):
-    CASES.append(pytest.param(stack(version, isolation, placement, insecure),
-                              id=f"{version}-{isolation}-{placement}-{'insecure' if insecure else 'tls'}"))
+    CASES.append(
+        pytest.param(
+            stack(version, isolation, placement, insecure),
+            id=f"{version}-{isolation}-{placement}-{'insecure' if insecure else 'tls'}",
+        )
+    )
 CASES += [
     pytest.param(stack(HTTP_ERA, "subprocess", mode="DaemonSet"), id="1.41.0-daemonset"),
     pytest.param(stack(GRPC_ERA, "process", mode="DaemonSet"), id="1.26.1-daemonset-process"),
@@ -84,11 +107,15 @@ def _check_superlink(plan, parsed, files, workload, pod, c, services):
     assert parsed["isolation"] == plan.spec.isolation_mode
     if plan.trust:
         assert parsed["insecure"] is False
-        _check_files(parsed, files, {
-            "ssl_certfile": (plan.trust.server_secret, "tls.crt"),
-            "ssl_keyfile": (plan.trust.server_secret, "tls.key"),
-            "ssl_ca_certfile": (plan.trust.ca_secret, "ca.crt"),
-        })
+        _check_files(
+            parsed,
+            files,
+            {
+                "ssl_certfile": (plan.trust.server_secret, "tls.crt"),
+                "ssl_keyfile": (plan.trust.server_secret, "tls.key"),
+                "ssl_ca_certfile": (plan.trust.ca_secret, "ca.crt"),
+            },
+        )
     else:
         assert parsed["insecure"] is True and not files
     # The ports the SuperLink listens on are the ones its Service targets.
@@ -164,12 +191,15 @@ def test_node_config_reaches_each_replica(version, flower):
     assert all(s["num-partitions"] == 3 for s in seen)
     assert [s["name"] for s in seen] == ["client_alpha_0", "client_alpha_1", "client_alpha_2"]
     assert seen[0]["lr"] == 0.05 and seen[0]["eval"] is True and seen[0]["seven"] == "7"
-    assert seen[0]["note"] == "it's \"quoted\" $(HOME) `x` \\ end"
+    assert seen[0]["note"] == 'it\'s "quoted" $(HOME) `x` \\ end'
 
 
 def test_daemonset_node_placeholder_is_the_node_name(flower):
-    ds = get(plan_objects(plan_of(stack(HTTP_ERA, "subprocess", mode="DaemonSet"), "fed")), "DaemonSet",
-             "fed-supernode-alpha")
+    ds = get(
+        plan_objects(plan_of(stack(HTTP_ERA, "subprocess", mode="DaemonSet"), "fed")),
+        "DaemonSet",
+        "fed-supernode-alpha",
+    )
     argv = container_argv(ds["spec"]["template"]["spec"]["containers"][0], pod_for(ds, node="gpu-node-7"))
     parsed = flower[HTTP_ERA].parse("flower-supernode", argv)
     assert flower[HTTP_ERA].node_config(parsed["node_config"]) == {"name": "client_gpu-node-7", "pool": "alpha"}

@@ -20,13 +20,23 @@ def test_kubernetes_executor_config_is_what_flower_loads(flower):
         if not c["name"].startswith("superexec"):
             continue
         parsed = cli.parse("flower-superexec", argv)
-        assert argv[argv.index("--executor"):argv.index("--executor") + 4] == [
-            "--executor", "kubernetes", "--executor-config", "/etc/flower/executor/executor.yaml"]
+        assert argv[argv.index("--executor") : argv.index("--executor") + 4] == [
+            "--executor",
+            "kubernetes",
+            "--executor-config",
+            "/etc/flower/executor/executor.yaml",
+        ]
         assert "kubernetes" in str(parsed["executor"])
         assert parsed["executor_config"] == "/etc/flower/executor/executor.yaml"
         files = pod_files(r, workload["spec"]["template"]["spec"], c)
-        mounted = check_mounted(r, files, parsed["executor_config"], "ConfigMap",
-                                 plan.names.executor_config(workload["metadata"]["name"]), "executor.yaml")
+        mounted = check_mounted(
+            r,
+            files,
+            parsed["executor_config"],
+            "ConfigMap",
+            plan.names.executor_config(workload["metadata"]["name"]),
+            "executor.yaml",
+        )
         text = r.data("ConfigMap", mounted.name)["executor.yaml"]
         rendered = yaml.safe_load(text)
         loaded = flower[HTTP_ERA].executor_config(text)
@@ -39,7 +49,8 @@ def test_kubernetes_executor_config_is_what_flower_loads(flower):
         assert sa is not None and sa["automountServiceAccountToken"] is False, "task pods need no API token"
         assert loaded["labels"] == rendered["labels"]
         assert loaded["labels"]["flower.flwr.ai/task-role"] == (
-            "serverapp" if c["name"] == "superexec-serverapp" else pod["labels"]["flower.flwr.ai/pool"])
+            "serverapp" if c["name"] == "superexec-serverapp" else pod["labels"]["flower.flwr.ai/pool"]
+        )
         assert loaded["pod_security_context"] == rendered["pod-security-context"]
         assert loaded["pod_security_context"]["runAsNonRoot"] is True
         assert loaded["container_security_context"] == rendered["container-security-context"]
@@ -51,9 +62,12 @@ def test_kubernetes_executor_config_is_what_flower_loads(flower):
         # The SuperExec itself talks to the API server: a token and a binding to the executor Role.
         sa_name = workload["spec"]["template"]["spec"]["serviceAccountName"]
         assert r.find("ServiceAccount", sa_name)["automountServiceAccountToken"] is True
-        assert any(b["roleRef"]["name"] == plan.names.executor_role and
-                   {"kind": "ServiceAccount", "name": sa_name, "namespace": plan.namespace} in b["subjects"]
-                   for b in r.objects if b["kind"] == "RoleBinding")
+        assert any(
+            b["roleRef"]["name"] == plan.names.executor_role
+            and {"kind": "ServiceAccount", "name": sa_name, "namespace": plan.namespace} in b["subjects"]
+            for b in r.objects
+            if b["kind"] == "RoleBinding"
+        )
         checked += 1
     # The ServerApp SuperExec, and one ClientApp SuperExec per SuperNode.
     assert checked == 1 + sum(p.replicas for p in plan.spec.supernodes.pools)

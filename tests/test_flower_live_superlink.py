@@ -14,9 +14,10 @@ import socket
 import ssl
 import time
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import pytest
 import tomli_w
@@ -52,8 +53,9 @@ def materialize(r: Rendered, workload: dict, container: dict, root: Path) -> dic
 ADDRESS = re.compile(r"(0\.0\.0\.0|127\.0\.0\.1):(\d+)")
 
 
-def localize(argv: list[str], container: dict, root: Path, ports: PortMap,
-             superlink_ports: Optional[PortMap] = None) -> list[str]:
+def localize(
+    argv: list[str], container: dict, root: Path, ports: PortMap, superlink_ports: Optional[PortMap] = None
+) -> list[str]:
     """The rendered args, runnable here: mount paths under `root`, listen addresses on
     127.0.0.1 at free ports, the SuperLink address at its local port. Nothing else."""
     mounts = [m["mountPath"].rstrip("/") for m in container.get("volumeMounts", [])]
@@ -74,27 +76,30 @@ def localize(argv: list[str], container: dict, root: Path, ports: PortMap,
     return out
 
 
-def tls_probe(port: int, cafile: Path, server_hostname: str, http_path: Optional[str] = None,
-              timeout: float = 3) -> tuple[Optional[int], bytes]:
+def tls_probe(
+    port: int, cafile: Path, server_hostname: str, http_path: Optional[str] = None, timeout: float = 3
+) -> tuple[Optional[int], bytes]:
     """Connect to 127.0.0.1:port, verifying the certificate against `cafile` only (no
     system CAs) for `server_hostname`; for HTTP, GET `http_path`. Returns (status, DER
     of the server certificate)."""
     ctx = ssl.create_default_context(cafile=str(cafile))
     assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
     ctx.set_alpn_protocols(["http/1.1"] if http_path else ["h2"])
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        with ctx.wrap_socket(sock, server_hostname=server_hostname) as tls:
-            der = tls.getpeercert(binary_form=True)
-            if http_path is None:
-                return None, der
-            tls.sendall(f"GET {http_path} HTTP/1.1\r\nHost: {server_hostname}\r\nConnection: close\r\n\r\n".encode())
-            head = b""
-            while b"\r\n" not in head:
-                chunk = tls.recv(4096)
-                if not chunk:
-                    break
-                head += chunk
-            return int(head.split(b" ", 2)[1]), der
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock,
+        ctx.wrap_socket(sock, server_hostname=server_hostname) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+        if http_path is None:
+            return None, der
+        tls.sendall(f"GET {http_path} HTTP/1.1\r\nHost: {server_hostname}\r\nConnection: close\r\n\r\n".encode())
+        head = b""
+        while b"\r\n" not in head:
+            chunk = tls.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+        return int(head.split(b" ", 2)[1]), der
 
 
 @dataclass
@@ -135,12 +140,13 @@ def live(request, tmp_path_factory) -> Iterator[LiveSuperLink]:
             api_ports = [ports[8000]]
         else:
             api_ports = [ports[r.plan.ports.fleet], ports[r.plan.ports.control]]
-        health = next((a for f, a in zip(argv, argv[1:]) if f == "--health-server-address"), None)
+        health = next((a for f, a in zip(argv, argv[1:], strict=False) if f == "--health-server-address"), None)
         health_port = ports[int(health.rsplit(":", 1)[1])] if health else None
         ca_file = workdir / "ca.crt"
         ca_file.write_text(r.outputs["caCertificate"])
-        proc = procs.start("superlink", [str(venv_bin(version) / "flower-superlink"), *args],
-                           process_env(version, root / "app"))
+        proc = procs.start(
+            "superlink", [str(venv_bin(version) / "flower-superlink"), *args], process_env(version, root / "app")
+        )
         link = LiveSuperLink(version, r, procs, root, ports, ca_file, api_ports, health_port, http)
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
@@ -183,7 +189,9 @@ def test_a_ca_that_did_not_sign_the_certificate_is_refused(live):
     wrong_ca.write_text(other.outputs["caCertificate"])
     for port in live.api_ports:
         for name in ("localhost", "127.0.0.1"):
-            with pytest.raises(ssl.SSLCertVerificationError, match="unable to get local issuer|certificate verify failed"):
+            with pytest.raises(
+                ssl.SSLCertVerificationError, match="unable to get local issuer|certificate verify failed"
+            ):
                 live.probe(port, wrong_ca, name)
         with pytest.raises(ssl.SSLCertVerificationError, match="mismatch|doesn't match"):
             live.probe(port, live.ca_file, "flower.example.com")
@@ -212,7 +220,7 @@ def _cli_home(live: LiveSuperLink) -> tuple[str, dict[str, str]]:
 def _nodes(live: LiveSuperLink, name: str, env: dict[str, str]) -> list[dict]:
     res = run_bounded([str(venv_bin(live.version) / "flwr"), "supernode", "list", name, "--format", "json"], env)
     assert res.returncode == 0, res.stdout + res.stderr
-    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    doc = json.loads(res.stdout[res.stdout.index("{") :])
     assert doc["success"] is True, doc
     return doc["nodes"]
 
@@ -222,8 +230,11 @@ def test_register_script_and_a_real_supernode(live, flower):
     name, env = _cli_home(live)
     script = live.root.parent / "register.sh"
     script.write_text(r.outputs["nodeAuth"]["registerScript"])
-    expected = [f"{pool}/{slot}" for pool, keys in sorted(r.outputs["nodeAuth"]["publicKeys"].items())
-                for slot in sorted(keys, key=int)]
+    expected = [
+        f"{pool}/{slot}"
+        for pool, keys in sorted(r.outputs["nodeAuth"]["publicKeys"].items())
+        for slot in sorted(keys, key=int)
+    ]
     assert len(expected) == 4
 
     first = run_bounded(["sh", str(script)], env)
@@ -240,8 +251,11 @@ def test_register_script_and_a_real_supernode(live, flower):
     key_path = argv[argv.index("--auth-supernode-private-key") + 1]
     assert files[key_path].key == "node-1.key"
     args = localize(argv, c, root, PortMap(), superlink_ports=live.ports)
-    node = live.procs.start("supernode-alpha-1", [str(venv_bin(live.version) / "flower-supernode"), *args],
-                            process_env(live.version, root / "app"))
+    node = live.procs.start(
+        "supernode-alpha-1",
+        [str(venv_bin(live.version) / "flower-supernode"), *args],
+        process_env(live.version, root / "app"),
+    )
 
     again = run_bounded(["sh", str(script)], env)  # idempotent
     assert again.returncode == 0, again.stdout + again.stderr
@@ -259,9 +273,10 @@ def test_register_script_and_a_real_supernode(live, flower):
         status = {n["node-id"]: n["status"] for n in nodes}
         if node_id is not None and status.get(node_id) == "online":
             break
-        assert time.monotonic() < deadline, f"SuperNode not online in {READY_TIMEOUT}s: {status}\n" + \
-            live.procs.log("supernode-alpha-1")
+        assert time.monotonic() < deadline, f"SuperNode not online in {READY_TIMEOUT}s: {status}\n" + live.procs.log(
+            "supernode-alpha-1"
+        )
         time.sleep(0.5)
     assert sorted(status.values()) == ["online", "registered", "registered", "registered"]
-    health = next(a for f, a in zip(args, args[1:]) if f == "--health-server-address")
+    health = next(a for f, a in zip(args, args[1:], strict=False) if f == "--health-server-address")
     assert flower[live.version].grpc_health(health) == "SERVING"

@@ -17,15 +17,28 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS
-from tests.support.real_render import (Rendered, check_mounted, claim_mounts, key_slots, pod_files, render,
-                                       started_containers)
+from tests.support.real_render import (
+    Rendered,
+    check_mounted,
+    claim_mounts,
+    key_slots,
+    pod_files,
+    render,
+    started_containers,
+)
 from tests.support.stacks import security_stacks
 
 VERSIONS = (GRPC_ERA, HTTP_ERA)  # the versions with a real-Flower venv
 # Flower serves the gRPC health protocol (--health-server-address) before 1.43.
 GRPC_HEALTH_UNTIL = (1, 43)
-FILE_FLAGS = ("ssl_certfile", "ssl_keyfile", "ssl_ca_certfile", "root_certificates",
-              "auth_supernode_private_key", "executor_config")
+FILE_FLAGS = (
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_ca_certfile",
+    "root_certificates",
+    "auth_supernode_private_key",
+    "executor_config",
+)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -118,7 +131,10 @@ def test_every_container_is_accepted_and_reads_mounted_files(stack_id, flower):
                 key = f"node-{slot}.key"
                 got = check_mounted(r, files, parsed["auth_supernode_private_key"], "Secret", secret, key)
                 assert got.mode & 0o007 == 0, f"node key mode {oct(got.mode)} is world-accessible"
-                assert {f.name for f in files.values() if f.kind == "Secret"} <= {secret, getattr(trust, "ca_secret", None)}
+                assert {f.name for f in files.values() if f.kind == "Secret"} <= {
+                    secret,
+                    getattr(trust, "ca_secret", None),
+                }
                 assert key in r.find("Secret", secret)["stringData"]  # real key material, per pod
                 _check_node_key(r.find("Secret", secret)["stringData"][key], public_keys[pool][slot])
             else:
@@ -130,15 +146,22 @@ def test_every_container_is_accepted_and_reads_mounted_files(stack_id, flower):
                 check_mounted(r, files, parsed["root_certificates"], "Secret", trust.ca_secret, trust.ca_key)
             executor = parsed.get("executor")
             if executor is not None and "kubernetes" in str(executor):
-                check_mounted(r, files, parsed["executor_config"], "ConfigMap",
-                               plan.names.executor_config(workload["metadata"]["name"]), "executor.yaml")
+                check_mounted(
+                    r,
+                    files,
+                    parsed["executor_config"],
+                    "ConfigMap",
+                    plan.names.executor_config(workload["metadata"]["name"]),
+                    "executor.yaml",
+                )
             else:
                 assert parsed.get("executor_config") is None
             # Only the SuperLink holds the server key.
             assert all(not (f.kind == "Secret" and f.key == "tls.key") for f in files.values())
 
     assert supernodes_seen == sum(
-        len(key_slots(r, p.name)) if plan.spec.mode == "DaemonSet" else p.replicas for p in plan.spec.supernodes.pools)
+        len(key_slots(r, p.name)) if plan.spec.mode == "DaemonSet" else p.replicas for p in plan.spec.supernodes.pools
+    )
     for pod, ports in health_ports.items():  # sidecars must not share a health port
         assert len(ports) == len(set(ports)), f"{pod}: health ports {ports} collide"
 
@@ -173,15 +196,18 @@ def test_daemonset_pods_run_only_on_nodes_that_have_a_key():
     for ds in (o for o in r.objects if o["kind"] == "DaemonSet"):
         pool = ds["spec"]["template"]["metadata"]["labels"]["flower.flwr.ai/pool"]
         allowed = _schedulable_nodes(ds["spec"]["template"]["spec"])
-        assert allowed is not None, f"{ds['metadata']['name']}: pods go to every node, keys exist for {key_slots(r, pool)}"
+        assert allowed is not None, (
+            f"{ds['metadata']['name']}: pods go to every node, keys exist for {key_slots(r, pool)}"
+        )
         assert allowed <= set(key_slots(r, pool))
 
 
 def _schedulable_nodes(pod_spec: dict[str, Any]) -> Optional[set[str]]:
     """Node names a pod may run on, if its required node affinity pins them (by the
     node's name field or its kubernetes.io/hostname label); None if unrestricted."""
-    required = (pod_spec.get("affinity", {}).get("nodeAffinity", {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution", {}))
+    required = (
+        pod_spec.get("affinity", {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", {})
+    )
     allowed: Optional[set[str]] = None
     for term in required.get("nodeSelectorTerms", []):
         names = None

@@ -13,8 +13,9 @@ from tests.support.security_matrix import DEV, NAME, STACK_IDS, TLS_STACK_IDS, s
 @pytest.mark.parametrize("sid", STACK_IDS + [DEV])
 def test_every_object_passes_the_strict_kubernetes_schema(sid, k8s_validate):
     objects = security_objects(sid)
-    assert {"Namespace", "StatefulSet", "Service", "ServiceAccount", "NetworkPolicy",
-            "PodDisruptionBudget"} <= {o["kind"] for o in objects}
+    assert {"Namespace", "StatefulSet", "Service", "ServiceAccount", "NetworkPolicy", "PodDisruptionBudget"} <= {
+        o["kind"] for o in objects
+    }
     for obj in objects:
         assert obj["apiVersion"] != "cert-manager.io/v1"  # never in all_objects
         k8s_validate(obj)

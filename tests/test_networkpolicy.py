@@ -27,8 +27,10 @@ INSTANCE = "app.kubernetes.io/instance"
 COMPONENT = "app.kubernetes.io/component"
 POOL = "flower.flwr.ai/pool"
 TASK_ROLE = "flower.flwr.ai/task-role"
-DNS_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
+DNS_PEER = {
+    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+}
 DNS_RULE = {"to": [DNS_PEER], "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]}
 
 
@@ -80,8 +82,12 @@ def test_both_sides_of_every_flow_agree(sid):
                     for port in rule["ports"]:
                         for gid, other in others.items():
                             for mine in own:
-                                assert allowed(objects, other, other_kind, mine, port["port"], port["protocol"], NS), \
-                                    (policy["metadata"]["name"], kind, gid, port)
+                                assert allowed(objects, other, other_kind, mine, port["port"], port["protocol"], NS), (
+                                    policy["metadata"]["name"],
+                                    kind,
+                                    gid,
+                                    port,
+                                )
                                 checked += 1
     assert checked >= 2  # at least: the SuperLink and both pools agree on the Fleet API
 
@@ -102,10 +108,14 @@ def test_in_pod_apis_are_never_reachable_from_elsewhere(sid):
     # for ServerApps (and its task pods) may reach it.
     if plan.ports.serverappio is not None:
         appio = plan.ports.serverappio
-        assert arg_after(link_args, "--serverappio-api-address") == \
-            f"{'0.0.0.0' if plan.distributed else '127.0.0.1'}:{appio}"
-        allowed = [{INSTANCE: NAME, COMPONENT: "superexec-serverapp"},
-                   {INSTANCE: NAME, COMPONENT: "taskexecutor", TASK_ROLE: "serverapp"}]
+        assert (
+            arg_after(link_args, "--serverappio-api-address")
+            == f"{'0.0.0.0' if plan.distributed else '127.0.0.1'}:{appio}"
+        )
+        allowed = [
+            {INSTANCE: NAME, COMPONENT: "superexec-serverapp"},
+            {INSTANCE: NAME, COMPONENT: "taskexecutor", TASK_ROLE: "serverapp"},
+        ]
         rules = [r for r in _superlink_policy(objects)["spec"]["ingress"] if port_matches(r, appio, "TCP")]
         assert bool(rules) == plan.distributed  # the distributed SuperExec must get through
         for r in rules:
@@ -116,8 +126,12 @@ def test_in_pod_apis_are_never_reachable_from_elsewhere(sid):
         assert appio not in {p["port"] for p in public["spec"]["ports"]}
     # The SuperNodes' ClientAppIo / Runtime API (9094): only their own pool's SuperExec.
     for pool in plan.spec.supernodes.pools:
-        node_args = workload_container(objects, "DaemonSet" if plan.spec.mode == "DaemonSet" else "StatefulSet",
-                              f"{NAME}-supernode-{pool.name}", "supernode")["args"]
+        node_args = workload_container(
+            objects,
+            "DaemonSet" if plan.spec.mode == "DaemonSet" else "StatefulSet",
+            f"{NAME}-supernode-{pool.name}",
+            "supernode",
+        )["args"]
         bind = "0.0.0.0" if plan.distributed else "127.0.0.1"
         if plan.ports.serverappio is not None:
             assert arg_after(node_args, "--clientappio-api-address") == f"{bind}:9094"
@@ -128,17 +142,26 @@ def test_in_pod_apis_are_never_reachable_from_elsewhere(sid):
         assert bool(rules) == plan.distributed
         if not plan.distributed:
             assert policy["spec"]["ingress"] == []
-        allowed = [{INSTANCE: NAME, COMPONENT: "superexec-clientapp", POOL: pool.name},
-                   {INSTANCE: NAME, COMPONENT: "taskexecutor", TASK_ROLE: pool.name}]
+        allowed = [
+            {INSTANCE: NAME, COMPONENT: "superexec-clientapp", POOL: pool.name},
+            {INSTANCE: NAME, COMPONENT: "taskexecutor", TASK_ROLE: pool.name},
+        ]
         for r in rules:
             assert r.get("from"), r
             for peer in r["from"]:
                 assert set(peer) == {"podSelector"} and peer["podSelector"]["matchLabels"] in allowed, peer
 
 
-@pytest.mark.parametrize("sid", stacks_where(lambda p: not p.spec.allow_runtime_dependency_installation
-                                              and not p.spec.network_policy.allow_external_egress
-                                              and not p.spec.supernodes.network_policy.allow_external_egress))
+@pytest.mark.parametrize(
+    "sid",
+    stacks_where(
+        lambda p: (
+            not p.spec.allow_runtime_dependency_installation
+            and not p.spec.network_policy.allow_external_egress
+            and not p.spec.supernodes.network_policy.allow_external_egress
+        )
+    ),
+)
 def test_supernodes_reach_only_the_fleet_api_and_dns(sid):
     plan, objects = security_plan(sid), security_objects(sid)
     to_superlink = {"to": [_superlink_selector()], "ports": [{"port": plan.ports.fleet, "protocol": "TCP"}]}
@@ -153,7 +176,7 @@ def test_superlink_accepts_outside_traffic_only_with_allow_external(sid):
     ingress = _superlink_policy(objects)["spec"]["ingress"]
     extra = plan.spec.superlink.network_policy.extra_ingress or []
     managed = ingress[: len(ingress) - len(extra)]
-    assert ingress[len(managed):] == extra
+    assert ingress[len(managed) :] == extra
     open_rules = [r for r in managed if not r.get("from")]
     for r in managed:
         for peer in r.get("from", []):
@@ -173,8 +196,12 @@ def test_networkpolicy_knobs(sid):
     # ingressPodMatchLabels (superlink) and ingressNSMatchLabels + ingressNSPodMatchLabels
     # (global) reach the Fleet and Control ports.
     assert {"from": [{"podSelector": {"matchLabels": {"role": "flwr-cli"}}}], "ports": api_ports} in ingress
-    assert {"from": [{"namespaceSelector": {"matchLabels": {"team": "ml"}},
-                      "podSelector": {"matchLabels": {"role": "flwr-cli"}}}], "ports": api_ports} in ingress
+    assert {
+        "from": [
+            {"namespaceSelector": {"matchLabels": {"team": "ml"}}, "podSelector": {"matchLabels": {"role": "flwr-cli"}}}
+        ],
+        "ports": api_ports,
+    } in ingress
     # extraIngress is appended last.
     assert ingress[-1] == {"ports": [{"port": 9100, "protocol": "TCP"}]}
     # supernodes.allowExternalEgress: unrestricted egress for every pool, not for the SuperLink.
@@ -188,20 +215,28 @@ def test_extra_egress_is_appended_and_ignored_with_allow_external_egress():
     plain = _superlink_policy(core_objects(base(GRPC_ERA)))["spec"]["egress"]
     with_extra = _superlink_policy(core_objects(base(GRPC_ERA, superlink={"networkPolicy": {"extraEgress": [extra]}})))
     assert with_extra["spec"]["egress"] == plain + [extra]
-    opened = _superlink_policy(core_objects(base(GRPC_ERA, superlink={"networkPolicy": {
-        "extraEgress": [extra], "allowExternalEgress": True}})))
+    opened = _superlink_policy(
+        core_objects(base(GRPC_ERA, superlink={"networkPolicy": {"extraEgress": [extra], "allowExternalEgress": True}}))
+    )
     assert opened["spec"]["egress"] == [{}]
     # A pool-level extraIngress reaches that pool only.
     raw = base(GRPC_ERA)
     raw["supernodes"]["pools"][0]["networkPolicy"] = {"extraIngress": [{"ports": [{"port": 9400, "protocol": "TCP"}]}]}
     objects = core_objects(raw)
-    assert get(objects, "NetworkPolicy", f"{NAME}-supernode-alpha")["spec"]["ingress"] == \
-        [{"ports": [{"port": 9400, "protocol": "TCP"}]}]
+    assert get(objects, "NetworkPolicy", f"{NAME}-supernode-alpha")["spec"]["ingress"] == [
+        {"ports": [{"port": 9400, "protocol": "TCP"}]}
+    ]
     assert get(objects, "NetworkPolicy", f"{NAME}-supernode-beta")["spec"]["ingress"] == []
 
 
-@pytest.mark.parametrize("version,isolation,placement", [
-    (GRPC_ERA, "subprocess", "sidecar"), (HTTP_ERA, "process", "distributed"), (EXECUTOR_GRPC, "process", "distributed")])
+@pytest.mark.parametrize(
+    "version,isolation,placement",
+    [
+        (GRPC_ERA, "subprocess", "sidecar"),
+        (HTTP_ERA, "process", "distributed"),
+        (EXECUTOR_GRPC, "process", "distributed"),
+    ],
+)
 def test_disabling_one_pools_policy_drops_only_that_pools_policies(version, isolation, placement):
     extra = {"executor": {"type": "kubernetes"}} if version == EXECUTOR_GRPC else {}
     raw = base(version, isolation=isolation, placement=placement, **extra)
@@ -216,8 +251,15 @@ def test_disabling_one_pools_policy_drops_only_that_pools_policies(version, isol
     assert set(before) - set(after) == beta and beta <= set(before)
     assert after == {k: v for k, v in before.items() if k not in beta}
     # Globally disabled: no policy at all.
-    assert by_kind(core_objects(base(version, isolation=isolation, placement=placement,
-                               networkPolicy={"enabled": False}, **extra)), "NetworkPolicy") == []
+    assert (
+        by_kind(
+            core_objects(
+                base(version, isolation=isolation, placement=placement, networkPolicy={"enabled": False}, **extra)
+            ),
+            "NetworkPolicy",
+        )
+        == []
+    )
 
 
 @pytest.mark.parametrize("version", [GRPC_ERA, HTTP_ERA])

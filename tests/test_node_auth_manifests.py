@@ -16,8 +16,13 @@ NODE_AUTH_STACKS = [s for s in STACK_IDS if STACKS[s].get("nodeAuth", {}).get("e
 
 
 def test_node_auth_is_covered_in_both_modes_and_eras():
-    assert {"grpc-nodeauth", "grpc-process-sidecar-nodeauth", "http-daemonset-supplied-keys",
-            "http-executor-kubernetes", "http-nodeauth"} <= set(NODE_AUTH_STACKS)
+    assert {
+        "grpc-nodeauth",
+        "grpc-process-sidecar-nodeauth",
+        "http-daemonset-supplied-keys",
+        "http-executor-kubernetes",
+        "http-nodeauth",
+    } <= set(NODE_AUTH_STACKS)
 
 
 @pytest.mark.parametrize("sid", NODE_AUTH_STACKS)
@@ -34,10 +39,15 @@ def test_each_supernode_uses_its_own_key(sid):
         assert arg_after(node["args"], "--auth-supernode-private-key") == f"/etc/flower/node-auth/node-$({var}).key"
         assert {"name": var, "valueFrom": {"fieldRef": {"fieldPath": field}}} in node["env"]
         secret_name = f"{NAME}-supernode-{pool.name}-node-keys"
-        assert volumes_by_name(w)["node-auth"] == {"name": "node-auth",
-                                                    "secret": {"secretName": secret_name, "defaultMode": 0o440}}
-        assert mounts_by_name(node)["node-auth"] == {"name": "node-auth", "mountPath": "/etc/flower/node-auth",
-                                                      "readOnly": True}
+        assert volumes_by_name(w)["node-auth"] == {
+            "name": "node-auth",
+            "secret": {"secretName": secret_name, "defaultMode": 0o440},
+        }
+        assert mounts_by_name(node)["node-auth"] == {
+            "name": "node-auth",
+            "mountPath": "/etc/flower/node-auth",
+            "readOnly": True,
+        }
         # Only the SuperNode container sees the keys.
         for c in w["spec"]["template"]["spec"]["containers"]:
             if c is not node:

@@ -17,7 +17,9 @@ from tests.support.kube import expand
 
 keys = st.from_regex(r"\A[A-Za-z0-9_-]{1,20}\Z")
 # Any text, with the characters that break naive quoting over-represented.
-nasty = st.sampled_from(list("\"'\\$`(){} =\t\n") + ["$(HOME)", "$$", "{index}", "{pool}", "{node}", "{replicas}", "\u00e9", "\U0001F33C"])
+nasty = st.sampled_from(
+    list("\"'\\$`(){} =\t\n") + ["$(HOME)", "$$", "{index}", "{pool}", "{node}", "{replicas}", "\u00e9", "\U0001f33c"]
+)
 strings = st.one_of(st.text(), st.lists(st.one_of(nasty, st.text(max_size=3)), max_size=12).map("".join))
 values = st.one_of(
     strings,

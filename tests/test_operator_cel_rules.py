@@ -42,19 +42,43 @@ def _subprocess_with_clientapp():
     return config
 
 
-@pytest.mark.parametrize("make,path,message", [
-    (_ds_with_replicas, "federation.supernodes.pools[1].replicas",
-     "replicas must not be set for pools when mode is DaemonSet"),
-    (_sts_without_replicas, "federation.supernodes.pools[0].replicas",
-     "replicas must be set (>=1) for every pool when mode is StatefulSet"),
-    (_sts_zero_replicas, "federation.supernodes.pools[0].replicas",
-     "replicas must be set (>=1) for every pool when mode is StatefulSet"),
-    (_process_without_superexec, "federation.superlink.superexecImage",
-     "spec.superlink.superexecImage is required when isolationMode=process"),
-    (_subprocess_with_clientapp, "federation.supernodes.pools[0].images.superexecClientApp",
-     "spec.supernodes.pools[*].images.superexecClientApp must be empty when isolationMode=subprocess"),
-], ids=["daemonset-replicas", "statefulset-no-replicas", "statefulset-zero-replicas",
-        "process-no-superexec-image", "subprocess-with-clientapp-image"])
+@pytest.mark.parametrize(
+    "make,path,message",
+    [
+        (
+            _ds_with_replicas,
+            "federation.supernodes.pools[1].replicas",
+            "replicas must not be set for pools when mode is DaemonSet",
+        ),
+        (
+            _sts_without_replicas,
+            "federation.supernodes.pools[0].replicas",
+            "replicas must be set (>=1) for every pool when mode is StatefulSet",
+        ),
+        (
+            _sts_zero_replicas,
+            "federation.supernodes.pools[0].replicas",
+            "replicas must be set (>=1) for every pool when mode is StatefulSet",
+        ),
+        (
+            _process_without_superexec,
+            "federation.superlink.superexecImage",
+            "spec.superlink.superexecImage is required when isolationMode=process",
+        ),
+        (
+            _subprocess_with_clientapp,
+            "federation.supernodes.pools[0].images.superexecClientApp",
+            "spec.supernodes.pools[*].images.superexecClientApp must be empty when isolationMode=subprocess",
+        ),
+    ],
+    ids=[
+        "daemonset-replicas",
+        "statefulset-no-replicas",
+        "statefulset-zero-replicas",
+        "process-no-superexec-image",
+        "subprocess-with-clientapp-image",
+    ],
+)
 def test_cel_rule(make, path: str, message: str):
     with pytest.raises(ConfigError) as err:
         load_plan(make(), "dev")
@@ -71,4 +95,7 @@ def test_cel_rules_are_reported_together():
         load_plan(config, "dev")
     text = str(err.value)
     assert "federation.supernodes.pools[0].replicas: replicas must not be set for pools when mode is DaemonSet" in text
-    assert "federation.superlink.superexecImage: spec.superlink.superexecImage is required when isolationMode=process" in text
+    assert (
+        "federation.superlink.superexecImage: spec.superlink.superexecImage is required when isolationMode=process"
+        in text
+    )

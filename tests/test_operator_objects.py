@@ -15,8 +15,16 @@ from components.offline import run_program
 from tests.support.defaults import CA_FILE, FLOWER_UID, RESTRICTED_CONTAINER_SC
 from tests.support.generated import without_generated
 from tests.support.manifests import arg_after, container, index, pod_spec, volume
-from tests.support.operator_examples import (BY_ID, EXAMPLES, NAMESPACE, Example, each_example, each_pool,
-                                             pool_workload, superlink_sts)
+from tests.support.operator_examples import (
+    BY_ID,
+    EXAMPLES,
+    NAMESPACE,
+    Example,
+    each_example,
+    each_pool,
+    pool_workload,
+    superlink_sts,
+)
 from tests.support.render import core_objects
 from tests.support.schema import validate
 
@@ -37,8 +45,13 @@ def test_objects_are_named_like_the_operators(ex: Example):
     # The operator's objects, plus what we add around each workload: a ServiceAccount,
     # a NetworkPolicy, and for each pool a PodDisruptionBudget.
     superlink = f"{ex.name}-superlink"
-    expected = {("Namespace", NAMESPACE), ("StatefulSet", superlink), ("Service", superlink),
-                ("ServiceAccount", superlink), ("NetworkPolicy", superlink)}
+    expected = {
+        ("Namespace", NAMESPACE),
+        ("StatefulSet", superlink),
+        ("Service", superlink),
+        ("ServiceAccount", superlink),
+        ("NetworkPolicy", superlink),
+    }
     for pool, want in ex.pools.items():
         workload = f"{ex.name}-supernode-{pool}"
         expected |= {("ServiceAccount", workload), ("NetworkPolicy", workload), ("PodDisruptionBudget", workload)}
@@ -109,15 +122,27 @@ def test_isolation_mode_and_superexec_args(ex: Example):
     if ex.process:
         # gRPC era SuperExec: plaintext AppIo API inside the pod.
         assert container(sts, "superexec-serverapp")["args"] == [
-            "--insecure", "--plugin-type", "serverapp", "--appio-api-address", "127.0.0.1:9091",
-            "--health-server-address", "0.0.0.0:8082"]
+            "--insecure",
+            "--plugin-type",
+            "serverapp",
+            "--appio-api-address",
+            "127.0.0.1:9091",
+            "--health-server-address",
+            "0.0.0.0:8082",
+        ]
     for pool in ex.pools:
         workload = pool_workload(objs, ex, pool)
         assert arg_after(container(workload, "supernode")["args"], "--isolation") == ex.isolation
         if ex.process:
             assert container(workload, "superexec-clientapp")["args"] == [
-                "--insecure", "--plugin-type", "clientapp", "--appio-api-address", "127.0.0.1:9094",
-                "--health-server-address", "0.0.0.0:8082"]
+                "--insecure",
+                "--plugin-type",
+                "clientapp",
+                "--appio-api-address",
+                "127.0.0.1:9094",
+                "--health-server-address",
+                "0.0.0.0:8082",
+            ]
 
 
 # --- SuperLink: gRPC era, TLS, state -----------------------------------------------------
@@ -248,8 +273,9 @@ def test_pulumi_program_registers_the_core_manifests(example: str):
     run = run_program({"flower-federation:federation": copy.deepcopy(ex.config)}, "dev")
     core = core_objects(ex.config)
     manifests, secrets = without_generated(run.manifests())
-    assert sorted((pulumi_type(m), m["metadata"]["name"]) for m in manifests) == \
-        sorted((pulumi_type(m), m["metadata"]["name"]) for m in core)
+    assert sorted((pulumi_type(m), m["metadata"]["name"]) for m in manifests) == sorted(
+        (pulumi_type(m), m["metadata"]["name"]) for m in core
+    )
     # And with exactly the core's content; TLS is on, so the shell adds its Secrets.
     assert index(manifests) == index(core)
     assert {s["metadata"]["name"] for s in secrets} == {f"{ex.name}-superlink-tls", f"{ex.name}-ca"}

@@ -10,13 +10,24 @@ from federation.errors import ConfigError
 from federation.plan import load_plan
 from tests.support.defaults import RESTRICTED_CONTAINER_SC
 from tests.support.manifests import container, env_by_name, index, pod_spec, volume
-from tests.support.operator_examples import (BY_ID, DEFAULT_RESOURCES, NAMESPACE, SX, Example, config_pool,
-                                             each_example, each_pool, framed, pool_workload, superlink_sts,
-                                             with_defaults, with_gpu)
+from tests.support.operator_examples import (
+    BY_ID,
+    DEFAULT_RESOURCES,
+    NAMESPACE,
+    SX,
+    Example,
+    config_pool,
+    each_example,
+    each_pool,
+    framed,
+    pool_workload,
+    superlink_sts,
+    with_defaults,
+    with_gpu,
+)
 from tests.support.operator_fragments import GPU_MOUNT_ALL, GPU_NVIDIA
 from tests.support.render import core_objects
 from tests.support.schema import validate
-
 
 # --- Resources and GPUs --------------------------------------------------------------------
 
@@ -37,9 +48,13 @@ def test_pool_resources_and_gpu_land_on_the_right_container(ex: Example, pool: s
     raw, want = config_pool(ex, pool), ex.pools[pool]
     # The GPU goes to the container that runs ClientApps.
     supernode_gpu, clientapp_gpu = (None, want.gpu) if ex.process else (want.gpu, None)
-    assert container(workload, "supernode")["resources"] == with_defaults(with_gpu(raw.get("supernodeResources"), supernode_gpu))
+    assert container(workload, "supernode")["resources"] == with_defaults(
+        with_gpu(raw.get("supernodeResources"), supernode_gpu)
+    )
     if ex.process:
-        assert container(workload, "superexec-clientapp")["resources"] == with_defaults(with_gpu(raw.get("superexecResources"), clientapp_gpu))
+        assert container(workload, "superexec-clientapp")["resources"] == with_defaults(
+            with_gpu(raw.get("superexecResources"), clientapp_gpu)
+        )
 
 
 def test_readme_resources_verbatim():
@@ -47,19 +62,30 @@ def test_readme_resources_verbatim():
     objs = index(core_objects(BY_ID["resources-process"].config))
     sl = objs[("StatefulSet", "resources-process-superlink")]
     assert container(sl, "superlink")["resources"] == {
-        "requests": {"memory": "256Mi", "cpu": "100m"}, "limits": {"memory": "512Mi", "cpu": "500m"}}
+        "requests": {"memory": "256Mi", "cpu": "100m"},
+        "limits": {"memory": "512Mi", "cpu": "500m"},
+    }
     assert container(sl, "superexec-serverapp")["resources"] == {
-        "requests": {"memory": "128Mi", "cpu": "50m"}, "limits": {"memory": "256Mi", "cpu": "200m"}}
+        "requests": {"memory": "128Mi", "cpu": "50m"},
+        "limits": {"memory": "256Mi", "cpu": "200m"},
+    }
     sn = objs[("StatefulSet", "resources-process-supernode-default")]
     assert container(sn, "supernode")["resources"] == {
-        "requests": {"memory": "512Mi", "cpu": "200m"}, "limits": {"memory": "1Gi", "cpu": "1000m"}}
+        "requests": {"memory": "512Mi", "cpu": "200m"},
+        "limits": {"memory": "1Gi", "cpu": "1000m"},
+    }
     assert container(sn, "superexec-clientapp")["resources"] == {
-        "requests": {"memory": "256Mi", "cpu": "100m"}, "limits": {"memory": "512Mi", "cpu": "500m"}}
+        "requests": {"memory": "256Mi", "cpu": "100m"},
+        "limits": {"memory": "512Mi", "cpu": "500m"},
+    }
 
-    gpu_pool = index(core_objects(BY_ID["resources-multi-pool"].config))[("StatefulSet", "resources-multi-pool-supernode-gpu-pool")]
+    gpu_pool = index(core_objects(BY_ID["resources-multi-pool"].config))[
+        ("StatefulSet", "resources-multi-pool-supernode-gpu-pool")
+    ]
     assert container(gpu_pool, "supernode")["resources"] == {
         "requests": {"cpu": "1000m", "memory": "2Gi"},
-        "limits": {"cpu": "4000m", "memory": "8Gi", "nvidia.com/gpu": 1}}
+        "limits": {"cpu": "4000m", "memory": "8Gi", "nvidia.com/gpu": 1},
+    }
 
 
 def test_gpu_in_process_mode_is_on_clientapp_only():
@@ -67,14 +93,18 @@ def test_gpu_in_process_mode_is_on_clientapp_only():
     workload = objs[("StatefulSet", "gpu-nvidia-process-supernode-nvidia-pool")]
     assert container(workload, "superexec-clientapp")["resources"]["limits"] == {"nvidia.com/gpu": 1}
     assert container(workload, "supernode")["resources"] == DEFAULT_RESOURCES
-    assert container(objs[("StatefulSet", "gpu-nvidia-process-superlink")], "superexec-serverapp")["resources"] == DEFAULT_RESOURCES
+    assert (
+        container(objs[("StatefulSet", "gpu-nvidia-process-superlink")], "superexec-serverapp")["resources"]
+        == DEFAULT_RESOURCES
+    )
 
 
 def test_gpu_count_survives_a_pod_template_resources_patch():
     # The README GPU example plus a podTemplate tweaking the same container's CPU limit.
     config = framed("gpu-patch", GPU_NVIDIA)
     config["supernodes"]["pools"][0]["podTemplate"] = {
-        "spec": {"containers": [{"name": "supernode", "resources": {"limits": {"cpu": "2"}}}]}}
+        "spec": {"containers": [{"name": "supernode", "resources": {"limits": {"cpu": "2"}}}]}
+    }
     workload = index(core_objects(config))[("StatefulSet", "gpu-patch-supernode-nvidia-pool")]
     assert container(workload, "supernode")["resources"]["limits"] == {"cpu": "2", "nvidia.com/gpu": 1}
 
@@ -137,5 +167,7 @@ def test_mount_all_requires_vendor():
     assert "vendor" not in config["supernodes"]["pools"][0]["gpu"]
     with pytest.raises(ConfigError) as err:
         load_plan(config, "dev")
-    assert ("federation.supernodes.pools[0].gpu.vendor: "
-            "spec.supernodes.pools[*].gpu.vendor is required when gpu.mountAll=true") in str(err.value)
+    assert (
+        "federation.supernodes.pools[0].gpu.vendor: "
+        "spec.supernodes.pools[*].gpu.vendor is required when gpu.mountAll=true"
+    ) in str(err.value)

@@ -12,8 +12,15 @@ from federation import pss
 from tests.support.defaults import RESTRICTED_CONTAINER_SC, RESTRICTED_POD_SC
 from tests.support.manifests import get, workloads
 from tests.support.render import namespace_of, plan_objects, plan_of, pod_templates_of
-from tests.support.security_matrix import (DEV, EXECUTOR_STACK_IDS, NAME, STACK_IDS, executor_configs, security_objects,
-                                           security_plan)
+from tests.support.security_matrix import (
+    DEV,
+    EXECUTOR_STACK_IDS,
+    NAME,
+    STACK_IDS,
+    executor_configs,
+    security_objects,
+    security_plan,
+)
 from tests.support.stacks import GRPC_ERA, HTTP_ERA, base
 
 POOL = "flower.flwr.ai/pool"
@@ -38,12 +45,21 @@ def test_every_pod_template_is_restricted_and_the_namespace_enforces_it(sid):
 @pytest.mark.parametrize("sid", EXECUTOR_STACK_IDS)
 def test_task_pods_of_the_kubernetes_executor_are_restricted(sid):
     for name, cfg in executor_configs(security_objects(sid)).items():
-        template = {"metadata": {"labels": cfg["labels"]},
-                    "spec": {"securityContext": cfg["pod-security-context"],
-                             "containers": [{"name": "task", "image": cfg["image"],
-                                             "securityContext": cfg["container-security-context"],
-                                             "volumeMounts": cfg["volume-mounts"]}],
-                             "volumes": cfg["volumes"]}}
+        template = {
+            "metadata": {"labels": cfg["labels"]},
+            "spec": {
+                "securityContext": cfg["pod-security-context"],
+                "containers": [
+                    {
+                        "name": "task",
+                        "image": cfg["image"],
+                        "securityContext": cfg["container-security-context"],
+                        "volumeMounts": cfg["volume-mounts"],
+                    }
+                ],
+                "volumes": cfg["volumes"],
+            },
+        }
         assert pss.restricted_violations(template) == [], name
         assert cfg["pod-security-context"] == RESTRICTED_POD_SC
         assert cfg["container-security-context"] == RESTRICTED_CONTAINER_SC
@@ -126,8 +142,16 @@ def _bare_init_container(t):
 NEGATIVE_CONTROLS = [
     # (mutation, a violation it must produce, level)
     (_privileged, "privileged: containers[supernode]", "privileged"),
-    (_escalation, "privilege escalation: containers[superexec-clientapp] must set allowPrivilegeEscalation false", "baseline"),
-    (_no_escalation_field, "privilege escalation: containers[supernode] must set allowPrivilegeEscalation false", "baseline"),
+    (
+        _escalation,
+        "privilege escalation: containers[superexec-clientapp] must set allowPrivilegeEscalation false",
+        "baseline",
+    ),
+    (
+        _no_escalation_field,
+        "privilege escalation: containers[supernode] must set allowPrivilegeEscalation false",
+        "baseline",
+    ),
     (_pod_root, "running as non-root user: spec.securityContext.runAsUser 0", "baseline"),
     (_container_root, "running as non-root user: containers[superexec-clientapp] runAsUser 0", "baseline"),
     (_no_seccomp, "seccomp: containers[supernode] needs RuntimeDefault or Localhost", "baseline"),
@@ -139,12 +163,17 @@ NEGATIVE_CONTROLS = [
     (_host_network, "host namespaces: spec.hostNetwork", "privileged"),
     (_host_port, "host ports: containers[supernode] hostPort 9092", "privileged"),
     (_container_non_root_false, "running as non-root: containers[superexec-clientapp]", "baseline"),
-    (_bare_init_container, "privilege escalation: initContainers[init] must set allowPrivilegeEscalation false", "baseline"),
+    (
+        _bare_init_container,
+        "privilege escalation: initContainers[init] must set allowPrivilegeEscalation false",
+        "baseline",
+    ),
 ]
 
 
-@pytest.mark.parametrize("mutate,violation,expected_level", NEGATIVE_CONTROLS,
-                         ids=[m.__name__.strip("_") for m, _, _ in NEGATIVE_CONTROLS])
+@pytest.mark.parametrize(
+    "mutate,violation,expected_level", NEGATIVE_CONTROLS, ids=[m.__name__.strip("_") for m, _, _ in NEGATIVE_CONTROLS]
+)
 def test_pss_checker_catches(mutate, violation, expected_level):
     t = _template()
     mutate(t)
@@ -186,8 +215,10 @@ def test_namespace_is_privileged_only_for_an_amd_mount_all_pool():
     raw["supernodes"]["pools"][1]["gpu"] = {"enabled": True, "vendor": "amd", "mountAll": True, "allowPrivileged": True}
     plan = plan_of(raw)
     assert _namespace_level(raw) == "privileged"
-    levels = {t["metadata"]["labels"].get(POOL, t["metadata"]["labels"][COMPONENT]): pss.level(t)
-              for t in pod_templates_of(plan)}
+    levels = {
+        t["metadata"]["labels"].get(POOL, t["metadata"]["labels"][COMPONENT]): pss.level(t)
+        for t in pod_templates_of(plan)
+    }
     assert levels == {"superlink": "restricted", "alpha": "restricted", "beta": "privileged"}
     beta = get(plan_objects(plan), "StatefulSet", f"{NAME}-supernode-beta")["spec"]["template"]["spec"]
     assert beta["containers"][0]["securityContext"]["privileged"] is True
@@ -197,17 +228,19 @@ def test_namespace_is_privileged_only_for_an_amd_mount_all_pool():
     assert _namespace_level(raw) == "restricted"
 
 
-@pytest.mark.parametrize("security_context,pod_security_context,expected", [
-    ({"readOnlyRootFilesystem": False}, {}, "restricted"),
-    ({"runAsUser": 1000}, {"runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}, "restricted"),
-    ({"allowPrivilegeEscalation": True}, {}, "baseline"),
-    ({"seccompProfile": {"type": "Unconfined"}}, {}, "privileged"),
-    ({}, {"runAsUser": 0}, "baseline"),
-    ({"capabilities": {"drop": ["ALL"], "add": ["NET_RAW"]}}, {}, "privileged"),
-])
+@pytest.mark.parametrize(
+    "security_context,pod_security_context,expected",
+    [
+        ({"readOnlyRootFilesystem": False}, {}, "restricted"),
+        ({"runAsUser": 1000}, {"runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}, "restricted"),
+        ({"allowPrivilegeEscalation": True}, {}, "baseline"),
+        ({"seccompProfile": {"type": "Unconfined"}}, {}, "privileged"),
+        ({}, {"runAsUser": 0}, "baseline"),
+        ({"capabilities": {"drop": ["ALL"], "add": ["NET_RAW"]}}, {}, "privileged"),
+    ],
+)
 def test_namespace_level_follows_weakened_security_contexts(security_context, pod_security_context, expected):
-    raw = base(GRPC_ERA, isolation="process", securityContext=security_context,
-               podSecurityContext=pod_security_context)
+    raw = base(GRPC_ERA, isolation="process", securityContext=security_context, podSecurityContext=pod_security_context)
     assert _namespace_level(raw) == expected
     for t in pod_templates_of(plan_of(raw)):
         for c in t["spec"]["containers"]:

@@ -9,8 +9,8 @@ from typing import Optional
 import pytest
 
 from federation.errors import ConfigError
-from federation.plan import load_plan
 from federation.layout import MANAGED_CONTAINERS
+from federation.plan import load_plan
 from tests.support.manifests import arg_after, containers, workload_container, workloads
 from tests.support.render import core_objects, plan_of, pod_templates_of
 from tests.support.security_matrix import DEV, NAME, STACK_IDS, security_objects, security_plan
@@ -59,15 +59,21 @@ def _probe_settings(c: dict, probe: str) -> Optional[tuple]:
     p = c.get(probe)
     if p is None:
         return None
-    return (p["initialDelaySeconds"], p["periodSeconds"], p["timeoutSeconds"], p["failureThreshold"],
-            p["successThreshold"])
+    return (
+        p["initialDelaySeconds"],
+        p["periodSeconds"],
+        p["timeoutSeconds"],
+        p["failureThreshold"],
+        p["successThreshold"],
+    )
 
 
 def test_probe_settings_are_configurable_globally_and_per_side():
     default = (0, 10, 1, 3, 1)
-    custom = {"livenessProbe": {"initialDelaySeconds": 5, "periodSeconds": 20, "timeoutSeconds": 2,
-                                "failureThreshold": 6},
-              "readinessProbe": {"periodSeconds": 5, "successThreshold": 2}}
+    custom = {
+        "livenessProbe": {"initialDelaySeconds": 5, "periodSeconds": 20, "timeoutSeconds": 2, "failureThreshold": 6},
+        "readinessProbe": {"periodSeconds": 5, "successThreshold": 2},
+    }
     objects = core_objects(base(GRPC_ERA, isolation="process", probes=custom))
     for _, c in containers(objects):
         assert _probe_settings(c, "livenessProbe") == (5, 20, 2, 6, 1)
@@ -118,4 +124,7 @@ def test_startup_probe_is_configurable_and_checked():
     assert not any("startupProbe" in c for t in templates for c in t["spec"]["containers"])
     with pytest.raises(ConfigError) as err:
         load_plan(base(HTTP_ERA, superlink={"probes": {"startupProbe": {"successThreshold": 2}}}), "dev")
-    assert "federation.superlink.probes.startupProbe.successThreshold: must be 1 for a startup probe (a Kubernetes rule)" in str(err.value)
+    assert (
+        "federation.superlink.probes.startupProbe.successThreshold: must be 1 for a startup probe (a Kubernetes rule)"
+        in str(err.value)
+    )

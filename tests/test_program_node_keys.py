@@ -87,7 +87,9 @@ def test_each_replica_resolves_a_key_of_its_own():
     beta = secret_files(created_secrets(run)[plan.names.node_keys_secret("beta")])
     assert set(beta) == {"node-0.key"}
     beta_key = load_ssh_private_key(beta["node-0.key"].encode(), None)
-    assert ec_public_numbers(load_ssh_public_key(public["beta"]["0"].encode())) == ec_public_numbers(beta_key.public_key())
+    assert ec_public_numbers(load_ssh_public_key(public["beta"]["0"].encode())) == ec_public_numbers(
+        beta_key.public_key()
+    )
     # Pools never share a key.
     assert beta["node-0.key"] not in files.values()
 
@@ -128,8 +130,9 @@ def test_register_script_registers_every_supernode_once(tmp_path):
     assert sorted(registered) == expected
     assert done.stdout.count("registered ") == 4
     # Re-running where every key is already registered is not an error.
-    again = subprocess.run(["sh", str(path)], capture_output=True, text=True, timeout=30,
-                           env={**env, "FLWR_DUPLICATE": "1"})
+    again = subprocess.run(
+        ["sh", str(path)], capture_output=True, text=True, timeout=30, env={**env, "FLWR_DUPLICATE": "1"}
+    )
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("already registered: ") == 4
 
@@ -142,8 +145,11 @@ def test_supplied_keys_for_a_daemonset_land_in_the_secret_and_are_exported(previ
     plan = plan_for(cfg, stack)
     run = run_program(cfg, stack, preview=preview)
     # No node key is generated: the only pulumi-tls keys are the TLS server's and CA's.
-    assert all(r.inputs["ecdsaCurve"] == trust.SERVER_KEY_CURVE for r in run.registrations
-               if r.type == "tls:index/privateKey:PrivateKey")
+    assert all(
+        r.inputs["ecdsaCurve"] == trust.SERVER_KEY_CURVE
+        for r in run.registrations
+        if r.type == "tls:index/privateKey:PrivateKey"
+    )
     secrets = created_secrets(run)
     public = run.outputs["nodeAuth"]["publicKeys"]
     for pool, slots in supplied.items():
@@ -169,13 +175,17 @@ def test_supplied_keys_for_a_statefulset_give_each_ordinal_its_key(preview):
     assert rpc.is_rpc_secret(alpha.inputs["stringData"])
     assert secret_files(alpha) == {f"node-{i}.key": supplied["alpha"][str(i)] for i in range(3)}
     assert run.outputs["nodeAuth"]["publicKeys"]["alpha"] == {
-        slot: sshkeys.public_key(text, f"sec/alpha/{slot}") for slot, text in supplied["alpha"].items()}
+        slot: sshkeys.public_key(text, f"sec/alpha/{slot}") for slot, text in supplied["alpha"].items()
+    }
     sts = manifest(run, "StatefulSet", plan.names.pool("alpha"))
     for i in range(3):
         path = arg_after(container_argv(container(sts, "supernode"), pod_for(sts, i)), "--auth-supernode-private-key")
         assert secret_files(alpha)[os.path.basename(path)] == supplied["alpha"][str(i)]
-    assert not [r for r in run.registrations if r.type == "tls:index/privateKey:PrivateKey"
-                and r.inputs["ecdsaCurve"] == nodeauth.KEY_CURVE]
+    assert not [
+        r
+        for r in run.registrations
+        if r.type == "tls:index/privateKey:PrivateKey" and r.inputs["ecdsaCurve"] == nodeauth.KEY_CURVE
+    ]
 
 
 def _entry_with_config(raw: dict, keys: dict, keys_secret: bool):
@@ -212,15 +222,20 @@ def test_invalid_supplied_keys_are_refused_with_their_path(case):
         keys = daemonset_node_keys(new_openssh_key)
         keys["alpha"]["node-b"] = new_openssh_key("P256")
         keys["beta"]["node-a"] = "not a key"
-        expected = ["nodeAuthKeys.alpha.node-b: must be an ECDSA P-384 private key in OpenSSH format",
-                    "nodeAuthKeys.beta.node-a: must be an ECDSA P-384 private key in OpenSSH format"]
+        expected = [
+            "nodeAuthKeys.alpha.node-b: must be an ECDSA P-384 private key in OpenSSH format",
+            "nodeAuthKeys.beta.node-a: must be an ECDSA P-384 private key in OpenSSH format",
+        ]
     elif case == "duplicate-and-extra":
         stack = "sts-keys"
         raw = base(HTTP_ERA, nodeAuth={"enabled": True, "keySource": "config"})
         shared = new_openssh_key()
         keys = {"alpha": {"0": shared, "1": shared, "2": new_openssh_key(), "3": new_openssh_key()}, "beta": {}}
-        expected = ['nodeAuthKeys.alpha["1"]: the same key as alpha.0', 'nodeAuthKeys.alpha["3"]',
-                    "nodeAuthKeys.beta: missing keys for replicas 0"]
+        expected = [
+            'nodeAuthKeys.alpha["1"]: the same key as alpha.0',
+            'nodeAuthKeys.alpha["3"]',
+            "nodeAuthKeys.beta: missing keys for replicas 0",
+        ]
     else:
         from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -228,8 +243,9 @@ def test_invalid_supplied_keys_are_refused_with_their_path(case):
         raw = STACKS[stack]
         keys = daemonset_node_keys(new_openssh_key)
         rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
-        keys["alpha"]["node-a"] = rsa_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                                        serialization.NoEncryption()).decode()
+        keys["alpha"]["node-a"] = rsa_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        ).decode()
         expected = ["nodeAuthKeys.alpha.node-a: must be an ECDSA P-384 private key"]
     run = Run()
     with pytest.raises(pulumi.RunError) as err:

@@ -11,8 +11,18 @@ import pulumi
 import pytest
 
 from components.offline import SECRET_TYPE, Run, run_program
-from tests.support.program import (CERTIFICATE_TYPE, NS, PREVIEW, STACKS, b64, created_secrets, plan_for,
-                                   recording_entry, secret_files, tree)
+from tests.support.program import (
+    CERTIFICATE_TYPE,
+    NS,
+    PREVIEW,
+    STACKS,
+    b64,
+    created_secrets,
+    plan_for,
+    recording_entry,
+    secret_files,
+    tree,
+)
 from tests.support.stacks import HTTP_ERA, base, program_config
 
 TLS_TRUST_TYPE = "flower-federation:index:TlsTrust"
@@ -24,8 +34,13 @@ ROOT = "-----BEGIN CERTIFICATE-----\nroot\n-----END CERTIFICATE-----\n"
 def test_tls_and_node_key_resources_are_parented_by_their_components(stack, preview):
     cfg = program_config(stack)
     plan = plan_for(cfg, stack)
-    run = run_program(cfg, stack, preview=preview, entry=recording_entry(),
-                      existing={(SECRET_TYPE, f"{NS}/my-ca"): {"data": {"root.pem": b64(ROOT)}}})
+    run = run_program(
+        cfg,
+        stack,
+        preview=preview,
+        entry=recording_entry(),
+        existing={(SECRET_TYPE, f"{NS}/my-ca"): {"data": {"root.pem": b64(ROOT)}}},
+    )
     nodes = tree(run)
     by_urn = {n["urn"]: key for key, n in nodes.items()}
     [tls_key] = [k for k in nodes if k.endswith(f"@{TLS_TRUST_TYPE}")]
@@ -33,8 +48,11 @@ def test_tls_and_node_key_resources_are_parented_by_their_components(stack, prev
     assert "::flower-federation:index:Federation$flower-federation:index:TlsTrust::sec-tls" in tls_urn
     tls_children = {key for key, n in nodes.items() if n["parent"] == tls_urn}
     # The CA and server keys and certificates (node keys belong to their pools, below).
-    expected = {f"{r.name}@{r.type}" for r in run.registrations
-                if r.type.startswith("tls:") and not r.name.startswith("sec-pool-")}
+    expected = {
+        f"{r.name}@{r.type}"
+        for r in run.registrations
+        if r.type.startswith("tls:") and not r.name.startswith("sec-pool-")
+    }
     if plan.trust.source == "generate":
         expected |= {f"{plan.trust.server_secret}@{SECRET_TYPE}", f"{plan.trust.ca_secret}@{SECRET_TYPE}"}
         assert len(expected) == 7
@@ -94,15 +112,23 @@ def test_editing_one_pool_changes_only_that_pools_resources():
     assert after.outputs["nodeAuth"]["registerScript"].count("\nregister ") == 5
 
 
-@pytest.mark.parametrize("extra, expected", [
-    ({"insecure": True, "nodeAuth": {"enabled": True}},
-     "federation.nodeAuth.enabled: node authentication needs TLS"),
-    ({"tls": {"source": "existingSecret"}}, "federation.tls.existingSecret: name the kubernetes.io/tls Secret"),
-    ({"tls": {"source": "certManager"}}, "federation.tls.certManager.issuerRef: name the cert-manager Issuer"),
-    ({"insecure": True, "tls": {"dnsNames": ["flower.example.com"]}},
-     "federation.tls: TLS settings have no effect with insecure: true"),
-    ({"nodeAuth": {"enabled": True, "keySource": "config"}}, "nodeAuthKeys: missing"),
-], ids=["nodeauth-insecure", "existing-unnamed", "certmanager-no-issuer", "tls-and-insecure", "keys-missing"])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (
+            {"insecure": True, "nodeAuth": {"enabled": True}},
+            "federation.nodeAuth.enabled: node authentication needs TLS",
+        ),
+        ({"tls": {"source": "existingSecret"}}, "federation.tls.existingSecret: name the kubernetes.io/tls Secret"),
+        ({"tls": {"source": "certManager"}}, "federation.tls.certManager.issuerRef: name the cert-manager Issuer"),
+        (
+            {"insecure": True, "tls": {"dnsNames": ["flower.example.com"]}},
+            "federation.tls: TLS settings have no effect with insecure: true",
+        ),
+        ({"nodeAuth": {"enabled": True, "keySource": "config"}}, "nodeAuthKeys: missing"),
+    ],
+    ids=["nodeauth-insecure", "existing-unnamed", "certmanager-no-issuer", "tls-and-insecure", "keys-missing"],
+)
 def test_invalid_security_config_registers_nothing(extra, expected):
     run = Run()
     with pytest.raises(pulumi.RunError) as err:

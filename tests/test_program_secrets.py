@@ -56,15 +56,24 @@ def test_generated_private_keys_reach_their_consumers_only_as_secrets(stack, pre
         plain = {k: v for k, v in reg.inputs.items() if not rpc.is_rpc_secret(v)}
         assert "PRIVATE KEY" not in json.dumps(plain, default=str), reg.name
     # The keys themselves: server and CA on P-256, one P-384 node key per SuperNode (3 + 1).
-    keys = sorted((r.name, r.inputs["ecdsaCurve"]) for r in run.registrations
-                  if r.type == "tls:index/privateKey:PrivateKey")
+    keys = sorted(
+        (r.name, r.inputs["ecdsaCurve"]) for r in run.registrations if r.type == "tls:index/privateKey:PrivateKey"
+    )
     assert [c for _, c in keys].count("P256") == 2
     assert [c for _, c in keys].count("P384") == 4
 
 
 @PREVIEW
-@pytest.mark.parametrize("stack", ["http-nodeauth", "grpc-process-sidecar-nodeauth", "http-certmanager",
-                                   "http-existing-copy", "http-daemonset-supplied-keys"])
+@pytest.mark.parametrize(
+    "stack",
+    [
+        "http-nodeauth",
+        "grpc-process-sidecar-nodeauth",
+        "http-certmanager",
+        "http-existing-copy",
+        "http-daemonset-supplied-keys",
+    ],
+)
 def test_every_secret_the_program_creates_holds_its_data_as_a_pulumi_secret(stack, preview):
     cfg = program_config(stack)
     plan = plan_for(cfg, stack)

@@ -21,25 +21,50 @@ from components.offline import SECRET_TYPE, Run, reveal, run_program
 from federation import trust
 from federation.plan import FederationPlan
 from tests.support.manifests import WORKLOAD_KINDS
-from tests.support.program import (CERTIFICATE_TYPE, HEX64, NS, PREVIEW, b64, checksum_of, created_secrets, default_run,
-                                   ec_public_numbers, load_cert, manifest, mounted_secret_names, plan_for,
-                                   recording_entry, secret_files, secret_volumes, supernode_workloads, tree,
-                                   workloads_of)
+from tests.support.program import (
+    CERTIFICATE_TYPE,
+    HEX64,
+    NS,
+    PREVIEW,
+    b64,
+    checksum_of,
+    created_secrets,
+    default_run,
+    ec_public_numbers,
+    load_cert,
+    manifest,
+    mounted_secret_names,
+    plan_for,
+    recording_entry,
+    secret_files,
+    secret_volumes,
+    supernode_workloads,
+    tree,
+    workloads_of,
+)
 from tests.support.render import plan_of
 from tests.support.stacks import HTTP_ERA, base, program_config
 from tests.support.tls_provider import RealTlsProvider
 
 
 def test_generated_server_certificate_is_what_clients_verify():
-    raw = base(HTTP_ERA, tls={"dnsNames": ["flower.example.com"], "ipAddresses": ["10.0.0.5"],
-                              "generate": {"validityHours": 2000, "earlyRenewalHours": 100, "caValidityHours": 9000}})
+    raw = base(
+        HTTP_ERA,
+        tls={
+            "dnsNames": ["flower.example.com"],
+            "ipAddresses": ["10.0.0.5"],
+            "generate": {"validityHours": 2000, "earlyRenewalHours": 100, "caValidityHours": 9000},
+        },
+    )
     plan = plan_of(raw, "tls")
     run = run_program({"federation": raw}, "tls", provider=RealTlsProvider())
     secrets = created_secrets(run)
     server_files = secret_files(secrets[plan.trust.server_secret])
     assert manifest(run, "Secret", plan.trust.server_secret)["type"] == "kubernetes.io/tls"
     cert, ca = load_cert(server_files["tls.crt"]), load_cert(server_files["ca.crt"])
-    assert secret_files(secrets[plan.trust.ca_secret])["ca.crt"] == server_files["ca.crt"] == run.outputs["caCertificate"]
+    assert (
+        secret_files(secrets[plan.trust.ca_secret])["ca.crt"] == server_files["ca.crt"] == run.outputs["caCertificate"]
+    )
 
     # Signed by the CA.
     cert.verify_directly_issued_by(ca)
@@ -54,8 +79,10 @@ def test_generated_server_certificate_is_what_clients_verify():
     assert san.get_values_for_type(x509.DNSName) == trust.superlink_dns_names(plan)
     assert "flower.example.com" in san.get_values_for_type(x509.DNSName)
     assert f"{plan.names.superlink}.{NS}.svc.cluster.local" in san.get_values_for_type(x509.DNSName)
-    assert san.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1"),
-                                                       ipaddress.ip_address("10.0.0.5")]
+    assert san.get_values_for_type(x509.IPAddress) == [
+        ipaddress.ip_address("127.0.0.1"),
+        ipaddress.ip_address("10.0.0.5"),
+    ]
     eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert ExtendedKeyUsageOID.SERVER_AUTH in eku
     assert cert.not_valid_after_utc - cert.not_valid_before_utc == datetime.timedelta(hours=2000)
@@ -101,8 +128,15 @@ def test_tls_checksum_annotations_digest_the_mounted_certificates_and_roll_on_ch
     assert json.dumps(a.outputs, sort_keys=True) == json.dumps(b.outputs, sort_keys=True)
 
 
-@pytest.mark.parametrize("stack", ["http-process-distributed", "http-executor-kubernetes",
-                                   "grpc-process-distributed", "http-process-sidecar-nodeauth"])
+@pytest.mark.parametrize(
+    "stack",
+    [
+        "http-process-distributed",
+        "http-executor-kubernetes",
+        "grpc-process-distributed",
+        "http-process-sidecar-nodeauth",
+    ],
+)
 def test_every_pod_that_mounts_tls_material_carries_a_checksum(stack):
     cfg, run = default_run(stack)
     plan = plan_for(cfg, stack)
@@ -168,9 +202,9 @@ def test_existing_trust_secret_is_mounted_as_is_and_not_recreated(preview):
     assert sorted(r.read_id for r in run.registrations if r.read_id) == [f"{NS}/my-ca", f"{NS}/my-tls"]
     assert created_secrets(run) == {}  # neither a server nor a CA Secret of ours
     assert plan.trust.ca_secret == "my-ca" and plan.trust.ca_key == "root.pem"
-    for name, w in supernode_workloads(run, plan).items():
+    for _name, w in supernode_workloads(run, plan).items():
         volumes = secret_volumes(w["spec"]["template"]["spec"])
-        assert [refs for refs in volumes.values()] == [[("my-ca", ["root.pem"])]]
+        assert list(volumes.values()) == [[("my-ca", ["root.pem"])]]
         assert checksum_of(w) == trust.checksum([ROOT])
 
 
@@ -184,8 +218,9 @@ def test_superlink_checksum_covers_the_trust_secret_it_mounts():
         existing = {**_user_tls(True), (SECRET_TYPE, f"{NS}/my-ca"): {"data": {"root.pem": b64(root)}}}
         run = run_program(program_config(stack), stack, existing=existing)
         sl = manifest(run, "StatefulSet", plan.names.superlink)
-        assert ("my-ca", ["root.pem"]) in [ref for refs in secret_volumes(sl["spec"]["template"]["spec"]).values()
-                                          for ref in refs]
+        assert ("my-ca", ["root.pem"]) in [
+            ref for refs in secret_volumes(sl["spec"]["template"]["spec"]).values() for ref in refs
+        ]
         return checksum_of(sl)
 
     assert superlink_sum(ROOT) == trust.checksum([CRT, ROOT])
@@ -196,9 +231,17 @@ def test_superlink_checksum_covers_the_trust_secret_it_mounts():
 @pytest.mark.parametrize("stack", ["http-certmanager", "grpc-certmanager"])
 def test_cert_manager_certificate_is_waited_for_before_its_secret_is_read(stack, preview):
     plan = plan_for(program_config(stack), stack)
-    run = run_program(program_config(stack), stack, preview=preview, entry=recording_entry(),
-                      existing={(SECRET_TYPE, f"{NS}/{plan.trust.server_secret}"):
-                                {"data": {"tls.crt": b64(CRT), "tls.key": b64(KEY), "ca.crt": b64(CA)}}})
+    run = run_program(
+        program_config(stack),
+        stack,
+        preview=preview,
+        entry=recording_entry(),
+        existing={
+            (SECRET_TYPE, f"{NS}/{plan.trust.server_secret}"): {
+                "data": {"tls.crt": b64(CRT), "tls.key": b64(KEY), "ca.crt": b64(CA)}
+            }
+        },
+    )
     certs = [r for r in run.kubernetes if r.type == CERTIFICATE_TYPE]
     assert len(certs) == 1
     spec = reveal(certs[0].inputs, True)["spec"]

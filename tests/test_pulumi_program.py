@@ -25,10 +25,12 @@ KEY = "flower-federation:federation"
 def base(**extra) -> dict:
     raw = {
         "name": "fed",
-        "supernodes": {"pools": [
-            {"name": "a", "replicas": 2, "nodeConfig": {"partition-id": "{index}"}},
-            {"name": "b", "replicas": 1},
-        ]},
+        "supernodes": {
+            "pools": [
+                {"name": "a", "replicas": 2, "nodeConfig": {"partition-id": "{index}"}},
+                {"name": "b", "replicas": 1},
+            ]
+        },
     }
     raw.update(extra)
     return raw
@@ -53,9 +55,14 @@ def test_program_registers_exactly_the_core_manifests(preview):
     # TLS on by default: the shell adds the server and CA Secrets.
     assert sorted(s["metadata"]["name"] for s in secrets) == ["fed-ca", "fed-superlink-tls"]
     types = {r.type for r in run.registrations}
-    assert {"flower-federation:index:Federation", "flower-federation:index:SuperLink",
-            "flower-federation:index:SuperNodePool", "kubernetes:apps/v1:StatefulSet",
-            "kubernetes:core/v1:Service", "kubernetes:core/v1:Namespace"} <= types
+    assert {
+        "flower-federation:index:Federation",
+        "flower-federation:index:SuperLink",
+        "flower-federation:index:SuperNodePool",
+        "kubernetes:apps/v1:StatefulSet",
+        "kubernetes:core/v1:Service",
+        "kubernetes:core/v1:Namespace",
+    } <= types
 
 
 @pytest.mark.parametrize("preview", [True, False], ids=["preview", "up"])
@@ -65,12 +72,15 @@ def test_resources_are_parented_by_their_component(preview):
     def entry():
         fed = program.run()
         captured["fed"] = fed
-        pulumi.export("urns", {
-            "components": [fed.superlink.urn, fed.pools["a"].urn, fed.pools["b"].urn],
-            "superlink": [r.urn for r in fed.superlink.resources],
-            "pool-a": [r.urn for r in fed.pools["a"].resources],
-            "pool-b": [r.urn for r in fed.pools["b"].resources],
-        })
+        pulumi.export(
+            "urns",
+            {
+                "components": [fed.superlink.urn, fed.pools["a"].urn, fed.pools["b"].urn],
+                "superlink": [r.urn for r in fed.superlink.resources],
+                "pool-a": [r.urn for r in fed.pools["a"].resources],
+                "pool-b": [r.urn for r in fed.pools["b"].resources],
+            },
+        )
 
     run = run_program({KEY: base()}, "dev", preview=preview, entry=entry)
     urns = run.outputs["urns"]
@@ -162,8 +172,10 @@ def test_adding_a_pool_adds_only_its_resources():
     grown["supernodes"]["pools"].append({"name": "c", "replicas": 1})
     after = by_identity(core_objects(grown, "dev"))
     assert {k: v for k, v in after.items() if k in before} == before
-    assert set(after) - set(before) == {(kind, "fed-supernode-c") for kind in (
-        "Service", "StatefulSet", "ServiceAccount", "NetworkPolicy", "PodDisruptionBudget")}
+    assert set(after) - set(before) == {
+        (kind, "fed-supernode-c")
+        for kind in ("Service", "StatefulSet", "ServiceAccount", "NetworkPolicy", "PodDisruptionBudget")
+    }
 
 
 def test_two_federations_share_a_namespace_without_colliding():
@@ -174,8 +186,11 @@ def test_two_federations_share_a_namespace_without_colliding():
     assert names_one and not names_one & names_two
 
     def selectors(objects):
-        return [o["spec"].get("selector", {}).get("matchLabels") or o["spec"].get("selector") for o in objects
-                if o["kind"] in ("StatefulSet", "Service", "Deployment", "DaemonSet")]
+        return [
+            o["spec"].get("selector", {}).get("matchLabels") or o["spec"].get("selector")
+            for o in objects
+            if o["kind"] in ("StatefulSet", "Service", "Deployment", "DaemonSet")
+        ]
 
     pod_labels_two = [o["spec"]["template"]["metadata"]["labels"] for o in two if "template" in o.get("spec", {})]
     for sel in selectors(one):
@@ -184,8 +199,9 @@ def test_two_federations_share_a_namespace_without_colliding():
 
 def test_selectors_do_not_change_when_config_changes():
     def sel(raw):
-        return {o["metadata"]["name"]: o["spec"]["selector"] for o in core_objects(raw, "dev")
-                if o["kind"] == "StatefulSet"}
+        return {
+            o["metadata"]["name"]: o["spec"]["selector"] for o in core_objects(raw, "dev") if o["kind"] == "StatefulSet"
+        }
 
     changed = base(version="1.41.0", labels={"team": "x"})
     changed["supernodes"]["image"] = "example.org/supernode:1.40.0"
@@ -197,8 +213,13 @@ def test_selectors_do_not_change_when_config_changes():
 def test_render_is_byte_identical_across_hash_seeds(seed, tmp_path):
     def render(s):
         env = {**os.environ, "PYTHONHASHSEED": s}
-        return subprocess.run([sys.executable, "-m", "federation", "render", "--stack", "dev"], cwd=ROOT,
-                              env=env, capture_output=True, check=True).stdout
+        return subprocess.run(
+            [sys.executable, "-m", "federation", "render", "--stack", "dev"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            check=True,
+        ).stdout
 
     reference = render("random")
     assert reference.count(b"\n---\n") >= 5
@@ -211,8 +232,12 @@ def test_secret_values_are_masked_unless_asked_for():
 
     def entry():
         program.run()
-        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "flower"},
-                  "stringData": {"key": pulumi.Output.secret("hush"), "plain": "visible"}}
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "flower"},
+            "stringData": {"key": pulumi.Output.secret("hush"), "plain": "visible"},
+        }
         register(secret, pulumi.ResourceOptions())
         pulumi.export("token", pulumi.Output.secret("t0ken"))
 

@@ -63,8 +63,9 @@ def test_kubernetes_executor_rbac_is_exact_and_namespaced(sid):
         {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete", "list"]},
     ]
-    superexecs = sorted(w["metadata"]["name"] for w in workloads(objects)
-                        if w["metadata"]["labels"][COMPONENT].startswith("superexec"))
+    superexecs = sorted(
+        w["metadata"]["name"] for w in workloads(objects) if w["metadata"]["labels"][COMPONENT].startswith("superexec")
+    )
     assert superexecs == [f"{NAME}-superexec-alpha", f"{NAME}-superexec-beta", f"{NAME}-superexec-serverapp"]
     bindings = [b for b in by_kind(objects, "RoleBinding") if b["roleRef"]["name"] == f"{NAME}-executor"]
     assert sorted(b["subjects"][0]["name"] for b in bindings) == superexecs
@@ -79,8 +80,11 @@ def test_kubernetes_executor_rbac_is_exact_and_namespaced(sid):
         c = w["spec"]["template"]["spec"]["containers"][0]
         assert arg_after(c["args"], "--executor") == "kubernetes"
         assert arg_after(c["args"], "--executor-config") == "/etc/flower/executor/executor.yaml"
-        assert mounts_by_name(c)["executor-config"] == {"name": "executor-config", "mountPath": "/etc/flower/executor",
-                                                         "readOnly": True}
+        assert mounts_by_name(c)["executor-config"] == {
+            "name": "executor-config",
+            "mountPath": "/etc/flower/executor",
+            "readOnly": True,
+        }
         cm = volumes_by_name(w)["executor-config"]["configMap"]["name"]
         assert cm == f"{name}-executor" and get(objects, "ConfigMap", cm)
 
@@ -89,8 +93,11 @@ def test_kubernetes_executor_rbac_is_exact_and_namespaced(sid):
 def test_executor_config_keeps_task_pods_confined(sid):
     plan, objects = security_plan(sid), security_objects(sid)
     configs = executor_configs(objects)
-    assert set(configs) == {f"{NAME}-superexec-serverapp-executor", f"{NAME}-superexec-alpha-executor",
-                            f"{NAME}-superexec-beta-executor"}
+    assert set(configs) == {
+        f"{NAME}-superexec-serverapp-executor",
+        f"{NAME}-superexec-alpha-executor",
+        f"{NAME}-superexec-beta-executor",
+    }
     task_sa = get(objects, "ServiceAccount", configs[f"{NAME}-superexec-alpha-executor"]["service-account-name"])
     assert task_sa["automountServiceAccountToken"] is False
     bound = {s["name"] for b in by_kind(objects, "RoleBinding") for s in b["subjects"]}
@@ -107,17 +114,27 @@ def test_executor_config_keeps_task_pods_confined(sid):
         policy = get(objects, "NetworkPolicy", f"{NAME}-taskexecutor-{role}")
         assert selects(policy["spec"]["podSelector"], cfg["labels"])
         # ...and no other workload's policy selects them.
-        others = [p for p in by_kind(objects, "NetworkPolicy")
-                  if p is not policy and selects(p["spec"]["podSelector"], cfg["labels"])]
+        others = [
+            p
+            for p in by_kind(objects, "NetworkPolicy")
+            if p is not policy and selects(p["spec"]["podSelector"], cfg["labels"])
+        ]
         assert others == []
     if sid.startswith("http"):
         assert all(cfg["active-pod-budget"] == 4 for cfg in configs.values())
 
 
 def test_executor_image_and_user_config_reach_the_executor_config():
-    raw = base(EXECUTOR_GRPC, isolation="process", placement="distributed", executor={
-        "type": "kubernetes", "image": "registry.example.com/tasks:1.32.1",
-        "config": {"labels": {"team": "ml"}, "node-selector": {"pool": "cpu"}}})
+    raw = base(
+        EXECUTOR_GRPC,
+        isolation="process",
+        placement="distributed",
+        executor={
+            "type": "kubernetes",
+            "image": "registry.example.com/tasks:1.32.1",
+            "config": {"labels": {"team": "ml"}, "node-selector": {"pool": "cpu"}},
+        },
+    )
     for cfg in executor_configs(core_objects(raw)).values():
         assert cfg["image"] == "registry.example.com/tasks:1.32.1"
         assert cfg["node-selector"] == {"pool": "cpu"}

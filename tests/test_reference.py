@@ -34,10 +34,15 @@ def test_readme_reference_is_current() -> None:
     current = README_FILE.read_text(encoding="utf-8")
     wanted = readme_text(current)
     if current != wanted:
-        diff = difflib.unified_diff(current.splitlines(keepends=True), wanted.splitlines(keepends=True),
-                                    "README.md (committed)", "README.md (make docs)")
-        pytest.fail("README.md's config reference is stale: run `make docs`\n" + "".join(list(diff)[:60]),
-                    pytrace=False)
+        diff = difflib.unified_diff(
+            current.splitlines(keepends=True),
+            wanted.splitlines(keepends=True),
+            "README.md (committed)",
+            "README.md (make docs)",
+        )
+        pytest.fail(
+            "README.md's config reference is stale: run `make docs`\n" + "".join(list(diff)[:60]), pytrace=False
+        )
 
 
 def test_docs_command_prints_the_generated_block() -> None:
@@ -84,8 +89,18 @@ def test_every_config_key_appears_in_the_reference() -> None:
 
 def test_sections_follow_the_model() -> None:
     assert [s.path for s in sections()] == [
-        "", "superlink", "supernodes", "supernodes.pools[]", "cli", "tls", "nodeAuth", "networkPolicy", "probes",
-        "executor", "rbac"]
+        "",
+        "superlink",
+        "supernodes",
+        "supernodes.pools[]",
+        "cli",
+        "tls",
+        "nodeAuth",
+        "networkPolicy",
+        "probes",
+        "executor",
+        "rbac",
+    ]
 
 
 def test_rows_give_type_default_and_the_fields_own_description() -> None:
@@ -108,8 +123,9 @@ def test_models_used_in_several_places_are_documented_once() -> None:
     assert r["supernodes.probes"].description.endswith("Same keys as `probes`.")
     assert "supernodes.pools[].networkPolicy.enabled" not in r and "networkPolicy.enabled" in r
     network = next(s for s in sections() if s.path == "networkPolicy")
-    assert network.intro.endswith("`superlink.networkPolicy`, `supernodes.pools[].networkPolicy` and "
-                                  "`supernodes.networkPolicy`.")
+    assert network.intro.endswith(
+        "`superlink.networkPolicy`, `supernodes.pools[].networkPolicy` and `supernodes.networkPolicy`."
+    )
 
 
 class _Leaf(Model):

@@ -28,39 +28,63 @@ def _requests_within_limits(objects) -> None:
         limits, requests = c["resources"].get("limits", {}), c["resources"].get("requests", {})
         for name, amount in requests.items():
             if name in limits:
-                assert parse_quantity(str(amount)) <= parse_quantity(str(limits[name])), \
-                    (w["metadata"]["name"], c["name"], name, amount, limits[name])
+                assert parse_quantity(str(amount)) <= parse_quantity(str(limits[name])), (
+                    w["metadata"]["name"],
+                    c["name"],
+                    name,
+                    amount,
+                    limits[name],
+                )
 
 
 def test_component_resources_override_the_defaults_key_by_key():
-    raw = base(GRPC_ERA, isolation="process", superlink={
-        "superexecImage": f"flwr/superexec:{GRPC_ERA}",
-        "resources": {"requests": {"cpu": "2"}},
-        "superexecResources": {"limits": {"cpu": "1"}}})
+    raw = base(
+        GRPC_ERA,
+        isolation="process",
+        superlink={
+            "superexecImage": f"flwr/superexec:{GRPC_ERA}",
+            "resources": {"requests": {"cpu": "2"}},
+            "superexecResources": {"limits": {"cpu": "1"}},
+        },
+    )
     raw["supernodes"]["pools"][0]["supernodeResources"] = {"limits": {"memory": "128Mi"}}
-    raw["supernodes"]["pools"][0]["superexecResources"] = {"requests": {"memory": "1Gi"}, "limits": {"nvidia.com/gpu": 1}}
+    raw["supernodes"]["pools"][0]["superexecResources"] = {
+        "requests": {"memory": "1Gi"},
+        "limits": {"nvidia.com/gpu": 1},
+    }
     objects = core_objects(raw)
     res = {(w["metadata"]["name"], c["name"]): c["resources"] for w, c in containers(objects)}
     assert res[(f"{NAME}-superlink", "superlink")] == {"requests": {"cpu": "2", "memory": "256Mi"}}
     assert res[(f"{NAME}-superlink", "superexec-serverapp")] == {"requests": DEFAULT_REQUESTS, "limits": {"cpu": "1"}}
     # A memory limit below the default request lowers the request.
-    assert res[(f"{NAME}-supernode-alpha", "supernode")] == {"requests": {"cpu": "100m", "memory": "128Mi"},
-                                                              "limits": {"memory": "128Mi"}}
+    assert res[(f"{NAME}-supernode-alpha", "supernode")] == {
+        "requests": {"cpu": "100m", "memory": "128Mi"},
+        "limits": {"memory": "128Mi"},
+    }
     assert res[(f"{NAME}-supernode-alpha", "superexec-clientapp")] == {
-        "requests": {"cpu": "100m", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": 1}}
+        "requests": {"cpu": "100m", "memory": "1Gi"},
+        "limits": {"nvidia.com/gpu": 1},
+    }
     assert res[(f"{NAME}-supernode-beta", "supernode")] == {"requests": DEFAULT_REQUESTS}
     _requests_within_limits(objects)
 
 
 def test_default_resources_are_configurable_and_lowered_under_own_limits():
-    raw = base(HTTP_ERA, defaultResources={"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
-               superlink={"resources": {"limits": {"cpu": "500m", "memory": "100Mi"}}})
+    raw = base(
+        HTTP_ERA,
+        defaultResources={"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+        superlink={"resources": {"limits": {"cpu": "500m", "memory": "100Mi"}}},
+    )
     objects = core_objects(raw)
     res = {(w["metadata"]["name"], c["name"]): c["resources"] for w, c in containers(objects)}
-    assert res[(f"{NAME}-superlink", "superlink")] == {"requests": {"cpu": "500m", "memory": "100Mi"},
-                                                      "limits": {"cpu": "500m", "memory": "100Mi"}}
-    assert res[(f"{NAME}-supernode-alpha", "supernode")] == {"requests": {"cpu": "1", "memory": "512Mi"},
-                                                              "limits": {"memory": "2Gi"}}
+    assert res[(f"{NAME}-superlink", "superlink")] == {
+        "requests": {"cpu": "500m", "memory": "100Mi"},
+        "limits": {"cpu": "500m", "memory": "100Mi"},
+    }
+    assert res[(f"{NAME}-supernode-alpha", "supernode")] == {
+        "requests": {"cpu": "1", "memory": "512Mi"},
+        "limits": {"memory": "2Gi"},
+    }
     _requests_within_limits(objects)
 
 

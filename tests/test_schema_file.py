@@ -11,7 +11,8 @@ from federation.reference import SCHEMA_FILE, schema_text
 
 def test_committed_schema_is_current() -> None:
     assert SCHEMA_FILE.read_bytes() == schema_text().encode(), (
-        "federation/config.schema.json is stale: run `make schema`")
+        "federation/config.schema.json is stale: run `make schema`"
+    )
 
 
 def test_schema_command_prints_the_committed_bytes() -> None:

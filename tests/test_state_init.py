@@ -15,8 +15,11 @@ from tests.support.render import plan_of, superlink_objects
 
 
 def _superlink_pod(version: str, persistence: bool = True) -> dict:
-    raw = {"version": version, "superlink": {"persistence": {"enabled": persistence}},
-           "supernodes": {"pools": [{"name": "a", "replicas": 1}]}}
+    raw = {
+        "version": version,
+        "superlink": {"persistence": {"enabled": persistence}},
+        "supernodes": {"pools": [{"name": "a", "replicas": 1}]},
+    }
     sts = next(m for m in superlink_objects(plan_of(raw, "dev")) if m["kind"] == "StatefulSet")
     return sts["spec"]["template"]["spec"]
 

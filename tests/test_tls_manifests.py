@@ -28,8 +28,14 @@ def test_cert_manager_certificate_shape(sid):
     assert (spec["duration"], spec["renewBefore"]) == ("43800h", "360h")
     assert spec["issuerRef"] == {"name": "ca-issuer", "kind": "ClusterIssuer", "group": "cert-manager.io"}
     svc = f"{NAME}-superlink"
-    assert spec["dnsNames"] == [svc, f"{svc}.{NS}", f"{svc}.{NS}.svc", f"{svc}.{NS}.svc.cluster.local",
-                                "localhost", "flower.example.com"]
+    assert spec["dnsNames"] == [
+        svc,
+        f"{svc}.{NS}",
+        f"{svc}.{NS}.svc",
+        f"{svc}.{NS}.svc.cluster.local",
+        "localhost",
+        "flower.example.com",
+    ]
     assert spec["ipAddresses"] == ["127.0.0.1"]
     assert spec["privateKey"]["algorithm"] == "ECDSA"
     assert "server auth" in spec["usages"]
@@ -38,17 +44,29 @@ def test_cert_manager_certificate_shape(sid):
 
 
 def test_cert_manager_certificate_honours_its_settings():
-    raw = base(GRPC_ERA, namespace="ml", clusterDomain="corp.internal", tls={
-        "source": "certManager",
-        "certManager": {"issuerRef": {"name": "internal-ca"}, "duration": "2160h", "renewBefore": "720h"},
-        "dnsNames": ["flower.example.com", "localhost", "*.flower.example.com"],
-        "ipAddresses": ["10.0.0.7", "127.0.0.1", "2001:db8::1"]})
+    raw = base(
+        GRPC_ERA,
+        namespace="ml",
+        clusterDomain="corp.internal",
+        tls={
+            "source": "certManager",
+            "certManager": {"issuerRef": {"name": "internal-ca"}, "duration": "2160h", "renewBefore": "720h"},
+            "dnsNames": ["flower.example.com", "localhost", "*.flower.example.com"],
+            "ipAddresses": ["10.0.0.7", "127.0.0.1", "2001:db8::1"],
+        },
+    )
     spec = certificate_of(plan_of(raw))["spec"]
     assert (spec["duration"], spec["renewBefore"]) == ("2160h", "720h")
     assert spec["issuerRef"] == {"name": "internal-ca", "kind": "Issuer", "group": "cert-manager.io"}
-    assert spec["dnsNames"] == ["sec-superlink", "sec-superlink.ml", "sec-superlink.ml.svc",
-                                "sec-superlink.ml.svc.corp.internal", "localhost", "flower.example.com",
-                                "*.flower.example.com"]
+    assert spec["dnsNames"] == [
+        "sec-superlink",
+        "sec-superlink.ml",
+        "sec-superlink.ml.svc",
+        "sec-superlink.ml.svc.corp.internal",
+        "localhost",
+        "flower.example.com",
+        "*.flower.example.com",
+    ]
     assert spec["ipAddresses"] == ["127.0.0.1", "10.0.0.7", "2001:db8::1"]
 
 
@@ -56,8 +74,11 @@ def test_cert_manager_common_name_fits_the_64_byte_limit():
     """cert-manager's webhook refuses a Certificate whose commonName exceeds 64 bytes
     (X.509 ub-common-name). A legal name and namespace must not produce one: either the
     CN stays within the limit or validation says why before anything is applied."""
-    raw = base(name="flower-production", namespace="federated-learning-prod",
-               tls={"source": "certManager", "certManager": {"issuerRef": {"name": "ca"}}})
+    raw = base(
+        name="flower-production",
+        namespace="federated-learning-prod",
+        tls={"source": "certManager", "certManager": {"issuerRef": {"name": "ca"}}},
+    )
     try:
         plan = plan_of(raw)
     except ConfigError:
@@ -102,13 +123,20 @@ def test_tls_material_is_mounted_where_it_belongs(sid):
         assert (plan.trust.server_secret, plan.trust.ca_secret, plan.trust.ca_key) == TRUST[suffix]
     server, ca, ca_key = plan.trust.server_secret, plan.trust.ca_secret, plan.trust.ca_key
     assert server != ca
-    ca_volume = {"name": "ca", "secret": {"secretName": ca, "defaultMode": 0o444,
-                                          "items": [{"key": ca_key, "path": "ca.crt"}]}}
+    ca_volume = {
+        "name": "ca",
+        "secret": {"secretName": ca, "defaultMode": 0o444, "items": [{"key": ca_key, "path": "ca.crt"}]},
+    }
     link = get(objects, "StatefulSet", f"{NAME}-superlink")
     vols = volumes_by_name(link)
-    assert vols["tls"] == {"name": "tls", "secret": {"secretName": server, "defaultMode": 0o440,
-                                                     "items": [{"key": "tls.crt", "path": "tls.crt"},
-                                                               {"key": "tls.key", "path": "tls.key"}]}}
+    assert vols["tls"] == {
+        "name": "tls",
+        "secret": {
+            "secretName": server,
+            "defaultMode": 0o440,
+            "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}],
+        },
+    }
     assert vols["ca"] == ca_volume
     main = workload_container(objects, "StatefulSet", f"{NAME}-superlink", "superlink")
     mounts = mounts_by_name(main)

@@ -16,19 +16,32 @@ def test_pod_template_typo_superlink():
 
 
 def test_pod_template_typo_pool():
-    raw = cfg(sts_pool("a"), sts_pool("b", podTemplate={"spec": {"tolerations": [{"key": "gpu", "efect": "NoSchedule"}]}}))
+    raw = cfg(
+        sts_pool("a"), sts_pool("b", podTemplate={"spec": {"tolerations": [{"key": "gpu", "efect": "NoSchedule"}]}})
+    )
     assert problems(raw) == [
         ("federation.supernodes.pools[1].podTemplate.spec.tolerations[0]", not_a_field("efect")),
     ]
 
 
 def test_pod_template_valid_patch_is_accepted():
-    assert_valid(cfg(superlink={"podTemplate": {
-        "metadata": {"labels": {"team": "ml"}, "annotations": {"a": "b"}},
-        "spec": {"nodeSelector": {"pool": "cpu"}, "tolerations": [{"key": "k", "effect": "NoSchedule"}],
-                 "containers": [{"name": "superlink", "env": [{"name": "X", "value": "1"}]},
-                                {"name": "sidecar", "image": "busybox", "args": ["sleep", "inf"]}]},
-    }}))
+    assert_valid(
+        cfg(
+            superlink={
+                "podTemplate": {
+                    "metadata": {"labels": {"team": "ml"}, "annotations": {"a": "b"}},
+                    "spec": {
+                        "nodeSelector": {"pool": "cpu"},
+                        "tolerations": [{"key": "k", "effect": "NoSchedule"}],
+                        "containers": [
+                            {"name": "superlink", "env": [{"name": "X", "value": "1"}]},
+                            {"name": "sidecar", "image": "busybox", "args": ["sleep", "inf"]},
+                        ],
+                    },
+                }
+            }
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -73,10 +86,17 @@ def test_bad_pool_resources(key):
 
 
 def test_resources_in_usual_yaml_spellings_are_valid():
-    assert_valid(cfg(sts_pool("a", supernodeResources={
-        "requests": {"cpu": "500m", "memory": "1Gi"},
-        "limits": {"cpu": 2, "memory": 1073741824, "nvidia.com/gpu": 1, "ephemeral-storage": "1.5e3"},
-    })))
+    assert_valid(
+        cfg(
+            sts_pool(
+                "a",
+                supernodeResources={
+                    "requests": {"cpu": "500m", "memory": "1Gi"},
+                    "limits": {"cpu": 2, "memory": 1073741824, "nvidia.com/gpu": 1, "ephemeral-storage": "1.5e3"},
+                },
+            )
+        )
+    )
 
 
 @pytest.mark.parametrize("quantity", ["2 cores", "1x", "-", "1.5.0", "Gi", "1.5e3M"])
@@ -84,8 +104,10 @@ def test_resources_in_usual_yaml_spellings_are_valid():
 def test_invalid_resource_quantity_is_reported(section, quantity):
     raw = cfg(sts_pool("a", supernodeResources={section: {"cpu": quantity}}))
     assert problems(raw) == [
-        (f"federation.supernodes.pools[0].supernodeResources.{section}.cpu",
-         f"'{quantity}' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)"),
+        (
+            f"federation.supernodes.pools[0].supernodeResources.{section}.cpu",
+            f"'{quantity}' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)",
+        ),
     ]
 
 
@@ -115,8 +137,13 @@ def test_reserved_env_names(section, make, env_name):
 
 @pytest.mark.parametrize("key", ["volumeMounts", "superexecVolumeMounts"])
 def test_volume_mount_of_unknown_volume(key):
-    raw = cfg(sts_pool("a", volumes=[{"name": "data", "emptyDir": {}}],
-                       **{key: [{"name": "data", "mountPath": "/data"}, {"name": "dataa", "mountPath": "/d2"}]}))
+    raw = cfg(
+        sts_pool(
+            "a",
+            volumes=[{"name": "data", "emptyDir": {}}],
+            **{key: [{"name": "data", "mountPath": "/data"}, {"name": "dataa", "mountPath": "/d2"}]},
+        )
+    )
     assert problems(raw) == [
         (f"federation.supernodes.pools[0].{key}[1].name", "no volume named 'dataa' in volumes or volumeClaimTemplates"),
     ]
@@ -130,33 +157,54 @@ def test_superlink_volume_mount_of_unknown_volume():
 
 
 def test_volume_mounts_of_declared_volumes_are_valid():
-    claim = {"metadata": {"name": "claim"},
-             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
-    assert_valid(cfg(sts_pool(
-        "a",
-        volumes=[{"name": "vol", "emptyDir": {}}],
-        volumeClaimTemplates=[claim],
-        podTemplate={"spec": {"volumes": [{"name": "tpl", "emptyDir": {}}]}},
-        volumeMounts=[{"name": "vol", "mountPath": "/v"}, {"name": "claim", "mountPath": "/c"},
-                      {"name": "tpl", "mountPath": "/t"}],
-    )))
+    claim = {
+        "metadata": {"name": "claim"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    assert_valid(
+        cfg(
+            sts_pool(
+                "a",
+                volumes=[{"name": "vol", "emptyDir": {}}],
+                volumeClaimTemplates=[claim],
+                podTemplate={"spec": {"volumes": [{"name": "tpl", "emptyDir": {}}]}},
+                volumeMounts=[
+                    {"name": "vol", "mountPath": "/v"},
+                    {"name": "claim", "mountPath": "/c"},
+                    {"name": "tpl", "mountPath": "/t"},
+                ],
+            )
+        )
+    )
 
 
 def test_volume_claim_templates_rejected_in_daemonset_mode():
-    claim = {"metadata": {"name": "data"},
-             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
-    raw = cfg(pool("a", volumeClaimTemplates=[claim], volumeMounts=[{"name": "data", "mountPath": "/data"}]),
-              mode="DaemonSet")
+    claim = {
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    raw = cfg(
+        pool("a", volumeClaimTemplates=[claim], volumeMounts=[{"name": "data", "mountPath": "/data"}]), mode="DaemonSet"
+    )
     assert problems(raw) == [
-        ("federation.supernodes.pools[0].volumeClaimTemplates",
-         "volumeClaimTemplates need mode=StatefulSet (a DaemonSet has no per-pod claims)"),
+        (
+            "federation.supernodes.pools[0].volumeClaimTemplates",
+            "volumeClaimTemplates need mode=StatefulSet (a DaemonSet has no per-pod claims)",
+        ),
     ]
-    assert_valid(cfg(sts_pool("a", volumeClaimTemplates=[claim], volumeMounts=[{"name": "data", "mountPath": "/data"}])))
+    assert_valid(
+        cfg(sts_pool("a", volumeClaimTemplates=[claim], volumeMounts=[{"name": "data", "mountPath": "/data"}]))
+    )
 
 
 def test_reserved_volume_name_and_mount_path():
-    raw = cfg(sts_pool("a", volumes=[{"name": "state", "emptyDir": {}}, {"name": "d", "emptyDir": {}}],
-                       volumeMounts=[{"name": "d", "mountPath": "/tmp"}]))
+    raw = cfg(
+        sts_pool(
+            "a",
+            volumes=[{"name": "state", "emptyDir": {}}, {"name": "d", "emptyDir": {}}],
+            volumeMounts=[{"name": "d", "mountPath": "/tmp"}],
+        )
+    )
     assert problems(raw) == [
         ("federation.supernodes.pools[0].volumeMounts[0].mountPath", "/tmp is mounted by flower-federation"),
         ("federation.supernodes.pools[0].volumes[0].name", "volume name 'state' is used by flower-federation"),
@@ -168,16 +216,26 @@ def test_pod_template_cannot_override_managed_container(field, hint):
     container = {"name": "supernode", field: ["x"] if field != "image" else "evil/supernode:1"}
     raw = cfg(sts_pool("a", podTemplate={"spec": {"containers": [container]}}))
     assert problems(raw) == [
-        (f"federation.supernodes.pools[0].podTemplate.spec.containers[0].{field}",
-         f"the supernode container's {field} is managed; use {hint} instead"),
+        (
+            f"federation.supernodes.pools[0].podTemplate.spec.containers[0].{field}",
+            f"the supernode container's {field} is managed; use {hint} instead",
+        ),
     ]
 
 
 def test_superlink_pod_template_cannot_override_superlink_args():
-    raw = cfg(superlink={"podTemplate": {"spec": {"containers": [{"name": "sidecar"}, {"name": "superlink", "args": ["--insecure"]}]}}})
+    raw = cfg(
+        superlink={
+            "podTemplate": {
+                "spec": {"containers": [{"name": "sidecar"}, {"name": "superlink", "args": ["--insecure"]}]}
+            }
+        }
+    )
     assert problems(raw) == [
-        ("federation.superlink.podTemplate.spec.containers[1].args",
-         "the superlink container's args is managed; use extraArgs instead"),
+        (
+            "federation.superlink.podTemplate.spec.containers[1].args",
+            "the superlink container's args is managed; use extraArgs instead",
+        ),
     ]
 
 
@@ -185,14 +243,18 @@ def test_superlink_pod_template_cannot_override_superlink_args():
 def test_pod_template_labels_cannot_override_selector_labels(label):
     raw = cfg(sts_pool("a", podTemplate={"metadata": {"labels": {"team": "ml", label: "other"}}}))
     assert problems(raw) == [
-        (f'federation.supernodes.pools[0].podTemplate.metadata.labels["{label}"]',
-         "selector labels are set by flower-federation"),
+        (
+            f'federation.supernodes.pools[0].podTemplate.metadata.labels["{label}"]',
+            "selector labels are set by flower-federation",
+        ),
     ]
 
 
 def test_superlink_pod_template_instance_label():
     raw = cfg(superlink={"podTemplate": {"metadata": {"labels": {"app.kubernetes.io/instance": "x"}}}})
     assert problems(raw) == [
-        ('federation.superlink.podTemplate.metadata.labels["app.kubernetes.io/instance"]',
-         "selector labels are set by flower-federation"),
+        (
+            'federation.superlink.podTemplate.metadata.labels["app.kubernetes.io/instance"]',
+            "selector labels are set by flower-federation",
+        ),
     ]

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.validation import (DNS_NAME_MSG, POOL_NAME_MSG, assert_valid, cfg, pool, problems, process_cfg,
-                                      sts_pool)
+from tests.support.validation import (
+    DNS_NAME_MSG,
+    POOL_NAME_MSG,
+    assert_valid,
+    cfg,
+    pool,
+    problems,
+    process_cfg,
+    sts_pool,
+)
 
 
 def test_duplicate_pool_name_reported_at_the_second():
@@ -77,9 +85,15 @@ def test_distributed_superexec_object_names_are_checked_too():
     raw["superlink"]["superexecImage"] = "flwr/superexec:1.26.1"
     raw["supernodes"]["pools"][0]["images"]["superexecClientApp"] = "flwr/superexec:1.26.1"
     assert problems(raw) == [
-        ("federation.name", f"object name '{name}-superexec-serverapp' has 64 characters; a Deployment name may have at most 63"),
+        (
+            "federation.name",
+            f"object name '{name}-superexec-serverapp' has 64 characters; a Deployment name may have at most 63",
+        ),
         ("federation.name", f"object name '{name}-superlink' has 54 characters; {STS_LIMIT}"),
-        ("federation.name", f"object name '{name}-superlink-serverappio' has 66 characters; a Service name may have at most 63"),
+        (
+            "federation.name",
+            f"object name '{name}-superlink-serverappio' has 66 characters; a Service name may have at most 63",
+        ),
         ("federation.supernodes.pools[0].name", f"object name '{name}-superexec-a' has 56 characters; {STS_LIMIT}"),
         ("federation.supernodes.pools[0].name", f"object name '{name}-supernode-a' has 56 characters; {STS_LIMIT}"),
     ]
@@ -99,6 +113,8 @@ def test_same_pool_name_passes_in_daemonset_mode_up_to_63():
     assert_valid(cfg(pool("p" * 49), mode="DaemonSet"))
     pname = "p" * 50
     assert problems(cfg(pool(pname), mode="DaemonSet")) == [
-        ("federation.supernodes.pools[0].name",
-         f"object name 'dev-supernode-{pname}' has 64 characters; a DaemonSet name may have at most 63"),
+        (
+            "federation.supernodes.pools[0].name",
+            f"object name 'dev-supernode-{pname}' has 64 characters; a DaemonSet name may have at most 63",
+        ),
     ]

@@ -21,7 +21,7 @@ KEY_CONFIG = {"enabled": True, "keySource": "config"}
 KEY_HINT = "must be an ECDSA P-384 private key in OpenSSH format (ssh-keygen -t ecdsa -b 384 -N '' -f key)"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _keys(n: int = 8) -> tuple[str, ...]:
     return tuple(new_openssh_key() for _ in range(n))
 
@@ -33,21 +33,28 @@ def _full_keys() -> dict[str, dict[str, str]]:
 
 def test_supplied_keys_are_accepted_and_normalised():
     k = _keys()
-    plan = load_plan(base(nodeAuth=KEY_CONFIG), "dev", node_auth_keys={"alpha": {0: k[0], 1: k[1], 2: k[2]},
-                                                                        "beta": {0: k[3]}})
+    plan = load_plan(
+        base(nodeAuth=KEY_CONFIG), "dev", node_auth_keys={"alpha": {0: k[0], 1: k[1], 2: k[2]}, "beta": {0: k[3]}}
+    )
     assert plan.node_auth_keys == _full_keys()
     pool = plan.spec.supernodes.pools[0]
     assert node_key_secret_of(plan, pool, plan.node_auth_keys["alpha"])["stringData"] == {
-        "node-0.key": k[0], "node-1.key": k[1], "node-2.key": k[2]}
+        "node-0.key": k[0],
+        "node-1.key": k[1],
+        "node-2.key": k[2],
+    }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _wrong_keys() -> dict[str, str]:
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return {"rsa": rsa_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                         serialization.NoEncryption()).decode(),
-            "p256": new_openssh_key("P256"),
-            "garbage": "-----BEGIN OPENSSH PRIVATE KEY-----\nbm90IGEga2V5\n-----END OPENSSH PRIVATE KEY-----\n"}
+    return {
+        "rsa": rsa_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        ).decode(),
+        "p256": new_openssh_key("P256"),
+        "garbage": "-----BEGIN OPENSSH PRIVATE KEY-----\nbm90IGEga2V5\n-----END OPENSSH PRIVATE KEY-----\n",
+    }
 
 
 def _supplied_cases() -> dict[str, tuple]:
@@ -55,29 +62,56 @@ def _supplied_cases() -> dict[str, tuple]:
     full = _full_keys()
     wrong = _wrong_keys()
     return {
-        "missing-entirely": (None, [
-            "nodeAuthKeys: missing: nodeAuth.keySource is config, so set one key per SuperNode with "
-            "`pulumi config set --secret --path 'nodeAuthKeys.<pool>.<slot>' \"$(cat key)\"`"]),
-        "missing-replicas": ({"alpha": {"0": k[0]}}, [
-            "nodeAuthKeys.alpha: missing keys for replicas 1, 2",
-            "nodeAuthKeys.beta: missing keys for replicas 0"]),
-        "extra-ordinal": ({**full, "alpha": {**full["alpha"], "3": k[4]}}, [
-            "nodeAuthKeys.alpha[\"3\"]: pool 'alpha' has replicas 0..2; no SuperNode would use this key"]),
-        "wrong-key-types": ({**full, "alpha": {"0": wrong["rsa"], "1": wrong["p256"], "2": wrong["garbage"]}}, [
-            f"nodeAuthKeys.alpha[\"0\"]: {KEY_HINT}",
-            f"nodeAuthKeys.alpha[\"1\"]: {KEY_HINT}",
-            f"nodeAuthKeys.alpha[\"2\"]: {KEY_HINT}; it could not be read (passphrase-protected keys are not supported)"]),
-        "not-a-key-at-all": ({**full, "beta": {"0": "hunter2"}}, [f"nodeAuthKeys.beta[\"0\"]: {KEY_HINT}"]),
-        "duplicate-key": ({"alpha": {"0": k[0], "1": k[1], "2": k[0]}, "beta": {"0": k[1]}}, [
-            "nodeAuthKeys.alpha[\"2\"]: the same key as alpha.0: every SuperNode needs its own",
-            "nodeAuthKeys.beta[\"0\"]: the same key as alpha.1: every SuperNode needs its own"]),
-        "unknown-pool": ({**full, "gamma": {"0": k[5]}}, [
-            "nodeAuthKeys.gamma: no pool named 'gamma' (pools: alpha, beta)"]),
+        "missing-entirely": (
+            None,
+            [
+                "nodeAuthKeys: missing: nodeAuth.keySource is config, so set one key per SuperNode with "
+                "`pulumi config set --secret --path 'nodeAuthKeys.<pool>.<slot>' \"$(cat key)\"`"
+            ],
+        ),
+        "missing-replicas": (
+            {"alpha": {"0": k[0]}},
+            ["nodeAuthKeys.alpha: missing keys for replicas 1, 2", "nodeAuthKeys.beta: missing keys for replicas 0"],
+        ),
+        "extra-ordinal": (
+            {**full, "alpha": {**full["alpha"], "3": k[4]}},
+            ["nodeAuthKeys.alpha[\"3\"]: pool 'alpha' has replicas 0..2; no SuperNode would use this key"],
+        ),
+        "wrong-key-types": (
+            {**full, "alpha": {"0": wrong["rsa"], "1": wrong["p256"], "2": wrong["garbage"]}},
+            [
+                f'nodeAuthKeys.alpha["0"]: {KEY_HINT}',
+                f'nodeAuthKeys.alpha["1"]: {KEY_HINT}',
+                f'nodeAuthKeys.alpha["2"]: {KEY_HINT}; it could not be read (passphrase-protected keys are not supported)',
+            ],
+        ),
+        "not-a-key-at-all": ({**full, "beta": {"0": "hunter2"}}, [f'nodeAuthKeys.beta["0"]: {KEY_HINT}']),
+        "duplicate-key": (
+            {"alpha": {"0": k[0], "1": k[1], "2": k[0]}, "beta": {"0": k[1]}},
+            [
+                'nodeAuthKeys.alpha["2"]: the same key as alpha.0: every SuperNode needs its own',
+                'nodeAuthKeys.beta["0"]: the same key as alpha.1: every SuperNode needs its own',
+            ],
+        ),
+        "unknown-pool": (
+            {**full, "gamma": {"0": k[5]}},
+            ["nodeAuthKeys.gamma: no pool named 'gamma' (pools: alpha, beta)"],
+        ),
     }
 
 
-@pytest.mark.parametrize("case", ["missing-entirely", "missing-replicas", "extra-ordinal", "wrong-key-types",
-                                  "not-a-key-at-all", "duplicate-key", "unknown-pool"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing-entirely",
+        "missing-replicas",
+        "extra-ordinal",
+        "wrong-key-types",
+        "not-a-key-at-all",
+        "duplicate-key",
+        "unknown-pool",
+    ],
+)
 def test_supplied_key_problems(case):
     keys, expected = _supplied_cases()[case]
     err = config_error(base(nodeAuth=KEY_CONFIG), node_auth_keys=keys)
@@ -88,8 +122,13 @@ def test_supplied_key_problems(case):
 def test_supplied_daemonset_key_problems():
     k = _keys()
     err = config_error(base(mode="DaemonSet", nodeAuth=KEY_CONFIG), node_auth_keys={"alpha": {"Node_A": k[0]}})
-    assert_problems(err, ["nodeAuthKeys.alpha.Node_A: DaemonSet keys are named by Kubernetes node name",
-                          "nodeAuthKeys.beta: missing: give one key per Kubernetes node name"])
+    assert_problems(
+        err,
+        [
+            "nodeAuthKeys.alpha.Node_A: DaemonSet keys are named by Kubernetes node name",
+            "nodeAuthKeys.beta: missing: give one key per Kubernetes node name",
+        ],
+    )
 
 
 def test_keys_are_not_read_unless_key_source_is_config():

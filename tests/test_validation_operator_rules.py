@@ -6,9 +6,23 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.validation import (CEL_CLIENTAPP_EMPTY, CEL_CLIENTAPP_REQUIRED, CEL_DS_REPLICAS, CEL_GPU_VENDOR,
-                                      CEL_NO_POOLS, CEL_STS_REPLICAS, CEL_SUPEREXEC_EMPTY, CEL_SUPEREXEC_REQUIRED,
-                                      SUPEREXEC, assert_valid, cfg, pool, problems, process_cfg, sts_pool)
+from tests.support.validation import (
+    CEL_CLIENTAPP_EMPTY,
+    CEL_CLIENTAPP_REQUIRED,
+    CEL_DS_REPLICAS,
+    CEL_GPU_VENDOR,
+    CEL_NO_POOLS,
+    CEL_STS_REPLICAS,
+    CEL_SUPEREXEC_EMPTY,
+    CEL_SUPEREXEC_REQUIRED,
+    SUPEREXEC,
+    assert_valid,
+    cfg,
+    pool,
+    problems,
+    process_cfg,
+    sts_pool,
+)
 
 
 def test_minimal_config_is_valid_with_documented_defaults():
@@ -117,12 +131,24 @@ def test_gpu_mount_all_with_vendor_is_valid():
         pytest.param(cfg(isolatonMode="process"), "federation.isolatonMode", "isolationMode", id="top-level-typo"),
         pytest.param(cfg(isolation_mode="subprocess"), "federation.isolation_mode", "isolationMode", id="snake-case"),
         pytest.param(cfg(create_namespace=False), "federation.create_namespace", "createNamespace", id="snake-case-2"),
-        pytest.param(cfg(superlink={"service": {"ports": {"htp": 8000}}}),
-                     "federation.superlink.service.ports.htp", "http", id="nested-model"),
-        pytest.param(cfg(sts_pool("a", gpu={"mountall": False})),
-                     "federation.supernodes.pools[0].gpu.mountall", "mountAll", id="in-list-item"),
-        pytest.param(cfg(sts_pool("a", images={"superexecClientapp": None})),
-                     "federation.supernodes.pools[0].images.superexecClientapp", "superexecClientApp", id="case"),
+        pytest.param(
+            cfg(superlink={"service": {"ports": {"htp": 8000}}}),
+            "federation.superlink.service.ports.htp",
+            "http",
+            id="nested-model",
+        ),
+        pytest.param(
+            cfg(sts_pool("a", gpu={"mountall": False})),
+            "federation.supernodes.pools[0].gpu.mountall",
+            "mountAll",
+            id="in-list-item",
+        ),
+        pytest.param(
+            cfg(sts_pool("a", images={"superexecClientapp": None})),
+            "federation.supernodes.pools[0].images.superexecClientapp",
+            "superexecClientApp",
+            id="case",
+        ),
     ],
 )
 def test_unknown_key_suggests_nearest_valid_name(raw, path, suggestion):

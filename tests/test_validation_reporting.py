@@ -18,8 +18,18 @@ from components import offline
 from federation.errors import ConfigError, Problem
 from federation.plan import load_plan
 from tests.support.paths import ROOT
-from tests.support.validation import (CEL_CLIENTAPP_REQUIRED, CEL_NO_POOLS, CEL_STS_REPLICAS, CEL_SUPEREXEC_REQUIRED,
-                                      DNS_NAME_MSG, cfg, not_a_field, pool, problems, sts_pool)
+from tests.support.validation import (
+    CEL_CLIENTAPP_REQUIRED,
+    CEL_NO_POOLS,
+    CEL_STS_REPLICAS,
+    CEL_SUPEREXEC_REQUIRED,
+    DNS_NAME_MSG,
+    cfg,
+    not_a_field,
+    pool,
+    problems,
+    sts_pool,
+)
 
 PYTHON = ROOT / ".venv" / "bin" / "python"
 
@@ -28,11 +38,13 @@ MANY_PROBLEMS = {
     "namespace": "Flower_NS",
     "isolatonMode": "process",
     "superlink": {"podTemplate": {"spec": {"nodeSelectr": {}}}, "env": [{"name": "FLOWER_POD_INDEX"}]},
-    "supernodes": {"pools": [
-        {"name": "a"},
-        {"name": "a", "replicas": "many"},
-        {"name": "c", "replicas": 1, "nodeConfig": {"a b": 1, "x": None}},
-    ]},
+    "supernodes": {
+        "pools": [
+            {"name": "a"},
+            {"name": "a", "replicas": "many"},
+            {"name": "c", "replicas": 1, "nodeConfig": {"a b": 1, "x": None}},
+        ]
+    },
     "version": "1.41.0",
     "superexecPlacement": "distributed",
 }
@@ -78,7 +90,10 @@ def test_error_text_lists_every_problem_once():
 def test_single_problem_header_is_singular():
     with pytest.raises(ConfigError) as info:
         load_plan({"supernodes": {"pools": []}}, "dev")
-    assert str(info.value) == f"invalid flower-federation config (1 problem):\n  - federation.supernodes.pools: {CEL_NO_POOLS}"
+    assert (
+        str(info.value)
+        == f"invalid flower-federation config (1 problem):\n  - federation.supernodes.pools: {CEL_NO_POOLS}"
+    )
 
 
 def test_problems_in_natural_pool_order():
@@ -188,8 +203,9 @@ def _write_stack(tmp_path: Path, federation: Any, filename: str = "stack.yaml") 
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(PYTHON), "-m", "federation", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(PYTHON), "-m", "federation", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.parametrize("command", ["validate", "render"])
@@ -209,8 +225,9 @@ def test_cli_validate_valid_config(tmp_path):
     result = _cli("validate", "--config-file", str(path))
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    assert result.stdout == ("ok: federation 'demo' in namespace 'flower-dev', Flower 1.41.0 (HTTP era), "
-                             "StatefulSet pools: a\n")
+    assert result.stdout == (
+        "ok: federation 'demo' in namespace 'flower-dev', Flower 1.41.0 (HTTP era), StatefulSet pools: a\n"
+    )
 
 
 def test_cli_render_valid_config(tmp_path):

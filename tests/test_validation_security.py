@@ -20,102 +20,172 @@ def _pool_field(raw: dict, i: int, **fields: Any) -> dict:
 
 
 CM = {"issuerRef": {"name": "ca"}}
-DAEMONSET_GENERATE = ("a DaemonSet's pods are not known in advance, so per-node keys cannot be generated; set "
-                      "keySource: config and supply one key per Kubernetes node name in the secret config "
-                      "nodeAuthKeys ({pool: {node-name: key}})")
+DAEMONSET_GENERATE = (
+    "a DaemonSet's pods are not known in advance, so per-node keys cannot be generated; set "
+    "keySource: config and supply one key per Kubernetes node name in the secret config "
+    "nodeAuthKeys ({pool: {node-name: key}})"
+)
 
 CONFIG_CASES = {
     "node-auth-insecure": (
         base(insecure=True, nodeAuth={"enabled": True}),
-        ["federation.nodeAuth.enabled: node authentication needs TLS (the SuperLink refuses it with insecure: true)"]),
+        ["federation.nodeAuth.enabled: node authentication needs TLS (the SuperLink refuses it with insecure: true)"],
+    ),
     "node-auth-daemonset-generate": (
         base(mode="DaemonSet", nodeAuth={"enabled": True}),
-        [f"federation.nodeAuth.keySource: {DAEMONSET_GENERATE}"]),
+        [f"federation.nodeAuth.keySource: {DAEMONSET_GENERATE}"],
+    ),
     "node-auth-before-1.23": (
         base("1.21.0", nodeAuth={"enabled": True}),
-        ["federation.nodeAuth.enabled: node authentication with `flwr supernode register` needs Flower 1.23.0 "
-         "or later; this federation runs 1.21.0"]),
+        [
+            "federation.nodeAuth.enabled: node authentication with `flwr supernode register` needs Flower 1.23.0 "
+            "or later; this federation runs 1.21.0"
+        ],
+    ),
     "tls-with-insecure": (
         base(insecure=True, tls={"source": "generate"}),
-        ["federation.tls: TLS settings have no effect with insecure: true; remove one of the two"]),
+        ["federation.tls: TLS settings have no effect with insecure: true; remove one of the two"],
+    ),
     "existing-secret-unnamed": (
         base(tls={"source": "existingSecret"}),
-        ["federation.tls.existingSecret: name the kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt) "
-         "for source existingSecret"]),
+        [
+            "federation.tls.existingSecret: name the kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt) "
+            "for source existingSecret"
+        ],
+    ),
     "existing-secret-without-its-source": (
         base(tls={"existingSecret": "my-tls"}),
-        ["federation.tls.existingSecret: only used with tls.source: existingSecret (source is generate)"]),
+        ["federation.tls.existingSecret: only used with tls.source: existingSecret (source is generate)"],
+    ),
     "cert-manager-without-issuer": (
         base(tls={"source": "certManager"}),
-        ["federation.tls.certManager.issuerRef: name the cert-manager Issuer or ClusterIssuer for source certManager"]),
+        ["federation.tls.certManager.issuerRef: name the cert-manager Issuer or ClusterIssuer for source certManager"],
+    ),
     "bad-durations": (
         base(tls={"source": "certManager", "certManager": {**CM, "duration": "1y", "renewBefore": "15d"}}),
-        ["federation.tls.certManager.duration: '1y' is not a duration (e.g. 43800h, 360h)",
-         "federation.tls.certManager.renewBefore: '15d' is not a duration (e.g. 43800h, 360h)"]),
+        [
+            "federation.tls.certManager.duration: '1y' is not a duration (e.g. 43800h, 360h)",
+            "federation.tls.certManager.renewBefore: '15d' is not a duration (e.g. 43800h, 360h)",
+        ],
+    ),
     "early-renewal-not-below-validity": (
         base(tls={"generate": {"validityHours": 720}}),
-        ["federation.tls.generate.earlyRenewalHours: must be less than validityHours (720)"]),
+        ["federation.tls.generate.earlyRenewalHours: must be less than validityHours (720)"],
+    ),
     "generated-trust-without-generated-ca": (
         base(tls={"source": "existingSecret", "existingSecret": "my-tls", "trust": {"source": "generated"}}),
-        ["federation.tls.trust.source: there is no generated CA with tls.source existingSecret; use "
-         "copyFromServerSecret or existingSecret"]),
+        [
+            "federation.tls.trust.source: there is no generated CA with tls.source existingSecret; use "
+            "copyFromServerSecret or existingSecret"
+        ],
+    ),
     "trust-existing-secret-unnamed": (
         base(tls={"trust": {"source": "existingSecret"}}),
-        ["federation.tls.trust.existingSecret: name the Secret holding the CA certificate for trust.source "
-         "existingSecret"]),
+        [
+            "federation.tls.trust.existingSecret: name the Secret holding the CA certificate for trust.source "
+            "existingSecret"
+        ],
+    ),
     "bad-dns-names-and-ips": (
-        base(tls={"dnsNames": ["flower.example.com", "Bad_Name", "-x"], "ipAddresses": ["10.0.0.1", "999.1.1.1", "::1", "nope"]}),
-        ["federation.tls.dnsNames[1]: 'Bad_Name' is not a DNS name",
-         "federation.tls.dnsNames[2]: '-x' is not a DNS name",
-         "federation.tls.ipAddresses[1]: '999.1.1.1' is not an IP address",
-         "federation.tls.ipAddresses[3]: 'nope' is not an IP address"]),
+        base(
+            tls={
+                "dnsNames": ["flower.example.com", "Bad_Name", "-x"],
+                "ipAddresses": ["10.0.0.1", "999.1.1.1", "::1", "nope"],
+            }
+        ),
+        [
+            "federation.tls.dnsNames[1]: 'Bad_Name' is not a DNS name",
+            "federation.tls.dnsNames[2]: '-x' is not a DNS name",
+            "federation.tls.ipAddresses[1]: '999.1.1.1' is not an IP address",
+            "federation.tls.ipAddresses[3]: 'nope' is not an IP address",
+        ],
+    ),
     "extra-rules-unknown-field": (
-        _pool_field(base(), 1, networkPolicy={"extraIngress": [{"ports": [{"port": 1}]}, {"from": [], "bogus": 1}],
-                                              "extraEgress": [{"to": "x"}]}),
-        ["federation.supernodes.pools[1].networkPolicy.extraIngress[1]: not a Kubernetes field here: Additional "
-         "properties are not allowed ('bogus' was unexpected)",
-         "federation.supernodes.pools[1].networkPolicy.extraEgress[0].to: 'x' is not of type 'array', 'null'"]),
+        _pool_field(
+            base(),
+            1,
+            networkPolicy={
+                "extraIngress": [{"ports": [{"port": 1}]}, {"from": [], "bogus": 1}],
+                "extraEgress": [{"to": "x"}],
+            },
+        ),
+        [
+            "federation.supernodes.pools[1].networkPolicy.extraIngress[1]: not a Kubernetes field here: Additional "
+            "properties are not allowed ('bogus' was unexpected)",
+            "federation.supernodes.pools[1].networkPolicy.extraEgress[0].to: 'x' is not of type 'array', 'null'",
+        ],
+    ),
     "ns-pod-labels-without-ns-labels": (
         base(superlink={"networkPolicy": {"ingressNSPodMatchLabels": {"role": "cli"}}}),
-        ["federation.superlink.networkPolicy.ingressNSPodMatchLabels: only used together with ingressNSMatchLabels"]),
+        ["federation.superlink.networkPolicy.ingressNSPodMatchLabels: only used together with ingressNSMatchLabels"],
+    ),
     "liveness-success-threshold": (
-        base(probes={"livenessProbe": {"successThreshold": 2}},
-             superlink={"probes": {"livenessProbe": {"successThreshold": 3}, "readinessProbe": {"successThreshold": 3}}}),
-        ["federation.probes.livenessProbe.successThreshold: must be 1 for a liveness probe (a Kubernetes rule)",
-         "federation.superlink.probes.livenessProbe.successThreshold: must be 1 for a liveness probe (a Kubernetes rule)"]),
+        base(
+            probes={"livenessProbe": {"successThreshold": 2}},
+            superlink={"probes": {"livenessProbe": {"successThreshold": 3}, "readinessProbe": {"successThreshold": 3}}},
+        ),
+        [
+            "federation.probes.livenessProbe.successThreshold: must be 1 for a liveness probe (a Kubernetes rule)",
+            "federation.superlink.probes.livenessProbe.successThreshold: must be 1 for a liveness probe (a Kubernetes rule)",
+        ],
+    ),
     "executor-with-subprocess-isolation": (
         base(executor={"type": "kubernetes"}),
-        ["federation.executor.type: the Kubernetes executor runs in the SuperExecs: it needs isolationMode=process"]),
+        ["federation.executor.type: the Kubernetes executor runs in the SuperExecs: it needs isolationMode=process"],
+    ),
     "executor-with-sidecar": (
         base(isolation="process", executor={"type": "kubernetes"}),
-        ["federation.executor.type: the Kubernetes executor's pods dial the SuperExec's API address, which a "
-         "sidecar has only on its pod's loopback: set superexecPlacement: distributed"]),
+        [
+            "federation.executor.type: the Kubernetes executor's pods dial the SuperExec's API address, which a "
+            "sidecar has only on its pod's loopback: set superexecPlacement: distributed"
+        ],
+    ),
     "executor-before-1.32-and-managed-keys": (
-        base(GRPC_ERA, isolation="process", placement="distributed",
-             executor={"type": "kubernetes", "config": {"namespace": "other", "service-account-name": "admin"}}),
-        ["federation.executor.type: the Kubernetes executor needs Flower 1.32.0 or later; this federation runs 1.26.1",
-         "federation.executor.config.namespace: set by flower-federation (RBAC and NetworkPolicies depend on it)",
-         "federation.executor.config.service-account-name: set by flower-federation (RBAC and NetworkPolicies "
-         "depend on it)"]),
+        base(
+            GRPC_ERA,
+            isolation="process",
+            placement="distributed",
+            executor={"type": "kubernetes", "config": {"namespace": "other", "service-account-name": "admin"}},
+        ),
+        [
+            "federation.executor.type: the Kubernetes executor needs Flower 1.32.0 or later; this federation runs 1.26.1",
+            "federation.executor.config.namespace: set by flower-federation (RBAC and NetworkPolicies depend on it)",
+            "federation.executor.config.service-account-name: set by flower-federation (RBAC and NetworkPolicies "
+            "depend on it)",
+        ],
+    ),
     "executor-settings-without-executor": (
         base(executor={"image": "x:1", "config": {"a": 1}}),
-        ["federation.executor.image: only used with executor.type: kubernetes",
-         "federation.executor.config: only used with executor.type: kubernetes"]),
+        [
+            "federation.executor.image: only used with executor.type: kubernetes",
+            "federation.executor.config: only used with executor.type: kubernetes",
+        ],
+    ),
     "disruption-budget": (
-        _pool_field(_pool_field(base(), 0, disruptionBudget={"maxUnavailable": 1, "minAvailable": "50%"}),
-                    1, disruptionBudget={"maxUnavailable": "half", "minAvailable": -1}),
-        ["federation.supernodes.pools[0].disruptionBudget: set maxUnavailable or minAvailable, not both",
-         "federation.supernodes.pools[1].disruptionBudget: set maxUnavailable or minAvailable, not both",
-         "federation.supernodes.pools[1].disruptionBudget.maxUnavailable: 'half' must be a count or a percentage "
-         "from 0% to 100%",
-         "federation.supernodes.pools[1].disruptionBudget.minAvailable: must not be negative"]),
+        _pool_field(
+            _pool_field(base(), 0, disruptionBudget={"maxUnavailable": 1, "minAvailable": "50%"}),
+            1,
+            disruptionBudget={"maxUnavailable": "half", "minAvailable": -1},
+        ),
+        [
+            "federation.supernodes.pools[0].disruptionBudget: set maxUnavailable or minAvailable, not both",
+            "federation.supernodes.pools[1].disruptionBudget: set maxUnavailable or minAvailable, not both",
+            "federation.supernodes.pools[1].disruptionBudget.maxUnavailable: 'half' must be a count or a percentage "
+            "from 0% to 100%",
+            "federation.supernodes.pools[1].disruptionBudget.minAvailable: must not be negative",
+        ],
+    ),
     "security-context-not-a-mapping": (
         base(securityContext="restricted"),
-        ["federation.securityContext: must be a mapping"]),
+        ["federation.securityContext: must be a mapping"],
+    ),
     "security-contexts-wrong-types": (
         base(securityContext={"runAsUser": "root"}, podSecurityContext={"runAsNonRoot": "yes"}),
-        ["federation.securityContext.runAsUser: 'root' is not of type 'integer', 'null'",
-         "federation.podSecurityContext.runAsNonRoot: 'yes' is not of type 'boolean', 'null'"]),
+        [
+            "federation.securityContext.runAsUser: 'root' is not of type 'integer', 'null'",
+            "federation.podSecurityContext.runAsNonRoot: 'yes' is not of type 'boolean', 'null'",
+        ],
+    ),
 }
 
 
@@ -128,5 +198,7 @@ def test_config_rules(case):
 def test_cert_manager_renew_before_must_be_shorter_than_duration():
     """cert-manager's webhook refuses renewBefore >= duration; like earlyRenewalHours for
     generated certificates, validation should report it at the config path."""
-    err = config_error(base(tls={"source": "certManager", "certManager": {**CM, "duration": "240h", "renewBefore": "360h"}}))
+    err = config_error(
+        base(tls={"source": "certManager", "certManager": {**CM, "duration": "240h", "renewBefore": "360h"}})
+    )
     assert [p.path for p in err.problems] == ["federation.tls.certManager.renewBefore"]

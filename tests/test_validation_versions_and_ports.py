@@ -19,8 +19,13 @@ def test_unsupported_version_names_supported_ranges(version):
 
 @pytest.mark.parametrize(
     "version, dialect",
-    [("1.21.0", "gRPC era"), ("1.26.1", "gRPC era"), ("1.34.5", "gRPC era"),
-     ("1.40.0", "HTTP era"), ("1.41.0", "HTTP era")],
+    [
+        ("1.21.0", "gRPC era"),
+        ("1.26.1", "gRPC era"),
+        ("1.34.5", "gRPC era"),
+        ("1.40.0", "HTTP era"),
+        ("1.41.0", "HTTP era"),
+    ],
 )
 def test_supported_versions_and_their_dialects(version, dialect):
     plan = assert_valid(cfg(version=version))
@@ -63,8 +68,10 @@ def test_unsupported_superlink_image_tag_reported_at_the_image():
 
 
 def _dialect_mismatch(tag: str, version: str, dialect: str) -> str:
-    return (f"image tag {tag} speaks a different Flower dialect than this federation's version "
-            f"{version} ({dialect}); {SUPPORTED}")
+    return (
+        f"image tag {tag} speaks a different Flower dialect than this federation's version "
+        f"{version} ({dialect}); {SUPPORTED}"
+    )
 
 
 def test_version_wins_over_superlink_image_and_mismatch_is_reported():
@@ -95,8 +102,13 @@ def test_superexec_images_in_another_dialect():
 
 
 def test_same_dialect_other_patch_images_are_valid():
-    assert_valid(cfg(version="1.41.0", superlink={"image": "flwr/superlink:1.40.0"},
-                     supernodes={"image": "flwr/supernode:1.42.1"}))
+    assert_valid(
+        cfg(
+            version="1.41.0",
+            superlink={"image": "flwr/superlink:1.40.0"},
+            supernodes={"image": "flwr/supernode:1.42.1"},
+        )
+    )
 
 
 def test_version_that_is_not_a_version():
@@ -113,10 +125,14 @@ def test_version_as_yaml_float_is_a_type_error():
 # --- ports -------------------------------------------------------------------------------------
 
 
-HTTP_HINT = ("not used by the HTTP era: Flower 1.40+ serves Fleet, Control and Runtime on one port: "
-             "set superlink.service.ports.http")
-GRPC_HINT = ("not used by the gRPC era: superlink.service.ports.http is for Flower 1.40+; "
-             "use grpc (Fleet), extra (Control), serverAppIO")
+HTTP_HINT = (
+    "not used by the HTTP era: Flower 1.40+ serves Fleet, Control and Runtime on one port: "
+    "set superlink.service.ports.http"
+)
+GRPC_HINT = (
+    "not used by the gRPC era: superlink.service.ports.http is for Flower 1.40+; "
+    "use grpc (Fleet), extra (Control), serverAppIO"
+)
 
 
 @pytest.mark.parametrize("key", ["grpc", "extra", "serverAppIO"])
@@ -131,7 +147,9 @@ def test_http_port_rejected_in_grpc_era():
 
 
 def test_era_ports_are_accepted_in_their_era():
-    plan = assert_valid(cfg(version="1.26.1", superlink={"service": {"ports": {"grpc": 9100, "extra": 9101, "serverAppIO": 9102}}}))
+    plan = assert_valid(
+        cfg(version="1.26.1", superlink={"service": {"ports": {"grpc": 9100, "extra": 9101, "serverAppIO": 9102}}})
+    )
     assert (plan.ports.fleet, plan.ports.control, plan.ports.serverappio) == (9100, 9101, 9102)
     plan = assert_valid(cfg(superlink={"service": {"ports": {"http": 8443}}}))
     assert (plan.ports.fleet, plan.ports.control, plan.ports.serverappio) == (8443, 8443, None)
@@ -150,8 +168,10 @@ def test_duplicate_ports_rejected(ports, used):
     assert problems(raw) == [("federation.superlink.service.ports", f"ports must be distinct, got {used}")]
 
 
-@pytest.mark.parametrize("port, message", [(0, "Input should be greater than or equal to 1"),
-                                           (65536, "Input should be less than or equal to 65535")])
+@pytest.mark.parametrize(
+    "port, message",
+    [(0, "Input should be greater than or equal to 1"), (65536, "Input should be less than or equal to 65535")],
+)
 def test_port_range(port, message):
     assert problems(cfg(superlink={"service": {"ports": {"http": port}}})) == [
         ("federation.superlink.service.ports.http", message),
@@ -175,8 +195,10 @@ def test_distributed_placement_needs_process_isolation():
 def test_distributed_placement_needs_statefulset_mode():
     raw = process_cfg(pool("a"), superexecPlacement="distributed", mode="DaemonSet")
     assert problems(raw) == [
-        ("federation.superexecPlacement",
-         "distributed SuperExec pairs SuperExec replica k with SuperNode k, which needs mode=StatefulSet"),
+        (
+            "federation.superexecPlacement",
+            "distributed SuperExec pairs SuperExec replica k with SuperNode k, which needs mode=StatefulSet",
+        ),
     ]
 
 
@@ -196,8 +218,10 @@ def test_distributed_placement_with_process_isolation_and_statefulsets_is_valid(
 def test_runtime_dependency_installation_rejected_before_flower_1_29(version):
     raw = cfg(version=version, allowRuntimeDependencyInstallation=True)
     assert problems(raw) == [
-        ("federation.allowRuntimeDependencyInstallation",
-         f"runtime dependency installation needs Flower 1.29.0 or later; this federation runs {version}"),
+        (
+            "federation.allowRuntimeDependencyInstallation",
+            f"runtime dependency installation needs Flower 1.29.0 or later; this federation runs {version}",
+        ),
     ]
     assert_valid(cfg(version=version, allowRuntimeDependencyInstallation=False))
 

@@ -43,8 +43,13 @@ def pytest_collection_modifyitems(config, items):
         marker = item.get_closest_marker("scenario")
         if marker is not None:
             version = getattr(item, "callspec", None) and item.callspec.params.get("version")
-            _RESULTS[item.nodeid] = {"version": version or "-", "scenario": f"{marker.kwargs['id']}. {marker.args[0]}",
-                                     "outcome": "not run", "seconds": 0.0, "order": len(_RESULTS)}
+            _RESULTS[item.nodeid] = {
+                "version": version or "-",
+                "scenario": f"{marker.kwargs['id']}. {marker.args[0]}",
+                "outcome": "not run",
+                "seconds": 0.0,
+                "order": len(_RESULTS),
+            }
 
 
 def pytest_runtest_logreport(report):
@@ -59,13 +64,12 @@ def pytest_runtest_logreport(report):
             entry["phases"] = v
     entry.setdefault("incidents", [])
     entry["incidents"] += [v for k, v in report.user_properties if k == "incident" and v not in entry["incidents"]]
-    if report.when == "call" or report.outcome != "passed":
-        if entry["outcome"] in ("not run", "passed"):
-            if hasattr(report, "wasxfail"):
-                entry["outcome"] = "xfailed"
-                entry["incidents"].append(report.wasxfail.splitlines()[0][:400])
-            else:
-                entry["outcome"] = "skipped" if report.skipped else report.outcome
+    if (report.when == "call" or report.outcome != "passed") and entry["outcome"] in ("not run", "passed"):
+        if hasattr(report, "wasxfail"):
+            entry["outcome"] = "xfailed"
+            entry["incidents"].append(report.wasxfail.splitlines()[0][:400])
+        else:
+            entry["outcome"] = "skipped" if report.skipped else report.outcome
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -91,10 +95,15 @@ def pytest_terminal_summary(terminalreporter):
                 tr.write_line(f"            ({e['phases']})")
             for text in e.get("incidents", []):
                 tr.write_line(f"            incident: {text}")
-    tr.write_line("(a scenario's time counts from the end of the previous one on the same federation; "
-                  "the first on a federation includes starting it: 1 (subprocess), 2 (process), 5 (negative). "
-                  "Both versions run side by side.)")
+    tr.write_line(
+        "(a scenario's time counts from the end of the previous one on the same federation; "
+        "the first on a federation includes starting it: 1 (subprocess), 2 (process), 5 (negative). "
+        "Both versions run side by side.)"
+    )
     if harness.EXPOSED:
-        tr.write_line("note: the Flower venvs' base interpreter is not reachable by uid 49999 on this host ("
-                      + ", ".join(sorted(harness.EXPOSED)) + " not searchable); each container saw only that "
-                      "interpreter's directory (tmpfs over the private parent), as an image would provide it")
+        tr.write_line(
+            "note: the Flower venvs' base interpreter is not reachable by uid 49999 on this host ("
+            + ", ".join(sorted(harness.EXPOSED))
+            + " not searchable); each container saw only that "
+            "interpreter's directory (tmpfs over the private parent), as an image would provide it"
+        )

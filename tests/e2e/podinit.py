@@ -35,7 +35,6 @@ import os
 import socket
 import sys
 
-
 _libc = ctypes.CDLL(None, use_errno=True)
 MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
 
@@ -95,7 +94,7 @@ def main() -> None:
     # Hold every source before mounting anything: a mount (e.g. an emptyDir at /tmp) may
     # hide where later sources live on the host.
     sources = [os.open(m["source"], os.O_PATH) for m in mounts]
-    for m, fd in zip(mounts, sources):
+    for m, fd in zip(mounts, sources, strict=False):
         _bind(fd, m["target"], bool(m.get("readOnly")))
     for fd in sources:
         os.close(fd)

@@ -29,7 +29,8 @@ def _grpc(req):
 
     with grpc.insecure_channel(f"{req['host']}:{req['port']}") as channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(service=req.get("service", "")), timeout=req["timeout"])
+            health_pb2.HealthCheckRequest(service=req.get("service", "")), timeout=req["timeout"]
+        )
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     return status == "SERVING", status
 

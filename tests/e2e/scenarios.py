@@ -44,8 +44,9 @@ import re
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from tests.e2e.harness import NotReady
 from tests.e2e.stack import NAME, Federation, KnownFlowerBug, RunResult, config, render
@@ -67,16 +68,22 @@ class Outcome:
 
 # --- helpers ---------------------------------------------------------------------------
 
+
 def expected_clients(raw: dict[str, Any]) -> dict[str, list[int]]:
     """{pod name: [num-partitions, partition-id]} as the config means it: `{index}` is
     the pod's ordinal, `{replicas}` the pool's replicas (README, nodeConfig)."""
     out = {}
     for pool in raw["supernodes"]["pools"]:
         for k in range(pool["replicas"]):
-            def value(v: Any) -> int:
+
+            def value(v: Any, k: int = k, pool: dict[str, Any] = pool) -> int:
                 return k if v == "{index}" else pool["replicas"] if v == "{replicas}" else int(v)
+
             nc = pool["nodeConfig"]
-            out[f"{raw['name']}-supernode-{pool['name']}-{k}"] = [value(nc["num-partitions"]), value(nc["partition-id"])]
+            out[f"{raw['name']}-supernode-{pool['name']}-{k}"] = [
+                value(nc["num-partitions"]),
+                value(nc["partition-id"]),
+            ]
     return out
 
 
@@ -112,6 +119,7 @@ def ran_in(result: RunResult, program: str) -> set[tuple[str, str]]:
 
 
 # --- scenarios --------------------------------------------------------------------------
+
 
 def scenario_1(fed: Federation, memo: dict) -> None:
     fed.wait_ready(READY_TIMEOUT)
@@ -177,16 +185,19 @@ def scenario_4(fed: Federation, memo: dict) -> None:
     def kill_while_training() -> None:
         deadline = time.monotonic() + KILL_WINDOW
         while time.monotonic() < deadline:
-            if any(pod == victim_pod and any(a.endswith("flwr-clientapp") for a in argv[:2])
-                   for pod, _, _, argv in fed.cluster.processes()):
+            if any(
+                pod == victim_pod and any(a.endswith("flwr-clientapp") for a in argv[:2])
+                for pod, _, _, argv in fed.cluster.processes()
+            ):
                 victim.kill()
                 killed["at"] = time.monotonic()
                 return
             time.sleep(0.1)
         raise AssertionError(f"no ClientApp of {victim_pod} seen running within {KILL_WINDOW}s")
 
-    interrupted = fed.run_app({"num-server-rounds": 1, "train-seconds": 3.0, "round-timeout": 20.0},
-                              during=kill_while_training)
+    interrupted = fed.run_app(
+        {"num-server-rounds": 1, "train-seconds": 3.0, "round-timeout": 20.0}, during=kill_while_training
+    )
     assert interrupted.during_error is None, interrupted.during_error
     # The run does not hang on the lost node: it finishes with the others.
     survivors = {pod: v for pod, v in expected.items() if pod != victim_pod}
@@ -215,8 +226,11 @@ def scenario_2(fed: Federation, memo: dict) -> None:
     assert_listed(fed, run_id(result))
 
 
-TLS_FAILURE = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|unable to get local issuer|"
-                         r"Handshake failed|SSL", re.I)
+TLS_FAILURE = re.compile(
+    r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|unable to get local issuer|"
+    r"Handshake failed|SSL",
+    re.I,
+)
 
 
 def scenario_5(fed: Federation, memo: dict) -> None:
@@ -239,9 +253,15 @@ def _wrong_ca(version: str) -> Callable[[list[dict]], None]:
 
     def tamper(manifests: list[dict]) -> None:
         ca_secret = f"{NAME}-ca"
-        manifests.append({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                          "metadata": {"name": f"{NAME}-wrong-ca", "namespace": manifests[0]["metadata"].get("namespace")},
-                          "stringData": {"ca.crt": other}})
+        manifests.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {"name": f"{NAME}-wrong-ca", "namespace": manifests[0]["metadata"].get("namespace")},
+                "stringData": {"ca.crt": other},
+            }
+        )
         changed = 0
         for m in manifests:
             if m["kind"] == "StatefulSet" and "supernode" in m["metadata"]["name"]:
@@ -250,6 +270,7 @@ def _wrong_ca(version: str) -> Callable[[list[dict]], None]:
                         v["secret"]["secretName"] = f"{NAME}-wrong-ca"
                         changed += 1
         assert changed, "no SuperNode CA volume to break"
+
     return tamper
 
 
@@ -261,12 +282,17 @@ class Group:
 
 
 GROUPS = [
-    Group("subprocess", [("1", scenario_1), ("3", scenario_3), ("4", scenario_4)],
-          lambda v: Federation(v, config(v), label="subprocess")),
-    Group("process", [("2", scenario_2)],
-          lambda v: Federation(v, config(v, isolation="process"), label="process")),
-    Group("negative", [("5", scenario_5)],
-          lambda v: Federation(v, config(v, pools=[("a", 1)]), label="negative", tamper=_wrong_ca(v))),
+    Group(
+        "subprocess",
+        [("1", scenario_1), ("3", scenario_3), ("4", scenario_4)],
+        lambda v: Federation(v, config(v), label="subprocess"),
+    ),
+    Group("process", [("2", scenario_2)], lambda v: Federation(v, config(v, isolation="process"), label="process")),
+    Group(
+        "negative",
+        [("5", scenario_5)],
+        lambda v: Federation(v, config(v, pools=[("a", 1)]), label="negative", tamper=_wrong_ca(v)),
+    ),
 ]
 SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
 # Lanes per Flower version (threads): the subprocess federation's three scenarios take
@@ -332,11 +358,18 @@ class Lane(threading.Thread):
                     except (NotReady, KnownFlowerBug) as exc:
                         bug = exc if isinstance(exc, KnownFlowerBug) else fed.known_bug()
                         if bug:  # a known upstream bug explains it: xfailed, with the evidence
-                            self._finish(s, "xfailed", time.monotonic() - start,
-                                         f"{bug}\n(while: {str(exc).splitlines()[0][:300]})", fed.incidents[seen:])
+                            self._finish(
+                                s,
+                                "xfailed",
+                                time.monotonic() - start,
+                                f"{bug}\n(while: {str(exc).splitlines()[0][:300]})",
+                                fed.incidents[seen:],
+                            )
                         else:
-                            self._finish(s, "failed", time.monotonic() - start, self._explain(fed), fed.incidents[seen:])
-                    except BaseException as exc:
+                            self._finish(
+                                s, "failed", time.monotonic() - start, self._explain(fed), fed.incidents[seen:]
+                            )
+                    except BaseException:
                         self._finish(s, "failed", time.monotonic() - start, self._explain(fed), fed.incidents[seen:])
                     else:
                         self._finish(s, "passed", time.monotonic() - start, "", fed.incidents[seen:])
@@ -347,8 +380,13 @@ class Lane(threading.Thread):
 
     @staticmethod
     def _explain(fed: Federation) -> str:
-        return (traceback.format_exc() + "\n--- pods ---\n" + "\n".join(p.describe() for p in fed.cluster.pods.values())
-                + "\n--- container logs (tails) ---\n" + fed.cluster.logs(tail=40))
+        return (
+            traceback.format_exc()
+            + "\n--- pods ---\n"
+            + "\n".join(p.describe() for p in fed.cluster.pods.values())
+            + "\n--- container logs (tails) ---\n"
+            + fed.cluster.logs(tail=40)
+        )
 
     def _finish(self, scenario: str, status: str, seconds: float, error: str, incidents: list[str]) -> None:
         o = self.outcomes[scenario]

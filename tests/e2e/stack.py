@@ -30,9 +30,10 @@ import re
 import threading
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from components.offline import run_program
 from tests.e2e.harness import Cluster, NotReady, Pod
@@ -52,12 +53,20 @@ def config(version: str, *, isolation: str = "subprocess", pools: Optional[list[
     """The federation config the scenarios deploy: TLS (generated) and node
     authentication on; pool `a` numbers its partitions by ordinal, pool `b` is one node."""
     pools = pools or [("a", 3), ("b", 1)]
-    raw: dict[str, Any] = {"name": NAME, "namespace": NAMESPACE, "version": version,
-                           "nodeAuth": {"enabled": True}, "isolationMode": isolation,
-                           "supernodes": {"pools": []}}
+    raw: dict[str, Any] = {
+        "name": NAME,
+        "namespace": NAMESPACE,
+        "version": version,
+        "nodeAuth": {"enabled": True},
+        "isolationMode": isolation,
+        "supernodes": {"pools": []},
+    }
     for name, replicas in pools:
-        node_config = ({"partition-id": "{index}", "num-partitions": "{replicas}"} if replicas > 1
-                       else {"partition-id": 0, "num-partitions": 1})
+        node_config = (
+            {"partition-id": "{index}", "num-partitions": "{replicas}"}
+            if replicas > 1
+            else {"partition-id": 0, "num-partitions": 1}
+        )
         pool: dict[str, Any] = {"name": name, "replicas": replicas, "nodeConfig": node_config}
         if isolation == "process":
             pool["images"] = {"superexecClientApp": f"flwr/superexec:{version}"}
@@ -93,8 +102,10 @@ class KnownFlowerBug(AssertionError):
 # (SuperNodes connecting while the SuperLink starts) run Alembic migrations on the same
 # SQLite file at once. Seen with 1.26.1: SIGSEGV, "table ... already exists" on every
 # later request (the database stays half-migrated), a SuperExec that dies.
-RACE_SIGNATURES = (re.compile(r"OperationalError\) table \w+ already exists"),
-                   re.compile(r"Exception calling application: 'script'"))
+RACE_SIGNATURES = (
+    re.compile(r"OperationalError\) table \w+ already exists"),
+    re.compile(r"Exception calling application: 'script'"),
+)
 
 
 def racy_linkstate(version: str) -> bool:
@@ -132,8 +143,14 @@ class RunResult:
 class Federation:
     """A rendered stack running on its own Cluster. Use as a context manager."""
 
-    def __init__(self, version: str, raw: dict[str, Any], *, label: str = "e2e",
-                 tamper: Optional[Callable[[list[dict[str, Any]]], None]] = None):
+    def __init__(
+        self,
+        version: str,
+        raw: dict[str, Any],
+        *,
+        label: str = "e2e",
+        tamper: Optional[Callable[[list[dict[str, Any]]], None]] = None,
+    ):
         self.version = version
         self.rendered = render(raw)
         self.manifests = copy.deepcopy(self.rendered.manifests)
@@ -177,8 +194,9 @@ class Federation:
             # as it is up: that first state access must be over before the next one.
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and not any(
-                    pod == self.superlink.name and any(a.endswith("flower-superexec") for a in argv[:2])
-                    for pod, _, _, argv in self.cluster.processes()):
+                pod == self.superlink.name and any(a.endswith("flower-superexec") for a in argv[:2])
+                for pod, _, _, argv in self.cluster.processes()
+            ):
                 time.sleep(0.5)
             time.sleep(4)
             if self.outputs.get("nodeAuth") and not self.registered:
@@ -200,13 +218,26 @@ class Federation:
         self.cli_home = home
         self.cli_mounts = [{"source": str(ca_dir), "target": str(ca_path.parent), "readOnly": True}]
         bin_dir = venv(self.version) / "bin"
-        self.cli_env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
-                        "FLWR_HOME": str(home / "flwr"), "LANG": "C.UTF-8", "NO_COLOR": "1",
-                        "COLUMNS": "200", "TERM": "dumb"}
+        self.cli_env = {
+            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home),
+            "FLWR_HOME": str(home / "flwr"),
+            "LANG": "C.UTF-8",
+            "NO_COLOR": "1",
+            "COLUMNS": "200",
+            "TERM": "dumb",
+        }
 
     def sh(self, argv: list[str], timeout: float = CLI_TIMEOUT, cwd: Optional[str] = None):
-        return self.cluster.exec_in(self.cli_netns, argv, env=self.cli_env, mounts=self.cli_mounts,
-                                    cwd=cwd or str(self.cli_home), timeout=timeout, name="cli")
+        return self.cluster.exec_in(
+            self.cli_netns,
+            argv,
+            env=self.cli_env,
+            mounts=self.cli_mounts,
+            cwd=cwd or str(self.cli_home),
+            timeout=timeout,
+            name="cli",
+        )
 
     def flwr(self, *args: str, timeout: float = CLI_TIMEOUT):
         return self.sh(["flwr", *args], timeout=timeout)
@@ -234,13 +265,15 @@ class Federation:
             if res.returncode == 0:
                 self.registered = True
                 return res.stdout
-            self.incident(f"register script failed (attempt {attempt}), re-run: "
-                          + _first_error(res.stdout + res.stderr))
+            self.incident(
+                f"register script failed (attempt {attempt}), re-run: " + _first_error(res.stdout + res.stderr)
+            )
             time.sleep(2)
         bug = self.known_bug()
         if bug:
-            raise KnownFlowerBug(f"{bug}. The register script failed {attempts} times: "
-                                 + _first_error(res.stdout + res.stderr))
+            raise KnownFlowerBug(
+                f"{bug}. The register script failed {attempts} times: " + _first_error(res.stdout + res.stderr)
+            )
         raise NotReady(f"register script failed {attempts} times:\n{res.stdout}\n{res.stderr}")
 
     def supernodes(self) -> list[dict[str, Any]]:
@@ -248,7 +281,7 @@ class Federation:
         text = res.stdout
         if res.returncode != 0 or "{" not in text:
             raise NotReady(f"flwr supernode list failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
-        doc = json.loads(text[text.index("{"):])
+        doc = json.loads(text[text.index("{") :])
         if not doc.get("success"):
             raise NotReady(f"flwr supernode list: {doc}")
         return doc["nodes"]
@@ -262,8 +295,11 @@ class Federation:
         cannot see this (the container and its probes stay fine), runs just never start."""
         if self.rendered.raw.get("isolationMode", "subprocess") != "subprocess":
             return []
-        have = {(pod, c) for pod, c, _, argv in self.cluster.processes()
-                if any(a.endswith("flower-superexec") for a in argv[:2])}
+        have = {
+            (pod, c)
+            for pod, c, _, argv in self.cluster.processes()
+            if any(a.endswith("flower-superexec") for a in argv[:2])
+        }
         out = []
         for pod in [self.superlink, *self.supernodes_pods]:
             main = pod.containers[0]
@@ -298,9 +334,11 @@ class Federation:
         if not hits and not segv:
             return None
         what = "; ".join(hits + ([f"SuperLink died of SIGSEGV {len(segv)}x"] if segv else []))
-        return (f"KNOWN FLOWER BUG (flwr {self.version}: LinkStateFactory initializes the SQL state lazily "
-                f"without a lock; SuperNodes connecting while the SuperLink starts race its Alembic "
-                f"migrations on the --database file). Evidence: {what}")
+        return (
+            f"KNOWN FLOWER BUG (flwr {self.version}: LinkStateFactory initializes the SQL state lazily "
+            f"without a lock; SuperNodes connecting while the SuperLink starts race its Alembic "
+            f"migrations on the --database file). Evidence: {what}"
+        )
 
     def _note_crashes(self) -> None:
         for pod in self.cluster.pods.values():
@@ -332,8 +370,11 @@ class Federation:
             # is ready (or now and then, for the report), never more than every 3 s.
             # Each SuperNode's current process got its node id (it connected); the
             # SuperLink alone would still list a killed one as online for a while.
-            activated = all("SuperNode ID: " in p.containers[0].log(100000).rsplit("=== start #", 1)[-1]
-                            for p in self.supernodes_pods if p.containers)
+            activated = all(
+                "SuperNode ID: " in p.containers[0].log(100000).rsplit("=== start #", 1)[-1]
+                for p in self.supernodes_pods
+                if p.containers
+            )
             pods_ready = pods_ready and activated
             if (pods_ready or time.monotonic() - last_cli > 15) and time.monotonic() - last_cli > 3:
                 last_cli = time.monotonic()
@@ -346,12 +387,16 @@ class Federation:
             self._note_crashes()
             broken = self.known_bug(broken_only=True)
             if broken and time.monotonic() - started > 20 and not (pods_ready and len(online) == expected):
-                raise KnownFlowerBug(f"{broken}. The SuperLink's database is left half-migrated: every state "
-                                     f"request fails ({len(online)}/{expected} SuperNodes online)")
+                raise KnownFlowerBug(
+                    f"{broken}. The SuperLink's database is left half-migrated: every state "
+                    f"request fails ({len(online)}/{expected} SuperNodes online)"
+                )
             if lost and remedies > 0:
                 for pod, container in lost:
-                    self.incident(f"{pod.name}/{container} lost its flower-superexec child (runs could never "
-                                  f"start); pod deleted and recreated. {self._superexec_hint(pod)}")
+                    self.incident(
+                        f"{pod.name}/{container} lost its flower-superexec child (runs could never "
+                        f"start); pod deleted and recreated. {self._superexec_hint(pod)}"
+                    )
                     self.cluster.recreate_pod(pod)
                     remedies -= 1
                 deadline = max(deadline, time.monotonic() + 60)
@@ -367,7 +412,9 @@ class Federation:
                     f"federation not ready within {timeout:.0f}s: {len(online)}/{expected} SuperNodes online, "
                     f"lost SuperExecs: {[(p.name, c) for p, c in lost]}, nodes: {nodes}\n"
                     + "\n".join(p.describe() for p in self.cluster.pods.values())
-                    + "\n" + self.cluster.logs(tail=25))
+                    + "\n"
+                    + self.cluster.logs(tail=25)
+                )
             time.sleep(0.5)
 
     @staticmethod
@@ -379,8 +426,12 @@ class Federation:
         return ""
 
     # -- runs
-    def run_app(self, run_config: Optional[dict[str, Any]] = None, timeout: float = RUN_TIMEOUT,
-                during: Optional[Callable[[], None]] = None) -> RunResult:
+    def run_app(
+        self,
+        run_config: Optional[dict[str, Any]] = None,
+        timeout: float = RUN_TIMEOUT,
+        during: Optional[Callable[[], None]] = None,
+    ) -> RunResult:
         """`flwr run <app> <connection> --stream`, bounded by `timeout`; `during` runs in a
         thread meanwhile. Records which containers ran ServerApps and ClientApps."""
         args = ["flwr", "run", str(APP_DIR), self.connection, "--stream"]
@@ -388,8 +439,7 @@ class Federation:
             args += ["--run-config", " ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items())]
         start = time.monotonic()
         stop, ran = threading.Event(), set()
-        sampler = threading.Thread(target=self.cluster.sample_programs,
-                                   args=(APP_PROGRAMS, stop, ran), daemon=True)
+        sampler = threading.Thread(target=self.cluster.sample_programs, args=(APP_PROGRAMS, stop, ran), daemon=True)
         sampler.start()
         errors: list[BaseException] = []
 
@@ -412,22 +462,29 @@ class Federation:
         output = res.stdout + res.stderr
         rounds = [json.loads(m.group(1)) for m in re.finditer(r"E2E round=\d+ clients=(\{.*?\})$", output, re.M)]
         self.phase("run", time.monotonic() - start)
-        return RunResult(res.returncode, output, rounds, "E2E done" in output, time.monotonic() - start, ran,
-                         errors[0] if errors else None)
+        return RunResult(
+            res.returncode,
+            output,
+            rounds,
+            "E2E done" in output,
+            time.monotonic() - start,
+            ran,
+            errors[0] if errors else None,
+        )
 
     def runs(self) -> list[dict[str, Any]]:
         res = self.flwr("list", self.connection, "--format", "json")
         text = res.stdout
         if res.returncode != 0 or "{" not in text:
             raise AssertionError(f"flwr list failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
-        doc = json.loads(text[text.index("{"):])
+        doc = json.loads(text[text.index("{") :])
         assert doc.get("success"), doc
         return doc["runs"]
 
     def close(self) -> None:
         self.cluster.close()
 
-    def __enter__(self) -> "Federation":
+    def __enter__(self) -> Federation:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -6,9 +6,6 @@ its scenario's outcome and reports it, with the scenario's own duration."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from tests.e2e import harness
@@ -59,8 +56,7 @@ def check(lanes, version: str, scenario: str, record_property) -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.scenario("subprocess isolation, pools 3+1, TLS + node auth: all online, 2-round run completes",
-                      id="1")
+@pytest.mark.scenario("subprocess isolation, pools 3+1, TLS + node auth: all online, 2-round run completes", id="1")
 def test_1_subprocess_isolation(lanes, version, record_property):
     check(lanes, version, "1", record_property)
 
@@ -72,8 +68,9 @@ def test_2_process_isolation(lanes, version, record_property):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.scenario("SuperLink restart on the same volume: runs and nodes kept, SuperNodes reconnect, "
-                      "new run completes", id="3")
+@pytest.mark.scenario(
+    "SuperLink restart on the same volume: runs and nodes kept, SuperNodes reconnect, new run completes", id="3"
+)
 def test_3_superlink_restart(lanes, version, record_property):
     check(lanes, version, "3", record_property)
 

@@ -7,10 +7,18 @@ from typing import Any
 
 FLOWER_UID = 49999
 RESTRICTED_CONTAINER_SC: dict[str, Any] = {
-    "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 RESTRICTED_POD_SC: dict[str, Any] = {
-    "fsGroup": FLOWER_UID, "runAsGroup": FLOWER_UID, "runAsNonRoot": True, "runAsUser": FLOWER_UID,
-    "seccompProfile": {"type": "RuntimeDefault"}}
+    "fsGroup": FLOWER_UID,
+    "runAsGroup": FLOWER_UID,
+    "runAsNonRoot": True,
+    "runAsUser": FLOWER_UID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 DEFAULT_REQUESTS: dict[str, str] = {"cpu": "100m", "memory": "256Mi"}
 CA_FILE = "/etc/flower/ca/ca.crt"  # where clients find the CA they trust

@@ -50,8 +50,12 @@ class Flower:
             raise RuntimeError(f"{python} missing: run `make test`, which installs flwr=={version}")
         self.version = version
         self.proc = subprocess.Popen(
-            [str(python), str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, cwd=str(ROOT),
+            [str(python), str(WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=str(ROOT),
         )
         installed = self._call({"op": "version"})
         if installed != version:

@@ -47,6 +47,7 @@ def handle(req):
     op = req["op"]
     if op == "version":
         from importlib.metadata import version
+
         return version("flwr")
     if op == "parse":
         parser = _parser(req["program"])
@@ -55,19 +56,25 @@ def handle(req):
             with contextlib.redirect_stderr(err):
                 ns = parser.parse_args(req["args"])
         except SystemExit:
-            raise ValueError(err.getvalue().strip().splitlines()[-1] if err.getvalue() else "parse failed")
+            raise ValueError(err.getvalue().strip().splitlines()[-1] if err.getvalue() else "parse failed") from None
         return _jsonable(ns)
     if op == "node_config":
         from flwr.common.config import parse_config_args
+
         return parse_config_args([req["value"]])
     if op == "connection":
         import tomli
         from flwr.cli.flower_config import parse_superlink_connection
+
         doc = tomli.loads(req["toml"])
         name = doc["superlink"]["default"]
         conn = parse_superlink_connection(doc["superlink"][name], name)
-        return {"name": name, "address": conn.address, "insecure": conn.insecure,
-                "root_certificates": conn.root_certificates}
+        return {
+            "name": name,
+            "address": conn.address,
+            "insecure": conn.insecure,
+            "root_certificates": conn.root_certificates,
+        }
     if op == "executor_config":
         return _executor_config(req["yaml"], req.get("executor", "kubernetes"))
     if op == "grpc_health":
@@ -77,7 +84,8 @@ def handle(req):
 
         with grpc.insecure_channel(req["address"]) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=req.get("service", "")), timeout=req.get("timeout", 5))
+                health_pb2.HealthCheckRequest(service=req.get("service", "")), timeout=req.get("timeout", 5)
+            )
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     raise ValueError(f"unknown op {op}")
 

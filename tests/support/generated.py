@@ -21,7 +21,9 @@ def without_generated(manifests: list[dict[str, Any]]) -> tuple[list[dict[str, A
         template = m.get("spec", {}).get("template")
         if template:
             annotations = template["metadata"].get("annotations", {})
-            assert annotations.pop(CHECKSUM_ANNOTATION, None) is not None, f"{m['kind']} {m['metadata']['name']} has no TLS checksum"
+            assert annotations.pop(CHECKSUM_ANNOTATION, None) is not None, (
+                f"{m['kind']} {m['metadata']['name']} has no TLS checksum"
+            )
             annotations.pop(NODE_KEYS_ANNOTATION, None)
             if not annotations:
                 template["metadata"].pop("annotations", None)

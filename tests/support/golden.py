@@ -58,12 +58,20 @@ def render(golden: Golden) -> str:
 def mismatch(golden: Golden, actual: str) -> str:
     """Why the committed render differs from `actual`: the first lines of a unified diff, and the fix."""
     expected = golden.rendered.read_text(encoding="utf-8") if golden.rendered.exists() else ""
-    diff = list(difflib.unified_diff(expected.splitlines(keepends=True), actual.splitlines(keepends=True),
-                                     f"{golden.rendered.relative_to(ROOT)} (committed)", "render (current code)"))
+    diff = list(
+        difflib.unified_diff(
+            expected.splitlines(keepends=True),
+            actual.splitlines(keepends=True),
+            f"{golden.rendered.relative_to(ROOT)} (committed)",
+            "render (current code)",
+        )
+    )
     shown = "".join(diff[:DIFF_LINES])
     more = f"... {len(diff) - DIFF_LINES} more diff lines\n" if len(diff) > DIFF_LINES else ""
-    return (f"the render of {golden.settings.relative_to(ROOT)} differs from {golden.rendered.relative_to(ROOT)}:\n"
-            f"{shown}{more}If the change is intended, run `make golden` and review `git diff tests/golden`.")
+    return (
+        f"the render of {golden.settings.relative_to(ROOT)} differs from {golden.rendered.relative_to(ROOT)}:\n"
+        f"{shown}{more}If the change is intended, run `make golden` and review `git diff tests/golden`."
+    )
 
 
 def main() -> int:

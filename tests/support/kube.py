@@ -8,7 +8,8 @@ otherwise, any other `$` is kept.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Optional
 
 from tests.support.manifests import WORKLOAD_KINDS
 
@@ -31,7 +32,7 @@ def expand(text: str, env: Mapping[str, str]) -> str:
                     advance = 1
                 else:
                     name = text[cursor + 2 : close]
-                    out.append(env[name] if name in env else f"$({name})")
+                    out.append(env.get(name, f"$({name})"))
                     advance = close - cursor
             else:
                 out.append("$" + nxt)
@@ -55,8 +56,13 @@ def field_value(path: str, pod: Mapping[str, Any]) -> str:
         return pod["labels"][path[len("metadata.labels['") : -2]]
     if path.startswith("metadata.annotations['") and path.endswith("']") and "annotations" in pod:
         return pod["annotations"][path[len("metadata.annotations['") : -2]]
-    optional = {"metadata.namespace": "namespace", "status.podIP": "podIP", "status.hostIP": "hostIP",
-                "spec.serviceAccountName": "serviceAccountName", "metadata.uid": "uid"}
+    optional = {
+        "metadata.namespace": "namespace",
+        "status.podIP": "podIP",
+        "status.hostIP": "hostIP",
+        "spec.serviceAccountName": "serviceAccountName",
+        "metadata.uid": "uid",
+    }
     if path in optional and optional[path] in pod:
         return pod[optional[path]]
     raise KeyError(f"unsupported fieldRef {path}")
@@ -77,13 +83,15 @@ def _ref_value(kind: str, ref: Mapping[str, Any], lookup: Lookup) -> Optional[st
     if data is None or ref["key"] not in data:
         if ref.get("optional"):
             return None
-        raise MissingReference(f"{kind} {ref['name']} has no key {ref['key']}" if data is not None
-                               else f"{kind} {ref['name']} not found")
+        raise MissingReference(
+            f"{kind} {ref['name']} has no key {ref['key']}" if data is not None else f"{kind} {ref['name']} not found"
+        )
     return data[ref["key"]]
 
 
-def container_env(container: Mapping[str, Any], pod: Mapping[str, Any],
-                  lookup: Optional[Lookup] = None) -> dict[str, str]:
+def container_env(
+    container: Mapping[str, Any], pod: Mapping[str, Any], lookup: Optional[Lookup] = None
+) -> dict[str, str]:
     """The container's environment as the kubelet builds it: `envFrom` (Secrets and
     ConfigMaps, with prefixes) first, then `env` in order, each value `$(VAR)`-expanded
     against the variables before it. `lookup` resolves Secret/ConfigMap references;
@@ -111,8 +119,11 @@ def container_env(container: Mapping[str, Any], pod: Mapping[str, Any],
         elif lookup is None:
             continue
         elif "secretKeyRef" in source or "configMapKeyRef" in source:
-            kind, ref = ("Secret", source["secretKeyRef"]) if "secretKeyRef" in source \
+            kind, ref = (
+                ("Secret", source["secretKeyRef"])
+                if "secretKeyRef" in source
                 else ("ConfigMap", source["configMapKeyRef"])
+            )
             value = _ref_value(kind, ref, lookup)
             if value is not None:
                 env[var["name"]] = value
@@ -128,8 +139,9 @@ def container_argv(container: Mapping[str, Any], pod: Mapping[str, Any]) -> list
     return [expand(a, env) for a in container.get("args", [])]
 
 
-def container_command(container: Mapping[str, Any], pod: Mapping[str, Any], entrypoint: list[str],
-                      lookup: Optional[Lookup] = None) -> list[str]:
+def container_command(
+    container: Mapping[str, Any], pod: Mapping[str, Any], entrypoint: list[str], lookup: Optional[Lookup] = None
+) -> list[str]:
     """The full argv the kubelet has the runtime exec: `command` (else the image's
     `entrypoint`) then `args`, both `$(VAR)`-expanded against the container's env."""
     env = container_env(container, pod, lookup)

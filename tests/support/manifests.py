@@ -5,7 +5,8 @@ ConfigMap's files."""
 from __future__ import annotations
 
 import base64
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 Manifest = dict[str, Any]
 WORKLOAD_KINDS = ("StatefulSet", "Deployment", "DaemonSet")
@@ -47,8 +48,9 @@ def containers(objects: Iterable[Manifest]) -> Iterator[tuple[Manifest, dict[str
 def container(workload: Manifest, name: str) -> dict[str, Any]:
     """The one container of that name in a workload's pod template."""
     found = [c for c in pod_spec(workload)["containers"] if c["name"] == name]
-    assert len(found) == 1, \
+    assert len(found) == 1, (
         f"expected one container {name!r}, got {[c['name'] for c in pod_spec(workload)['containers']]}"
+    )
     return found[0]
 
 

@@ -3,7 +3,8 @@ pods a selector or peer picks, and whether the policies of a namespace allow a f
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from tests.support.manifests import by_kind, workloads
 from tests.support.security_matrix import executor_configs
@@ -18,8 +19,9 @@ def pod_groups(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, str]]:
     """Every set of pods of the federation, by id -> its labels: workload pod templates
     and the task pods the Kubernetes executor labels from its config."""
     objects = list(objects)
-    groups = {f"{w['kind']}/{w['metadata']['name']}": w["spec"]["template"]["metadata"]["labels"]
-              for w in workloads(objects)}
+    groups = {
+        f"{w['kind']}/{w['metadata']['name']}": w["spec"]["template"]["metadata"]["labels"] for w in workloads(objects)
+    }
     groups.update({f"tasks/{name}": cfg["labels"] for name, cfg in executor_configs(objects).items()})
     return groups
 
@@ -40,21 +42,33 @@ def port_matches(rule: dict[str, Any], port: int, protocol: str) -> bool:
     return not ports or any(p.get("port") == port and p.get("protocol", "TCP") == protocol for p in ports)
 
 
-def rule_allows(rule: dict[str, Any], direction: str, labels: dict[str, str], port: int, protocol: str,
-                ns: str) -> bool:
+def rule_allows(
+    rule: dict[str, Any], direction: str, labels: dict[str, str], port: int, protocol: str, ns: str
+) -> bool:
     peers = rule.get(direction)
     peer_ok = not peers or any(peer_matches(p, labels, ns) for p in peers)
     return peer_ok and port_matches(rule, port, protocol)
 
 
-def allowed(objects: Iterable[dict[str, Any]], pod_labels: dict[str, str], kind: str, peer_labels: dict[str, str],
-            port: int, protocol: str, ns: str) -> bool:
+def allowed(
+    objects: Iterable[dict[str, Any]],
+    pod_labels: dict[str, str],
+    kind: str,
+    peer_labels: dict[str, str],
+    port: int,
+    protocol: str,
+    ns: str,
+) -> bool:
     """Do the policies selecting `pod_labels` allow this flow (`kind` ingress/egress)?"""
     policy_type = kind.capitalize()
-    relevant = [p for p in by_kind(objects, "NetworkPolicy")
-                if selects(p["spec"]["podSelector"], pod_labels) and policy_type in p["spec"]["policyTypes"]]
+    relevant = [
+        p
+        for p in by_kind(objects, "NetworkPolicy")
+        if selects(p["spec"]["podSelector"], pod_labels) and policy_type in p["spec"]["policyTypes"]
+    ]
     if not relevant:
         return True
     direction = "from" if kind == "ingress" else "to"
-    return any(rule_allows(r, direction, peer_labels, port, protocol, ns)
-               for p in relevant for r in p["spec"].get(kind, []))
+    return any(
+        rule_allows(r, direction, peer_labels, port, protocol, ns) for p in relevant for r in p["spec"].get(kind, [])
+    )

@@ -21,12 +21,32 @@ import yaml
 
 from federation.pods import merge_resources
 from tests.support.defaults import DEFAULT_REQUESTS
-from tests.support.operator_fragments import (GPU_AMD, GPU_MIXED, GPU_MOUNT_ALL, GPU_NVIDIA, NODECONFIG_STATIC,
-                                              POOL_CONFIGURATION, RESOURCES_MULTI_POOL, RESOURCES_POOL,
-                                              RESOURCES_SUPERLINK, RESOURCES_WITH_GPU)
-from tests.support.operator_readme import (DAEMONSET, EDGE_FEDERATION, EXAMPLES_DAEMONSET_PROCESS, EXAMPLES_NODECONFIG,
-                                           EXAMPLES_NODECONFIG_DAEMONSET, EXAMPLES_STATEFULSET_SUBPROCESS, MULTIPOOLS,
-                                           PARTITIONED_TRAINING, PROCESS, QUICK_START, STATEFULSET, SUBPROCESS)
+from tests.support.operator_fragments import (
+    GPU_AMD,
+    GPU_MIXED,
+    GPU_MOUNT_ALL,
+    GPU_NVIDIA,
+    NODECONFIG_STATIC,
+    POOL_CONFIGURATION,
+    RESOURCES_MULTI_POOL,
+    RESOURCES_POOL,
+    RESOURCES_SUPERLINK,
+    RESOURCES_WITH_GPU,
+)
+from tests.support.operator_readme import (
+    DAEMONSET,
+    EDGE_FEDERATION,
+    EXAMPLES_DAEMONSET_PROCESS,
+    EXAMPLES_NODECONFIG,
+    EXAMPLES_NODECONFIG_DAEMONSET,
+    EXAMPLES_STATEFULSET_SUBPROCESS,
+    MULTIPOOLS,
+    PARTITIONED_TRAINING,
+    PROCESS,
+    QUICK_START,
+    STATEFULSET,
+    SUBPROCESS,
+)
 
 NAMESPACE = "flower"
 DEFAULT_RESOURCES = {"requests": DEFAULT_REQUESTS}
@@ -42,13 +62,21 @@ def from_cr(text: str) -> dict[str, Any]:
     return {"name": cr["metadata"]["name"], **cr["spec"]}
 
 
-def framed(name: str, fragment: str, *, mode: str = "StatefulSet", isolation: str = "subprocess",
-           superlink: Optional[dict] = None) -> dict[str, Any]:
+def framed(
+    name: str,
+    fragment: str,
+    *,
+    mode: str = "StatefulSet",
+    isolation: str = "subprocess",
+    superlink: Optional[dict] = None,
+) -> dict[str, Any]:
     """A README fragment pasted into the smallest federation around it. The fragment is
     a `superlink:`, `supernodes:` or `pools:` block; `superlink` adds fields the README
     fragment leaves out but its isolation mode requires."""
     config: dict[str, Any] = {
-        "name": name, "mode": mode, "isolationMode": isolation,
+        "name": name,
+        "mode": mode,
+        "isolationMode": isolation,
         "superlink": {"image": "flwr/superlink:1.25.0", **(superlink or {})},
         "supernodes": {"image": "flwr/supernode:1.25.0"},
     }
@@ -66,8 +94,12 @@ def resources_federation(isolation: str) -> dict[str, Any]:
     """examples/federation-resources.yaml is described, not shown: the README's SuperLink
     and pool resource fragments together, in process or subprocess mode."""
     process = isolation == "process"
-    config = framed(f"resources-{isolation}", RESOURCES_SUPERLINK, isolation=isolation,
-                    superlink={"superexecImage": "flwr/superexec:1.25.0"} if process else None)
+    config = framed(
+        f"resources-{isolation}",
+        RESOURCES_SUPERLINK,
+        isolation=isolation,
+        superlink={"superexecImage": "flwr/superexec:1.25.0"} if process else None,
+    )
     config["supernodes"] = yaml.safe_load(RESOURCES_POOL)["supernodes"]
     if process:  # required by the CRD in process mode; the fragment shows resources only
         config["supernodes"]["pools"][0]["images"] = {"superexecClientApp": "flwr/superexec:1.25.0"}
@@ -125,47 +157,121 @@ EXAMPLES = [
     Example("daemonset", from_cr(DAEMONSET), "subprocess", SL, {"default": PoolExpect(None, SN)}),
     Example("statefulset", from_cr(STATEFULSET), "subprocess", SL, {"default": PoolExpect(2, SN)}),
     Example("process", from_cr(PROCESS), "process", SL, {"default": PoolExpect(2, SN, SX)}, SX),
-    Example("subprocess", from_cr(SUBPROCESS), "subprocess", "my-registry/superlink-with-deps:1.25.0",
-            {"default": PoolExpect(2, "my-registry/supernode-with-deps:1.25.0")}),
-    Example("multipools", from_cr(MULTIPOOLS), "subprocess", SL,
-            {"pool-a": PoolExpect(None, SN), "pool-b": PoolExpect(None, "flwr/supernode:1.24.0")}),
-    Example("examples-daemonset-process", from_cr(EXAMPLES_DAEMONSET_PROCESS), "process", SL,
-            {"default": PoolExpect(None, SN, SX)}, SX),
-    Example("examples-statefulset-subprocess", from_cr(EXAMPLES_STATEFULSET_SUBPROCESS), "subprocess", SL,
-            {"default": PoolExpect(2, SN)}),
+    Example(
+        "subprocess",
+        from_cr(SUBPROCESS),
+        "subprocess",
+        "my-registry/superlink-with-deps:1.25.0",
+        {"default": PoolExpect(2, "my-registry/supernode-with-deps:1.25.0")},
+    ),
+    Example(
+        "multipools",
+        from_cr(MULTIPOOLS),
+        "subprocess",
+        SL,
+        {"pool-a": PoolExpect(None, SN), "pool-b": PoolExpect(None, "flwr/supernode:1.24.0")},
+    ),
+    Example(
+        "examples-daemonset-process",
+        from_cr(EXAMPLES_DAEMONSET_PROCESS),
+        "process",
+        SL,
+        {"default": PoolExpect(None, SN, SX)},
+        SX,
+    ),
+    Example(
+        "examples-statefulset-subprocess",
+        from_cr(EXAMPLES_STATEFULSET_SUBPROCESS),
+        "subprocess",
+        SL,
+        {"default": PoolExpect(2, SN)},
+    ),
     Example("examples-nodeconfig", from_cr(EXAMPLES_NODECONFIG), "subprocess", SL, {"default": PoolExpect(4, SN)}),
-    Example("examples-nodeconfig-daemonset", from_cr(EXAMPLES_NODECONFIG_DAEMONSET), "subprocess", SL,
-            {"edge": PoolExpect(None, SN)}),
-    Example("nodeconfig-partitioned-training", from_cr(PARTITIONED_TRAINING), "subprocess", SL,
-            {"default": PoolExpect(4, "my-app/client:latest")}),
-    Example("nodeconfig-edge-federation", from_cr(EDGE_FEDERATION), "subprocess", SL,
-            {"edge": PoolExpect(None, "my-app/client:latest")}),
+    Example(
+        "examples-nodeconfig-daemonset",
+        from_cr(EXAMPLES_NODECONFIG_DAEMONSET),
+        "subprocess",
+        SL,
+        {"edge": PoolExpect(None, SN)},
+    ),
+    Example(
+        "nodeconfig-partitioned-training",
+        from_cr(PARTITIONED_TRAINING),
+        "subprocess",
+        SL,
+        {"default": PoolExpect(4, "my-app/client:latest")},
+    ),
+    Example(
+        "nodeconfig-edge-federation",
+        from_cr(EDGE_FEDERATION),
+        "subprocess",
+        SL,
+        {"edge": PoolExpect(None, "my-app/client:latest")},
+    ),
     Example("nodeconfig-static", static_nodeconfig_federation(), "subprocess", SL, {"default": PoolExpect(2, SN)}),
-    Example("pool-configuration", framed("pool-configuration", POOL_CONFIGURATION), "subprocess", SL,
-            {"cpu-pool": PoolExpect(4, SN),
-             "gpu-pool": PoolExpect(2, "my-registry/supernode-gpu:1.25.0", gpu=NVIDIA)}),
-    Example("gpu-nvidia", framed("gpu-nvidia", GPU_NVIDIA), "subprocess", SL,
-            {"nvidia-pool": PoolExpect(2, SN, gpu=NVIDIA)}),
+    Example(
+        "pool-configuration",
+        framed("pool-configuration", POOL_CONFIGURATION),
+        "subprocess",
+        SL,
+        {"cpu-pool": PoolExpect(4, SN), "gpu-pool": PoolExpect(2, "my-registry/supernode-gpu:1.25.0", gpu=NVIDIA)},
+    ),
+    Example(
+        "gpu-nvidia", framed("gpu-nvidia", GPU_NVIDIA), "subprocess", SL, {"nvidia-pool": PoolExpect(2, SN, gpu=NVIDIA)}
+    ),
     # The same pool in process mode: the GPU goes to the container running ClientApps.
-    Example("gpu-nvidia-process",
-            framed("gpu-nvidia-process", GPU_NVIDIA.replace("images: {}", "images: {superexecClientApp: flwr/superexec:1.25.0}"),
-                   isolation="process", superlink={"superexecImage": SX}),
-            "process", SL, {"nvidia-pool": PoolExpect(2, SN, SX, gpu=NVIDIA)}, SX),
+    Example(
+        "gpu-nvidia-process",
+        framed(
+            "gpu-nvidia-process",
+            GPU_NVIDIA.replace("images: {}", "images: {superexecClientApp: flwr/superexec:1.25.0}"),
+            isolation="process",
+            superlink={"superexecImage": SX},
+        ),
+        "process",
+        SL,
+        {"nvidia-pool": PoolExpect(2, SN, SX, gpu=NVIDIA)},
+        SX,
+    ),
     Example("gpu-amd", framed("gpu-amd", GPU_AMD), "subprocess", SL, {"amd-pool": PoolExpect(2, SN, gpu=AMD)}),
-    Example("gpu-mount-all", framed("gpu-mount-all", GPU_MOUNT_ALL, mode="DaemonSet"), "subprocess", SL,
-            {"all-gpus": PoolExpect(None, SN)}),
-    Example("gpu-mixed-clusters", framed("gpu-mixed-clusters", GPU_MIXED), "subprocess", SL,
-            {"cpu-only": PoolExpect(4, SN),
-             "nvidia-gpus": PoolExpect(2, "my-registry/supernode-nvidia:1.25.0", gpu=NVIDIA),
-             "amd-gpus": PoolExpect(2, "my-registry/supernode-amd:1.25.0", gpu=AMD)}),
-    Example("resources-process", resources_federation("process"), "process", SL,
-            {"default": PoolExpect(3, SN, SX)}, SX),
-    Example("resources-subprocess", resources_federation("subprocess"), "subprocess", SL,
-            {"default": PoolExpect(3, SN)}),
-    Example("resources-multi-pool", framed("resources-multi-pool", RESOURCES_MULTI_POOL), "subprocess", SL,
-            {"cpu-pool": PoolExpect(3, SN), "memory-pool": PoolExpect(2, SN), "gpu-pool": PoolExpect(2, SN, gpu=NVIDIA)}),
-    Example("resources-with-gpu", framed("resources-with-gpu", RESOURCES_WITH_GPU), "subprocess", SL,
-            {"nvidia-gpu-pool": PoolExpect(2, SN, gpu=NVIDIA)}),
+    Example(
+        "gpu-mount-all",
+        framed("gpu-mount-all", GPU_MOUNT_ALL, mode="DaemonSet"),
+        "subprocess",
+        SL,
+        {"all-gpus": PoolExpect(None, SN)},
+    ),
+    Example(
+        "gpu-mixed-clusters",
+        framed("gpu-mixed-clusters", GPU_MIXED),
+        "subprocess",
+        SL,
+        {
+            "cpu-only": PoolExpect(4, SN),
+            "nvidia-gpus": PoolExpect(2, "my-registry/supernode-nvidia:1.25.0", gpu=NVIDIA),
+            "amd-gpus": PoolExpect(2, "my-registry/supernode-amd:1.25.0", gpu=AMD),
+        },
+    ),
+    Example(
+        "resources-process", resources_federation("process"), "process", SL, {"default": PoolExpect(3, SN, SX)}, SX
+    ),
+    Example(
+        "resources-subprocess", resources_federation("subprocess"), "subprocess", SL, {"default": PoolExpect(3, SN)}
+    ),
+    Example(
+        "resources-multi-pool",
+        framed("resources-multi-pool", RESOURCES_MULTI_POOL),
+        "subprocess",
+        SL,
+        {"cpu-pool": PoolExpect(3, SN), "memory-pool": PoolExpect(2, SN), "gpu-pool": PoolExpect(2, SN, gpu=NVIDIA)},
+    ),
+    Example(
+        "resources-with-gpu",
+        framed("resources-with-gpu", RESOURCES_WITH_GPU),
+        "subprocess",
+        SL,
+        {"nvidia-gpu-pool": PoolExpect(2, SN, gpu=NVIDIA)},
+    ),
 ]
 BY_ID = {ex.id: ex for ex in EXAMPLES}
 each_example = pytest.mark.parametrize("ex", EXAMPLES, ids=str)

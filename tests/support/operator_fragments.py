@@ -155,7 +155,7 @@ supernodes:
         limits:
           cpu: "2000m"
           memory: "1Gi"
-    
+
     - name: memory-pool
       replicas: 2
       supernodeResources:
@@ -165,7 +165,7 @@ supernodes:
         limits:
           cpu: "1000m"
           memory: "4Gi"
-    
+
     - name: gpu-pool
       replicas: 2
       supernodeResources:

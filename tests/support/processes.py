@@ -4,6 +4,7 @@ a timeout, and the environment a Flower program finds in its image."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -53,24 +54,30 @@ def descendants(pid: int) -> list[int]:
 
 def send_signal(pid: int, sig: int, group: bool = False) -> None:
     """Signal a process (or its process group), if it is still there."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig) if group else os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
 class Processes:
     """Processes we start, each in its own session; stop() ends them, their process
     groups and their descendants (Flower starts its SuperExec in a new session)."""
+
     workdir: Path
     procs: list[tuple[str, subprocess.Popen, Path]] = field(default_factory=list)
 
     def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
         log = self.workdir / f"{name}.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=env, cwd=self.workdir, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=self.workdir,
+                start_new_session=True,
+            )
         self.procs.append((name, proc, log))
         return proc
 
@@ -83,31 +90,30 @@ class Processes:
             send_signal(proc.pid, signal.SIGTERM, group=True)
             for pid in family:
                 send_signal(pid, signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
             send_signal(proc.pid, signal.SIGKILL, group=True)
             for pid in family:
                 send_signal(pid, signal.SIGKILL)
             proc.wait(timeout=5)
 
 
-def run_bounded(argv: list[str], env: dict[str, str], timeout: float = CLI_TIMEOUT,
-                cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+def run_bounded(
+    argv: list[str], env: dict[str, str], timeout: float = CLI_TIMEOUT, cwd: Optional[Path] = None
+) -> subprocess.CompletedProcess:
     """subprocess.run with a timeout that kills the whole process group."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=cwd, start_new_session=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         send_signal(proc.pid, signal.SIGKILL, group=True)
         out, err = proc.communicate()
-        raise AssertionError(f"{argv} timed out after {timeout}s:\n{out}\n{err}")
+        raise AssertionError(f"{argv} timed out after {timeout}s:\n{out}\n{err}") from None
     finally:
         send_signal(proc.pid, signal.SIGKILL, group=True)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
 
 
 def process_env(version: str, home: Path) -> dict[str, str]:
@@ -116,7 +122,11 @@ def process_env(version: str, home: Path) -> dict[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLWR_", "VIRTUAL_ENV", "PYTHON"))}
     # Flower starts flower-superexec (and the CLI) from PATH, as in the image.
-    env.update(PATH=f"{venv_bin(version)}{os.pathsep}{os.environ.get('PATH', '')}", HOME=str(home),
-               FLWR_HOME=str(home / ".flwr"), FLWR_TELEMETRY_ENABLED="0", NO_COLOR="1")
+    env.update(
+        PATH=f"{venv_bin(version)}{os.pathsep}{os.environ.get('PATH', '')}",
+        HOME=str(home),
+        FLWR_HOME=str(home / ".flwr"),
+        FLWR_TELEMETRY_ENABLED="0",
+        NO_COLOR="1",
+    )
     return env
-

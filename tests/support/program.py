@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import pulumi
 import pytest
@@ -139,14 +140,19 @@ def recording_entry() -> Callable[[], None]:
                 return []
             return list(d) if isinstance(d, (list, tuple)) else [d]
 
-        pulumi.export("_tree", pulumi.Output.all(**{
-            f"{a.name}@{a.type_}": pulumi.Output.all(
-                urn=a.resource.urn,
-                parent=urn_of(a.opts.parent if a.opts is not None else None),
-                depends_on=pulumi.Output.all(*[r.urn for r in deps(a.opts)]),
-            )
-            for a in seen
-        }))
+        pulumi.export(
+            "_tree",
+            pulumi.Output.all(
+                **{
+                    f"{a.name}@{a.type_}": pulumi.Output.all(
+                        urn=a.resource.urn,
+                        parent=urn_of(a.opts.parent if a.opts is not None else None),
+                        depends_on=pulumi.Output.all(*[r.urn for r in deps(a.opts)]),
+                    )
+                    for a in seen
+                }
+            ),
+        )
 
     return entry
 

@@ -6,8 +6,9 @@ every workload with their command lines expanded as the kubelet would."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Optional
 
 from components.offline import run_program
 from federation.plan import FederationPlan
@@ -93,8 +94,9 @@ def pod_files(r: Rendered, pod_spec: dict[str, Any], container: dict[str, Any]) 
 def claim_mounts(workload: dict[str, Any], container: dict[str, Any]) -> set[str]:
     """Mount paths backed by a PersistentVolumeClaim (StatefulSet claim templates)."""
     claims = {t["metadata"]["name"] for t in workload["spec"].get("volumeClaimTemplates", [])}
-    claims |= {v["name"] for v in workload["spec"]["template"]["spec"].get("volumes", [])
-               if "persistentVolumeClaim" in v}
+    claims |= {
+        v["name"] for v in workload["spec"]["template"]["spec"].get("volumes", []) if "persistentVolumeClaim" in v
+    }
     return {m["mountPath"].rstrip("/") for m in container.get("volumeMounts", []) if m["name"] in claims}
 
 
@@ -109,7 +111,8 @@ def started_containers(r: Rendered) -> Iterator[tuple[Mapping[str, Any], dict[st
     """(workload, pod, container, argv) for every container of every pod we start: a
     DaemonSet's pods on the nodes its pool has keys for."""
     return kubelet_started_containers(
-        r.workloads(), lambda ds: key_slots(r, ds["spec"]["template"]["metadata"]["labels"]["flower.flwr.ai/pool"]))
+        r.workloads(), lambda ds: key_slots(r, ds["spec"]["template"]["metadata"]["labels"]["flower.flwr.ai/pool"])
+    )
 
 
 def secret_provides(r: Rendered, name: str, key: str) -> None:
@@ -126,8 +129,9 @@ def secret_provides(r: Rendered, name: str, key: str) -> None:
     assert f"{r.plan.namespace}/{name}" in r.reads, f"Secret {name} is neither rendered, issued nor an existing one"
 
 
-def check_mounted(r: Rendered, files: dict[str, Mounted], path: Optional[str], kind: str, name: str,
-                  key: str) -> Mounted:
+def check_mounted(
+    r: Rendered, files: dict[str, Mounted], path: Optional[str], kind: str, name: str, key: str
+) -> Mounted:
     """The file at `path` comes from `kind` `name`/`key`, which exists at deploy time."""
     assert path in files, f"{path} is not mounted ({sorted(files)})"
     got = files[path]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import kubernetes_validate
 import kubernetes_validate.utils
@@ -30,6 +31,9 @@ def schemas_read_once() -> Iterator[Callable[[dict[str, Any]], None]]:
     """`validate`, with kubernetes-validate's schema files read once instead of per
     object while the context lasts (the validation itself is unchanged)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kubernetes_validate.utils, "schema_contents",
-                   functools.lru_cache(maxsize=None)(kubernetes_validate.utils.schema_contents))
+        mp.setattr(
+            kubernetes_validate.utils,
+            "schema_contents",
+            functools.lru_cache(maxsize=None)(kubernetes_validate.utils.schema_contents),
+        )
         yield validate

@@ -5,7 +5,8 @@ caches hold. NAME and NS are every security stack's name and namespace."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -25,13 +26,13 @@ KNOB_STACK_IDS = ["grpc-networkpolicy-knobs", "http-networkpolicy-knobs"]
 EXECUTOR_CONFIG_FILE = "executor.yaml"  # the file a Kubernetes-executor ConfigMap holds
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def supplied_keys() -> dict[str, dict[str, str]]:
     """The `nodeAuthKeys` of the stacks whose keys are supplied (one set, reused)."""
     return daemonset_node_keys(new_openssh_key)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def security_plan(sid: str) -> FederationPlan:
     if sid == DEV:
         return plan_of(dev_config(), "dev")
@@ -39,7 +40,7 @@ def security_plan(sid: str) -> FederationPlan:
     return plan_of(STACKS[sid], "dev", node_auth_keys=keys)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def security_objects(sid: str) -> tuple[dict[str, Any], ...]:
     return tuple(plan_objects(security_plan(sid)))
 
@@ -50,5 +51,8 @@ def stacks_where(predicate: Callable[[FederationPlan], bool]) -> list[str]:
 
 def executor_configs(objects: Any) -> dict[str, dict[str, Any]]:
     """ConfigMap name -> parsed Flower executor config."""
-    return {cm["metadata"]["name"]: yaml.safe_load(cm["data"][EXECUTOR_CONFIG_FILE])
-            for cm in by_kind(objects, "ConfigMap") if EXECUTOR_CONFIG_FILE in cm.get("data", {})}
+    return {
+        cm["metadata"]["name"]: yaml.safe_load(cm["data"][EXECUTOR_CONFIG_FILE])
+        for cm in by_kind(objects, "ConfigMap")
+        if EXECUTOR_CONFIG_FILE in cm.get("data", {})
+    }

@@ -6,7 +6,8 @@ DaemonSets with supplied keys, NetworkPolicy knobs, and the insecure opt-out."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import yaml
 
@@ -14,17 +15,34 @@ from tests.support.flower import GRPC_ERA, HTTP_ERA
 from tests.support.paths import ROOT
 from tests.support.tls_provider import new_openssh_key
 
-__all__ = ["GRPC_ERA", "HTTP_ERA", "EXECUTOR_GRPC", "base", "security_stacks", "daemonset_node_keys",
-           "dev_settings", "dev_config", "program_config"]
+__all__ = [
+    "GRPC_ERA",
+    "HTTP_ERA",
+    "EXECUTOR_GRPC",
+    "base",
+    "security_stacks",
+    "daemonset_node_keys",
+    "dev_settings",
+    "dev_config",
+    "program_config",
+]
 # 1.32 is the first version with the Kubernetes executor (gRPC era).
 EXECUTOR_GRPC = "1.32.1"
 
 
-def base(version: str = HTTP_ERA, *, isolation: str = "subprocess", placement: str = "sidecar",
-         mode: str = "StatefulSet", **extra: Any) -> dict[str, Any]:
+def base(
+    version: str = HTTP_ERA,
+    *,
+    isolation: str = "subprocess",
+    placement: str = "sidecar",
+    mode: str = "StatefulSet",
+    **extra: Any,
+) -> dict[str, Any]:
     process = isolation == "process"
-    pools = [{"name": "alpha", "nodeConfig": {"partition-id": "{index}", "num-partitions": "{replicas}"}},
-             {"name": "beta"}]
+    pools = [
+        {"name": "alpha", "nodeConfig": {"partition-id": "{index}", "num-partitions": "{replicas}"}},
+        {"name": "beta"},
+    ]
     for p in pools:
         if mode == "StatefulSet":
             p["replicas"] = 3 if p["name"] == "alpha" else 1
@@ -32,8 +50,14 @@ def base(version: str = HTTP_ERA, *, isolation: str = "subprocess", placement: s
             p.pop("nodeConfig", None)
         if process:
             p["images"] = {"superexecClientApp": f"flwr/superexec:{version}"}
-    raw: dict[str, Any] = {"name": "sec", "namespace": "flower-sec", "version": version, "mode": mode,
-                           "isolationMode": isolation, "supernodes": {"pools": pools}}
+    raw: dict[str, Any] = {
+        "name": "sec",
+        "namespace": "flower-sec",
+        "version": version,
+        "mode": mode,
+        "isolationMode": isolation,
+        "supernodes": {"pools": pools},
+    }
     if process:
         raw["superlink"] = {"superexecImage": f"flwr/superexec:{version}"}
         raw["superexecPlacement"] = placement
@@ -57,28 +81,53 @@ def security_stacks() -> dict[str, dict[str, Any]]:
         stacks[f"{v}-nodeauth"] = base(version, nodeAuth={"enabled": True})
         stacks[f"{v}-process-sidecar-nodeauth"] = base(version, isolation="process", nodeAuth={"enabled": True})
         stacks[f"{v}-process-distributed"] = base(version, isolation="process", placement="distributed")
-        stacks[f"{v}-certmanager"] = base(version, tls={
-            "source": "certManager", "certManager": {"issuerRef": {"name": "ca-issuer", "kind": "ClusterIssuer"}},
-            "dnsNames": ["flower.example.com"]})
+        stacks[f"{v}-certmanager"] = base(
+            version,
+            tls={
+                "source": "certManager",
+                "certManager": {"issuerRef": {"name": "ca-issuer", "kind": "ClusterIssuer"}},
+                "dnsNames": ["flower.example.com"],
+            },
+        )
         stacks[f"{v}-existing-copy"] = base(version, tls={"source": "existingSecret", "existingSecret": "my-tls"})
-        stacks[f"{v}-existing-ca"] = base(version, tls={
-            "source": "existingSecret", "existingSecret": "my-tls",
-            "trust": {"source": "existingSecret", "existingSecret": "my-ca", "key": "root.pem"}})
+        stacks[f"{v}-existing-ca"] = base(
+            version,
+            tls={
+                "source": "existingSecret",
+                "existingSecret": "my-tls",
+                "trust": {"source": "existingSecret", "existingSecret": "my-ca", "key": "root.pem"},
+            },
+        )
         stacks[f"{v}-insecure"] = base(version, insecure=True)
         stacks[f"{v}-networkpolicy-knobs"] = base(
-            version, networkPolicy={"allowExternal": True, "ingressNSMatchLabels": {"team": "ml"},
-                                    "ingressNSPodMatchLabels": {"role": "flwr-cli"}},
-            superlink={"networkPolicy": {"ingressPodMatchLabels": {"role": "flwr-cli"},
-                                         "extraIngress": [{"ports": [{"port": 9100, "protocol": "TCP"}]}]}},
+            version,
+            networkPolicy={
+                "allowExternal": True,
+                "ingressNSMatchLabels": {"team": "ml"},
+                "ingressNSPodMatchLabels": {"role": "flwr-cli"},
+            },
+            superlink={
+                "networkPolicy": {
+                    "ingressPodMatchLabels": {"role": "flwr-cli"},
+                    "extraIngress": [{"ports": [{"port": 9100, "protocol": "TCP"}]}],
+                }
+            },
             supernodes={"networkPolicy": {"allowExternalEgress": True}},
-            rbac={"viewerGroups": ["ml-team"]})
-    stacks["http-executor-kubernetes"] = base(HTTP_ERA, isolation="process", placement="distributed",
-                                              executor={"type": "kubernetes", "config": {"active-pod-budget": 4}},
-                                              nodeAuth={"enabled": True})
-    stacks["grpc-executor-kubernetes"] = base(EXECUTOR_GRPC, isolation="process", placement="distributed",
-                                              executor={"type": "kubernetes"})
-    stacks["http-daemonset-supplied-keys"] = base(HTTP_ERA, mode="DaemonSet",
-                                                  nodeAuth={"enabled": True, "keySource": "config"})
+            rbac={"viewerGroups": ["ml-team"]},
+        )
+    stacks["http-executor-kubernetes"] = base(
+        HTTP_ERA,
+        isolation="process",
+        placement="distributed",
+        executor={"type": "kubernetes", "config": {"active-pod-budget": 4}},
+        nodeAuth={"enabled": True},
+    )
+    stacks["grpc-executor-kubernetes"] = base(
+        EXECUTOR_GRPC, isolation="process", placement="distributed", executor={"type": "kubernetes"}
+    )
+    stacks["http-daemonset-supplied-keys"] = base(
+        HTTP_ERA, mode="DaemonSet", nodeAuth={"enabled": True, "keySource": "config"}
+    )
     stacks["http-runtime-deps"] = base(HTTP_ERA, isolation="process", allowRuntimeDependencyInstallation=True)
     return stacks
 

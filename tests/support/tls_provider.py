@@ -13,7 +13,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
 from pulumi.runtime import rpc
 
 from components.offline import placeholder_outputs
@@ -23,8 +22,9 @@ CURVES = {"P224": ec.SECP224R1, "P256": ec.SECP256R1, "P384": ec.SECP384R1, "P52
 
 def new_openssh_key(curve: str = "P384") -> str:
     key = ec.generate_private_key(CURVES[curve]())
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                             serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode()
 
 
 def _name(subject: dict | None) -> x509.Name:
@@ -43,18 +43,27 @@ def _load_key(pem: str):
 
 def _add_uses(builder: x509.CertificateBuilder, uses: list[str], is_ca: bool) -> x509.CertificateBuilder:
     builder = builder.add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
-    builder = builder.add_extension(x509.KeyUsage(
-        digital_signature="digital_signature" in uses, content_commitment=False,
-        key_encipherment="key_encipherment" in uses, data_encipherment=False, key_agreement=False,
-        key_cert_sign="cert_signing" in uses, crl_sign="crl_signing" in uses,
-        encipher_only=False, decipher_only=False), critical=True)
+    builder = builder.add_extension(
+        x509.KeyUsage(
+            digital_signature="digital_signature" in uses,
+            content_commitment=False,
+            key_encipherment="key_encipherment" in uses,
+            data_encipherment=False,
+            key_agreement=False,
+            key_cert_sign="cert_signing" in uses,
+            crl_sign="crl_signing" in uses,
+            encipher_only=False,
+            decipher_only=False,
+        ),
+        critical=True,
+    )
     if "server_auth" in uses:
         builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
     return builder
 
 
 def _validity(builder: x509.CertificateBuilder, hours: int) -> x509.CertificateBuilder:
-    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1)
     return builder.not_valid_before(now).not_valid_after(now + datetime.timedelta(hours=hours))
 
 
@@ -85,20 +94,30 @@ class RealTlsProvider:
             key = ec.generate_private_key(CURVES[inputs.get("ecdsaCurve", "P224")]())
             pub = key.public_key()
             out.update(
-                privateKeyPem=key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                serialization.NoEncryption()).decode(),
-                privateKeyOpenssh=key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                                    serialization.NoEncryption()).decode(),
-                publicKeyPem=pub.public_bytes(serialization.Encoding.PEM,
-                                              serialization.PublicFormat.SubjectPublicKeyInfo).decode(),
-                publicKeyOpenssh=pub.public_bytes(serialization.Encoding.OpenSSH,
-                                                  serialization.PublicFormat.OpenSSH).decode() + "\n",
+                privateKeyPem=key.private_bytes(
+                    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+                ).decode(),
+                privateKeyOpenssh=key.private_bytes(
+                    serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+                ).decode(),
+                publicKeyPem=pub.public_bytes(
+                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+                ).decode(),
+                publicKeyOpenssh=pub.public_bytes(
+                    serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+                ).decode()
+                + "\n",
             )
         elif typ == "tls:index/selfSignedCert:SelfSignedCert":
             key = _load_key(inputs["privateKeyPem"])
             subject = _name(inputs.get("subject"))
-            builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
-                       .public_key(key.public_key()).serial_number(x509.random_serial_number()))
+            builder = (
+                x509.CertificateBuilder()
+                .subject_name(subject)
+                .issuer_name(subject)
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+            )
             builder = _validity(builder, int(inputs["validityPeriodHours"]))
             builder = _add_uses(builder, inputs.get("allowedUses", []), bool(inputs.get("isCaCertificate")))
             builder = builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
@@ -108,15 +127,24 @@ class RealTlsProvider:
             key = _load_key(inputs["privateKeyPem"])
             sans: list[x509.GeneralName] = [x509.DNSName(n) for n in inputs.get("dnsNames", [])]
             sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in inputs.get("ipAddresses", [])]
-            csr = (x509.CertificateSigningRequestBuilder().subject_name(_name(inputs.get("subject")))
-                   .add_extension(x509.SubjectAlternativeName(sans), critical=False).sign(key, hashes.SHA256()))
+            csr = (
+                x509.CertificateSigningRequestBuilder()
+                .subject_name(_name(inputs.get("subject")))
+                .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+                .sign(key, hashes.SHA256())
+            )
             out["certRequestPem"] = csr.public_bytes(serialization.Encoding.PEM).decode()
         elif typ == "tls:index/locallySignedCert:LocallySignedCert":
             csr = x509.load_pem_x509_csr(inputs["certRequestPem"].encode())
             ca_cert = x509.load_pem_x509_certificate(inputs["caCertPem"].encode())
             ca_key = _load_key(inputs["caPrivateKeyPem"])
-            builder = (x509.CertificateBuilder().subject_name(csr.subject).issuer_name(ca_cert.subject)
-                       .public_key(csr.public_key()).serial_number(x509.random_serial_number()))
+            builder = (
+                x509.CertificateBuilder()
+                .subject_name(csr.subject)
+                .issuer_name(ca_cert.subject)
+                .public_key(csr.public_key())
+                .serial_number(x509.random_serial_number())
+            )
             builder = _validity(builder, int(inputs["validityPeriodHours"]))
             builder = _add_uses(builder, inputs.get("allowedUses", []), False)
             san = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value

@@ -65,8 +65,8 @@ What it does not emulate: scheduling, resource requests/limits, seccomp, Network
 (all pods can reach each other), Service virtual IPs and port translation (a ClusterIP
 name resolves to its backing pod's address, which stays the same when that pod is
 recreated, as a virtual IP would), readiness-gated endpoints, startup probes, exec
-probes, sidecar (restartPolicy Always) init containers, Secret updates after a pod started, image pulls, PodDisruptionBudgets,
-ServiceAccounts and RBAC.
+probes, sidecar (restartPolicy Always) init containers, Secret updates after a pod started, image pulls,
+PodDisruptionBudgets, ServiceAccounts and RBAC.
 
 Modules: host.py (can it run here, tools, signals), network.py (namespaces, bridge,
 subnet), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's
@@ -80,5 +80,17 @@ from tests.e2e.harness.host import HarnessError, NotReady, skip_reason
 from tests.e2e.harness.pods import Pod
 from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS
 
-__all__ = ["CREATED", "EXPOSED", "MOUNTPOINTS", "Cluster", "Container", "HarnessError", "NotReady", "Pod",
-           "close_all", "install_cleanup_handlers", "leftovers", "skip_reason"]
+__all__ = [
+    "CREATED",
+    "EXPOSED",
+    "MOUNTPOINTS",
+    "Cluster",
+    "Container",
+    "HarnessError",
+    "NotReady",
+    "Pod",
+    "close_all",
+    "install_cleanup_handlers",
+    "leftovers",
+    "skip_reason",
+]

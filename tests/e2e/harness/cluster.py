@@ -6,6 +6,7 @@ also at interpreter exit and on SIGTERM/SIGHUP."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import copy
 import json
 import os
@@ -16,8 +17,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from tests.e2e.harness import dns
 from tests.e2e.harness.containers import Prober
@@ -31,7 +33,7 @@ from tests.support.manifests import WORKLOAD_KINDS, object_data
 CREATED: list[tuple[str, Path]] = []
 
 
-_LIVE: set["Cluster"] = set()
+_LIVE: set[Cluster] = set()
 _LIVE_LOCK = threading.Lock()
 
 
@@ -131,8 +133,18 @@ class Cluster:
             self.netns.append(self.node_ns)
             run_cmd(["ip", "-n", self.node_ns, "link", "set", "lo", "up"])
             run_cmd(["ip", "-n", self.node_ns, "link", "add", self.bridge, "type", "bridge"])
-            run_cmd(["ip", "-n", self.node_ns, "addr", "add", f"{self.bridge_ip}/{self.subnet.prefixlen}", "dev",
-                     self.bridge])
+            run_cmd(
+                [
+                    "ip",
+                    "-n",
+                    self.node_ns,
+                    "addr",
+                    "add",
+                    f"{self.bridge_ip}/{self.subnet.prefixlen}",
+                    "dev",
+                    self.bridge,
+                ]
+            )
             run_cmd(["ip", "-n", self.node_ns, "link", "set", self.bridge, "up"])
             self.prober = Prober(self.node_ns, venv / "bin" / "python", self.logdir / "prober.log")
         except BaseException:
@@ -232,12 +244,16 @@ class Cluster:
             if all(p.is_ready() for p in pods):
                 return
             time.sleep(0.2)
-        raise NotReady(f"pods not ready within {timeout:.0f}s:\n" + "\n".join(p.describe() for p in pods)
-                       + "\n" + self.logs([p for p in pods if not p.is_ready()]))
+        raise NotReady(
+            f"pods not ready within {timeout:.0f}s:\n"
+            + "\n".join(p.describe() for p in pods)
+            + "\n"
+            + self.logs([p for p in pods if not p.is_ready()])
+        )
 
     def logs(self, pods: Optional[Iterable[Pod]] = None, tail: int = 40) -> str:
         out = []
-        for p in (pods if pods is not None else self.pods.values()):
+        for p in pods if pods is not None else self.pods.values():
             for c in [*p.init_containers, *p.containers]:
                 out.append(f"----- {p.name}/{c.name} (restarts {c.restarts}) -----\n{c.log(tail)}")
         return "\n".join(out)
@@ -251,10 +267,8 @@ class Cluster:
             for c in [*p.init_containers, *p.containers]:
                 pid1 = c.pid1
                 if pid1:
-                    try:
+                    with contextlib.suppress(OSError):
                         owners[os.readlink(f"/proc/{pid1}/ns/pid")] = (p.name, c.name)
-                    except OSError:
-                        pass
         out = []
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -289,17 +303,44 @@ class Cluster:
         self.write_dns()
         return netns
 
-    def exec_in(self, netns: str, argv: list[str], *, env: dict[str, str], mounts: list[dict[str, Any]],
-                cwd: str, timeout: float, name: str = "exec") -> subprocess.CompletedProcess:
+    def exec_in(
+        self,
+        netns: str,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        mounts: list[dict[str, Any]],
+        cwd: str,
+        timeout: float,
+        name: str = "exec",
+    ) -> subprocess.CompletedProcess:
         """Run `argv` as root in `netns` with `mounts`, bounded by `timeout` (then
         everything it started is killed)."""
         for m in mounts:
             MOUNTPOINTS.ensure(m["target"], is_file=Path(m["source"]).is_file())
         spec_file = self.workdir / f"{name}-{secrets.token_hex(3)}.json"
-        spec_file.write_text(json.dumps({"mounts": mounts, "hostname": name, "readOnlyRoot": False, "user": None,
-                                         "setpriv": None, "env": env, "argv": argv, "cwd": cwd}))
-        proc = subprocess.Popen(ns_exec(netns, spec_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        spec_file.write_text(
+            json.dumps(
+                {
+                    "mounts": mounts,
+                    "hostname": name,
+                    "readOnlyRoot": False,
+                    "user": None,
+                    "setpriv": None,
+                    "env": env,
+                    "argv": argv,
+                    "cwd": cwd,
+                }
+            )
+        )
+        proc = subprocess.Popen(
+            ns_exec(netns, spec_file),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -307,7 +348,7 @@ class Cluster:
                 kill(kid)
             kill(proc.pid)
             out, err = proc.communicate(timeout=10)
-            raise NotReady(f"{' '.join(argv)} did not finish within {timeout:.0f}s\n{out}\n{err}")
+            raise NotReady(f"{' '.join(argv)} did not finish within {timeout:.0f}s\n{out}\n{err}") from None
         finally:
             spec_file.unlink(missing_ok=True)
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)

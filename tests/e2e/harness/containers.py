@@ -4,6 +4,7 @@ and readiness probes sent from the node's network namespace by prober.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import threading
@@ -26,11 +27,27 @@ class Prober:
     """prober.py in the node's network namespace; probe() is thread-safe."""
 
     def __init__(self, netns: str, python: Path, log: Path):
-        self._log = open(log, "ab")
+        self._log = open(log, "ab")  # noqa: SIM115  (held for the prober's lifetime, closed in close())
         self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", netns, "unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
-             str(python), str(PROBER)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True)
+            [
+                "ip",
+                "netns",
+                "exec",
+                netns,
+                "unshare",
+                "--pid",
+                "--fork",
+                "--kill-child",
+                "--mount-proc",
+                str(python),
+                str(PROBER),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            start_new_session=True,
+        )
         self._lock = threading.Lock()
         self._next = 1
         self._waiting: dict[int, tuple[threading.Event, list]] = {}
@@ -69,10 +86,8 @@ class Prober:
 
     def close(self) -> None:
         kill(self.proc.pid)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         self._log.close()
 
 
@@ -86,7 +101,7 @@ class ProbeState:
 class Container:
     """One container of a pod, supervised: started, probed, restarted with back-off."""
 
-    def __init__(self, pod: "Pod", spec: dict[str, Any], init: bool = False):
+    def __init__(self, pod: Pod, spec: dict[str, Any], init: bool = False):
         self.pod = pod
         self.spec = spec
         self.init = init  # an init container: done once it exits 0
@@ -131,14 +146,18 @@ class Container:
                 with open(self.log_path, "ab") as log:
                     log.write(f"=== start #{incarnation} at {time.strftime('%H:%M:%S')}\n".encode())
                     log.flush()
-                    self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                                 stdin=subprocess.DEVNULL, start_new_session=True)
+                    self.proc = subprocess.Popen(
+                        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                    )
                 self.started_at = time.monotonic()
                 self.readiness, self.liveness = ProbeState(), ProbeState()
                 self.ready = False
             self.pid1 = self._find_pid1(self.proc.pid)
-            probers = [threading.Thread(target=self._probe_loop, args=(kind, incarnation), daemon=True)
-                       for kind in ("readinessProbe", "livenessProbe") if kind in self.spec]
+            probers = [
+                threading.Thread(target=self._probe_loop, args=(kind, incarnation), daemon=True)
+                for kind in ("readinessProbe", "livenessProbe")
+                if kind in self.spec
+            ]
             for t in probers:
                 t.start()
             code = self.proc.wait()
@@ -182,10 +201,8 @@ class Container:
         self._stop.set()
         self.kill()
         if self.proc is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
         if self._thread is not None:
             self._thread.join(timeout=10)
 
@@ -197,12 +214,23 @@ class Container:
     def _probe_request(self, probe: dict[str, Any]) -> dict[str, Any]:
         timeout = probe.get("timeoutSeconds", 1)
         if "grpc" in probe:
-            return {"type": "grpc", "host": self.pod.ip, "port": int(probe["grpc"]["port"]),
-                    "service": probe["grpc"].get("service", ""), "timeout": timeout}
+            return {
+                "type": "grpc",
+                "host": self.pod.ip,
+                "port": int(probe["grpc"]["port"]),
+                "service": probe["grpc"].get("service", ""),
+                "timeout": timeout,
+            }
         if "httpGet" in probe:
             get = probe["httpGet"]
-            return {"type": "http", "host": get.get("host") or self.pod.ip, "port": self._port(get["port"]),
-                    "path": get.get("path", "/"), "scheme": get.get("scheme", "HTTP"), "timeout": timeout}
+            return {
+                "type": "http",
+                "host": get.get("host") or self.pod.ip,
+                "port": self._port(get["port"]),
+                "path": get.get("path", "/"),
+                "scheme": get.get("scheme", "HTTP"),
+                "timeout": timeout,
+            }
         raise HarnessError(f"{self.pod.name}/{self.name}: only grpc and httpGet probes are emulated: {probe}")
 
     def _port(self, port: Any) -> int:
@@ -267,6 +295,7 @@ class Container:
     def describe(self) -> str:
         state = "running" if self.running else "completed" if self.succeeded.is_set() else "waiting"
         probe = f", readiness: {self.readiness.last}" if "readinessProbe" in self.spec else ""
-        return (f"{self.pod.name}/{self.name}: {state}, ready={self.is_ready()}, restarts={self.restarts}, "
-                f"exit codes={self.exit_codes[-5:]}{probe}")
-
+        return (
+            f"{self.pod.name}/{self.name}: {state}, ready={self.is_ready()}, restarts={self.restarts}, "
+            f"exit codes={self.exit_codes[-5:]}{probe}"
+        )

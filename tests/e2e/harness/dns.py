@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tests.e2e.harness.host import HarnessError
 
@@ -21,7 +22,7 @@ _ETC_LOCK = threading.Lock()
 _ETC_CREATED: list[bool] = []
 
 
-def backing(service: dict[str, Any], pods: Iterable["Pod"]) -> list["Pod"]:
+def backing(service: dict[str, Any], pods: Iterable[Pod]) -> list[Pod]:
     """The pods a Service selects (in its namespace)."""
     selector = service["spec"].get("selector") or {}
     ns = service["metadata"].get("namespace", "default")
@@ -30,7 +31,7 @@ def backing(service: dict[str, Any], pods: Iterable["Pod"]) -> list["Pod"]:
     return [p for p in pods if p.namespace == ns and all(p.labels.get(k) == v for k, v in selector.items())]
 
 
-def check_ports(service: dict[str, Any], pods: list["Pod"]) -> None:
+def check_ports(service: dict[str, Any], pods: list[Pod]) -> None:
     """A Service port must equal its target port: no port translation is emulated."""
     for sp in service["spec"].get("ports", []):
         target = sp.get("targetPort", sp["port"])
@@ -44,15 +45,20 @@ def check_ports(service: dict[str, Any], pods: list["Pod"]) -> None:
                         if cp.get("name") == target:
                             resolved = int(cp["containerPort"])
                 if resolved is None:
-                    raise HarnessError(f"Service {service['metadata']['name']}: targetPort {target!r} "
-                                       f"is no container port of pod {pod.name}")
+                    raise HarnessError(
+                        f"Service {service['metadata']['name']}: targetPort {target!r} "
+                        f"is no container port of pod {pod.name}"
+                    )
             if resolved != sp["port"]:
-                raise HarnessError(f"Service {service['metadata']['name']}: port {sp['port']} -> {resolved}: "
-                                   "port translation is not emulated")
+                raise HarnessError(
+                    f"Service {service['metadata']['name']}: port {sp['port']} -> {resolved}: "
+                    "port translation is not emulated"
+                )
 
 
-def hosts_file(objects: dict[tuple[str, str], dict[str, Any]], pods: Iterable["Pod"], namespace: str,
-               own: Optional["Pod"] = None) -> str:
+def hosts_file(
+    objects: dict[tuple[str, str], dict[str, Any]], pods: Iterable[Pod], namespace: str, own: Optional[Pod] = None
+) -> str:
     """/etc/hosts for a pod (or client) in `namespace`."""
     pods = list(pods)
     d = CLUSTER_DOMAIN
@@ -68,7 +74,7 @@ def hosts_file(objects: dict[tuple[str, str], dict[str, Any]], pods: Iterable["P
         name = svc["metadata"]["name"]
         ns = svc["metadata"].get("namespace", "default")
 
-        def forms(host: str) -> list[str]:
+        def forms(host: str, ns: str = ns) -> list[str]:
             names = [f"{host}.{ns}", f"{host}.{ns}.svc", f"{host}.{ns}.svc.{d}"]
             return ([host] if ns == namespace else []) + names
 
@@ -103,7 +109,8 @@ def write_netns_files(netns: str, namespace: str, hosts: str, created: list[Path
     (d / "resolv.conf").write_text(
         f"# cluster DNS is emulated by the hosts file; other names fail at once\n"
         f"nameserver 127.0.0.1\nsearch {namespace}.svc.{CLUSTER_DOMAIN} svc.{CLUSTER_DOMAIN} {CLUSTER_DOMAIN}\n"
-        "options timeout:1 attempts:1\n")
+        "options timeout:1 attempts:1\n"
+    )
 
 
 def remove_netns_files(created: list[Path]) -> None:

@@ -3,6 +3,7 @@ signalling processes. Everything the harness creates carries ID_PREFIX in its na
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -53,10 +54,8 @@ def run_cmd(argv: list[str], check: bool = True, timeout: float = 20) -> subproc
 def kill(pid: Optional[int], sig: int = signal.SIGKILL) -> None:
     if not pid:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def children(pid: int) -> list[int]:
@@ -69,5 +68,18 @@ def children(pid: int) -> list[int]:
 def ns_exec(netns: str, spec_file: Path) -> list[str]:
     """The command that runs podinit.py with `spec_file` in network namespace `netns`,
     in new PID (it is PID 1), mount and UTS namespaces."""
-    return ["ip", "netns", "exec", netns, "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--uts",
-            sys.executable, str(PODINIT), str(spec_file)]
+    return [
+        "ip",
+        "netns",
+        "exec",
+        netns,
+        "unshare",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "--uts",
+        sys.executable,
+        str(PODINIT),
+        str(spec_file),
+    ]

@@ -4,6 +4,7 @@ uses. Nothing is created in the host's network namespace."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import random
@@ -17,10 +18,8 @@ NETNS_INODES: set[str] = set()
 
 def add_netns(name: str) -> None:
     run_cmd(["ip", "netns", "add", name])
-    try:
+    with contextlib.suppress(OSError):
         NETNS_INODES.add(f"net:[{os.stat(f'/run/netns/{name}').st_ino}]")
-    except OSError:
-        pass
 
 
 def netns_pids(netns: str) -> list[int]:

@@ -37,8 +37,17 @@ BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class Pod:
-    def __init__(self, cluster: "Cluster", owner: dict[str, Any], name: str, labels: dict[str, str],
-                 node: str, ordinal: Optional[int], hostname: Optional[str], subdomain: Optional[str]):
+    def __init__(
+        self,
+        cluster: Cluster,
+        owner: dict[str, Any],
+        name: str,
+        labels: dict[str, str],
+        node: str,
+        ordinal: Optional[int],
+        hostname: Optional[str],
+        subdomain: Optional[str],
+    ):
         self.cluster = cluster
         self.owner = owner
         self.kind = owner["kind"]
@@ -64,10 +73,17 @@ class Pod:
 
     # -- identity, as the downward API sees it
     def identity(self) -> dict[str, Any]:
-        return {"name": self.name, "namespace": self.namespace, "nodeName": self.node, "labels": self.labels,
-                "annotations": self.template["metadata"].get("annotations", {}), "podIP": self.ip,
-                "hostIP": self.cluster.bridge_ip, "serviceAccountName": self.spec.get("serviceAccountName", "default"),
-                "uid": self.uid}
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "nodeName": self.node,
+            "labels": self.labels,
+            "annotations": self.template["metadata"].get("annotations", {}),
+            "podIP": self.ip,
+            "hostIP": self.cluster.bridge_ip,
+            "serviceAccountName": self.spec.get("serviceAccountName", "default"),
+            "uid": self.uid,
+        }
 
     # -- sandbox (network namespace), kept across recreations
     def create_sandbox(self) -> None:
@@ -79,8 +95,16 @@ class Pod:
         self.dir = self.cluster.workdir / "pods" / f"{self.name}-{self.uid}"
         self.dir.mkdir(parents=True)
         self.volume_dirs, self.read_only_volumes = {}, set()
-        make_volumes(self.name, self.owner, self.spec, self.dir / "volumes", self.cluster.data, self.cluster.pvc_dir,
-                     self.volume_dirs, self.read_only_volumes)
+        make_volumes(
+            self.name,
+            self.owner,
+            self.spec,
+            self.dir / "volumes",
+            self.cluster.data,
+            self.cluster.pvc_dir,
+            self.volume_dirs,
+            self.read_only_volumes,
+        )
 
     def remove_volumes(self) -> None:
         if self.dir is not None:
@@ -113,14 +137,26 @@ class Pod:
         caps = sc.get("capabilities", {})
         if caps.get("add"):
             raise HarnessError(f"{self.name}/{c.name}: added capabilities are not emulated")
-        user = {"uid": uid, "gid": gid, "groups": groups,
-                "noNewPrivs": sc.get("allowPrivilegeEscalation") is False,
-                "dropAllCaps": "ALL" in caps.get("drop", [])}
+        user = {
+            "uid": uid,
+            "gid": gid,
+            "groups": groups,
+            "noNewPrivs": sc.get("allowPrivilegeEscalation") is False,
+            "dropAllCaps": "ALL" in caps.get("drop", []),
+        }
         mounts = container_mounts(f"{self.name}/{c.name}", spec, self.volume_dirs, self.read_only_volumes)
-        launch = {"mounts": mounts, "expose": self.cluster.exposures, "image": self.cluster.image_paths,
-                  "hostname": self.name, "readOnlyRoot": bool(sc.get("readOnlyRootFilesystem")),
-                  "user": user, "setpriv": shutil.which("setpriv"), "env": env, "argv": argv,
-                  "cwd": spec.get("workingDir", IMAGE_HOME)}
+        launch = {
+            "mounts": mounts,
+            "expose": self.cluster.exposures,
+            "image": self.cluster.image_paths,
+            "hostname": self.name,
+            "readOnlyRoot": bool(sc.get("readOnlyRootFilesystem")),
+            "user": user,
+            "setpriv": shutil.which("setpriv"),
+            "env": env,
+            "argv": argv,
+            "cwd": spec.get("workingDir", IMAGE_HOME),
+        }
         MOUNTPOINTS.ensure(launch["cwd"])
         spec_file = self.dir / f"{c.name}.json"
         spec_file.write_text(json.dumps(launch, indent=1))
@@ -167,7 +203,7 @@ class Pod:
         return "\n".join(c.describe() for c in [*self.init_containers, *self.containers])
 
 
-def pods_for(cluster: "Cluster", w: dict[str, Any]) -> list[Pod]:
+def pods_for(cluster: Cluster, w: dict[str, Any]) -> list[Pod]:
     """The pods a workload's controller makes (not started)."""
     name = w["metadata"]["name"]
     labels = dict(w["spec"]["template"]["metadata"].get("labels", {}))
@@ -176,15 +212,33 @@ def pods_for(cluster: "Cluster", w: dict[str, Any]) -> list[Pod]:
         out = []
         for k in range(w["spec"].get("replicas", 1)):
             pod_name = f"{name}-{k}"
-            pl = {**labels, "apps.kubernetes.io/pod-index": str(k), "statefulset.kubernetes.io/pod-name": pod_name,
-                  "controller-revision-hash": f"{name}-{revision}"}
+            pl = {
+                **labels,
+                "apps.kubernetes.io/pod-index": str(k),
+                "statefulset.kubernetes.io/pod-name": pod_name,
+                "controller-revision-hash": f"{name}-{revision}",
+            }
             out.append(Pod(cluster, w, pod_name, pl, NODES[k % len(NODES)], k, pod_name, w["spec"].get("serviceName")))
         return out
     if w["kind"] == "Deployment":
-        return [Pod(cluster, w, f"{name}-{revision}-{secrets.token_hex(3)[:5]}", {**labels, "pod-template-hash": revision},
-                    NODES[k % len(NODES)], None, None, None) for k in range(w["spec"].get("replicas", 1))]
-    return [Pod(cluster, w, f"{name}-{secrets.token_hex(3)[:5]}", dict(labels), node, None, None, None)
-            for node in NODES if _schedulable(w["spec"]["template"]["spec"], node)]
+        return [
+            Pod(
+                cluster,
+                w,
+                f"{name}-{revision}-{secrets.token_hex(3)[:5]}",
+                {**labels, "pod-template-hash": revision},
+                NODES[k % len(NODES)],
+                None,
+                None,
+                None,
+            )
+            for k in range(w["spec"].get("replicas", 1))
+        ]
+    return [
+        Pod(cluster, w, f"{name}-{secrets.token_hex(3)[:5]}", dict(labels), node, None, None, None)
+        for node in NODES
+        if _schedulable(w["spec"]["template"]["spec"], node)
+    ]
 
 
 def _schedulable(pod_spec: dict[str, Any], node: str) -> bool:
@@ -193,8 +247,12 @@ def _schedulable(pod_spec: dict[str, Any], node: str) -> bool:
     host = pod_spec.get("nodeSelector", {}).get("kubernetes.io/hostname")
     if host is not None and host != node:
         return False
-    terms = (pod_spec.get("affinity", {}).get("nodeAffinity", {})
-             .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms"))
+    terms = (
+        pod_spec.get("affinity", {})
+        .get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms")
+    )
     if not terms:
         return True
     for term in terms:

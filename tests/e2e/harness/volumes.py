@@ -7,10 +7,12 @@ venv's Python, as an image would provide them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from tests.e2e.harness.host import HarnessError
 
@@ -52,10 +54,8 @@ class _Mountpoints:
             if self.users > 0:
                 return
             for p in sorted(self.created, key=lambda x: len(x.parts), reverse=True):
-                try:
+                with contextlib.suppress(OSError):
                     p.rmdir() if p.is_dir() else p.unlink()
-                except OSError:
-                    pass
             self.created = [p for p in self.created if p.exists()]
 
     def leftovers(self) -> list[Path]:
@@ -108,8 +108,16 @@ def own(path: Path, fs_group: Optional[int], mode: int, read_only: bool) -> None
     path.chmod(mode | mask)
 
 
-def make_volumes(pod_name: str, owner: dict[str, Any], spec: dict[str, Any], root: Path, data: DataLookup,
-                 pvc_dir: Callable[[str], Path], volume_dirs: dict[str, Path], read_only_volumes: set[str]) -> None:
+def make_volumes(
+    pod_name: str,
+    owner: dict[str, Any],
+    spec: dict[str, Any],
+    root: Path,
+    data: DataLookup,
+    pvc_dir: Callable[[str], Path],
+    volume_dirs: dict[str, Path],
+    read_only_volumes: set[str],
+) -> None:
     """Every volume of a pod (and the claims of its StatefulSet's volumeClaimTemplates)
     as a host directory under `root` (PVCs: `pvc_dir(claim)`), into `volume_dirs`; the
     names of those mounted read-only whatever the mount says into `read_only_volumes`."""
@@ -156,8 +164,9 @@ def make_volumes(pod_name: str, owner: dict[str, Any], spec: dict[str, Any], roo
         volume_dirs[name] = target
 
 
-def container_mounts(where: str, container: dict[str, Any], volume_dirs: dict[str, Path],
-                     read_only_volumes: set[str]) -> list[dict[str, Any]]:
+def container_mounts(
+    where: str, container: dict[str, Any], volume_dirs: dict[str, Path], read_only_volumes: set[str]
+) -> list[dict[str, Any]]:
     """podinit's mounts for a container ({source, target, readOnly}); subPath
     directories are created like the kubelet does, mountpoints ensured on the host."""
     mounts = []
@@ -173,6 +182,11 @@ def container_mounts(where: str, container: dict[str, Any], volume_dirs: dict[st
                 os.chown(source, -1, st.st_gid)
                 source.chmod(st.st_mode & 0o7777)
         MOUNTPOINTS.ensure(m["mountPath"], is_file=source.is_file())
-        mounts.append({"source": str(source), "target": m["mountPath"],
-                       "readOnly": bool(m.get("readOnly")) or m["name"] in read_only_volumes})
+        mounts.append(
+            {
+                "source": str(source),
+                "target": m["mountPath"],
+                "readOnly": bool(m.get("readOnly")) or m["name"] in read_only_volumes,
+            }
+        )
     return mounts
