@@ -261,7 +261,9 @@ class Federation:
         transient failure is what its user would do); each failed attempt is recorded."""
         for attempt in range(1, attempts + 1):
             self.register_runs += 1
-            res = self.sh(["sh", "register.sh"])
+            # One `flwr supernode register` per key: each gets the budget of one CLI call.
+            keys = sum(len(slots) for slots in self.outputs["nodeAuth"]["publicKeys"].values())
+            res = self.sh(["sh", "register.sh"], timeout=CLI_TIMEOUT * max(1, keys))
             if res.returncode == 0:
                 self.registered = True
                 return res.stdout

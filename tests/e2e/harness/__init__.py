@@ -64,7 +64,7 @@ What it does, as Kubernetes would:
 What it does not emulate: scheduling, resource requests/limits, seccomp, NetworkPolicies
 (all pods can reach each other), Service virtual IPs and port translation (a ClusterIP
 name resolves to its backing pod's address, which stays the same when that pod is
-recreated, as a virtual IP would), readiness-gated endpoints, startup probes, exec
+recreated, as a virtual IP would), readiness-gated endpoints, exec
 probes, sidecar (restartPolicy Always) init containers, Secret updates after a pod started, image pulls,
 PodDisruptionBudgets, ServiceAccounts and RBAC.
 

@@ -117,6 +117,10 @@ class Container:
         self.ready = False
         self.readiness = ProbeState()
         self.liveness = ProbeState()
+        self.startup = ProbeState()
+        # Set once this incarnation's startupProbe succeeded (at once when it has none):
+        # as the kubelet does, liveness and readiness probes only start then.
+        self.started = threading.Event()
         self.liveness_kills = 0
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -150,12 +154,15 @@ class Container:
                         argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
                     )
                 self.started_at = time.monotonic()
-                self.readiness, self.liveness = ProbeState(), ProbeState()
+                self.readiness, self.liveness, self.startup = ProbeState(), ProbeState(), ProbeState()
+                self.started = threading.Event()
+                if "startupProbe" not in self.spec:
+                    self.started.set()
                 self.ready = False
             self.pid1 = self._find_pid1(self.proc.pid)
             probers = [
                 threading.Thread(target=self._probe_loop, args=(kind, incarnation), daemon=True)
-                for kind in ("readinessProbe", "livenessProbe")
+                for kind in ("startupProbe", "readinessProbe", "livenessProbe")
                 if kind in self.spec
             ]
             for t in probers:
@@ -247,7 +254,12 @@ class Container:
         fail_max = probe.get("failureThreshold", 3)
         ok_min = probe.get("successThreshold", 1)
         request = self._probe_request(probe)
-        state = self.readiness if kind == "readinessProbe" else self.liveness
+        state = {"readinessProbe": self.readiness, "livenessProbe": self.liveness, "startupProbe": self.startup}[kind]
+        started = self.started
+        if kind != "startupProbe":
+            while not started.wait(0.5):
+                if self._stop.is_set() or self.incarnation != incarnation or not self.running:
+                    return
         if self._stop.wait(probe.get("initialDelaySeconds", 0)):
             return
         while not self._stop.is_set() and self.incarnation == incarnation and self.running:
@@ -261,7 +273,18 @@ class Container:
             else:
                 state.fail_streak += 1
                 state.ok_streak = 0
-            if kind == "readinessProbe":
+            if kind == "startupProbe":
+                if ok:
+                    started.set()
+                    return
+                if state.fail_streak >= fail_max:
+                    with open(self.log_path, "ab") as log:
+                        log.write(f"=== startup probe failed {fail_max}x ({detail}): killing\n".encode())
+                    self.liveness_kills += 1
+                    self.kill()
+                    return
+                wait = period
+            elif kind == "readinessProbe":
                 if ok and state.ok_streak >= ok_min:
                     self.ready = True
                 elif not ok and state.fail_streak >= fail_max:
