@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import pydantic
 
-from . import rules
+from . import probes, rules
 from .config import Federation, Model, Pool, Probes
 from .dialects import Dialect, FlowerVersion, Ports
 from .errors import ConfigError, Problem, problem
@@ -202,8 +202,8 @@ def load_plan(raw: Any, stack: str, node_auth_keys: Any = None) -> FederationPla
         ports=dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True)),
         trust=None if spec.insecure else _trust(spec, names),
         names=names,
-        superlink_probes=spec.superlink.probes or spec.probes,
-        supernode_probes=spec.supernodes.probes or spec.probes,
+        superlink_probes=probes.inherit(spec.probes, spec.superlink.probes),
+        supernode_probes=probes.inherit(spec.probes, spec.supernodes.probes),
         node_auth_keys=keys,
     )
 

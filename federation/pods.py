@@ -150,14 +150,33 @@ def pod_template(
 Item = dict[str, Any]
 
 
-def _merge_named(base: list[Item], extra: list[Item], merge: Callable[[Item, Item], Item]) -> list[Item]:
-    by_name = {item.get("name"): i for i, item in enumerate(base)}
+# The merge keys a strategic merge patch uses for these lists (Kubernetes' patchMergeKey):
+# an item of the patch replaces (or, for containers, merges into) ours with the same key,
+# any other item is added. Lists not named here are replaced whole, as in Kubernetes.
+CONTAINER_LIST_KEYS = {
+    "env": "name",
+    "volumeMounts": "mountPath",
+    "ports": "containerPort",
+    "volumeDevices": "devicePath",
+}
+POD_LIST_KEYS = {"containers": "name", "initContainers": "name", "volumes": "name", "imagePullSecrets": "name"}
+
+
+def _replace(_: Item, patch: Item) -> Item:
+    return copy.deepcopy(patch)
+
+
+def _merge_keyed(
+    base: list[Item], extra: list[Item], key: str, merge: Callable[[Item, Item], Item] = _replace
+) -> list[Item]:
+    index = {item.get(key): i for i, item in enumerate(base)}
     out = [copy.deepcopy(item) for item in base]
     for item in extra:
-        if item.get("name") in by_name:
-            i = by_name[item["name"]]
+        if item.get(key) in index:
+            i = index[item[key]]
             out[i] = merge(out[i], item)
         else:
+            index[item.get(key)] = len(out)
             out.append(copy.deepcopy(item))
     return out
 
@@ -165,12 +184,10 @@ def _merge_named(base: list[Item], extra: list[Item], merge: Callable[[Item, Ite
 def _merge_container(base: Item, patch: Item) -> Item:
     out = dict(base)
     for key, value in patch.items():
-        if key in ("env", "volumeMounts", "ports", "envFrom", "volumeDevices"):
-            out[key] = (
-                _merge_named(out.get(key, []), value, lambda a, b: copy.deepcopy(b))
-                if key != "envFrom"
-                else list(out.get(key, [])) + copy.deepcopy(value)
-            )
+        if key in CONTAINER_LIST_KEYS:
+            out[key] = _merge_keyed(out.get(key, []), value, CONTAINER_LIST_KEYS[key])
+        elif key == "envFrom":  # no merge key: the patch's sources come after ours
+            out[key] = list(out.get(key, [])) + copy.deepcopy(value)
         elif key == "resources" and isinstance(value, dict):
             # Key by key, so a patch setting a CPU limit keeps the GPU limit we put there.
             out[key] = merge_resources(out.get(key), value)
@@ -186,8 +203,10 @@ def apply_pod_template(template: PodTemplate, user: Optional[dict[str, Any]]) ->
 
     Scheduling fields (nodeSelector, affinity, tolerations, priorityClassName,
     runtimeClassName, topologySpreadConstraints, imagePullSecrets, ...) are taken as
-    given; containers merge by name (a new name adds a container); volumes and init
-    containers are added; security contexts merge key by key; our labels win.
+    given; lists merge by their Kubernetes merge keys as a strategic merge patch would
+    (containers and init containers by name, merged field by field; volumes by name;
+    env by name, volumeMounts by mountPath, ports by containerPort, volumeDevices by
+    devicePath); security contexts merge key by key; our labels win.
     """
     if not user:
         return template
@@ -199,9 +218,9 @@ def apply_pod_template(template: PodTemplate, user: Optional[dict[str, Any]]) ->
     spec = out["spec"]
     for key, value in (user.get("spec") or {}).items():
         if key in ("containers", "initContainers"):
-            spec[key] = _merge_named(spec.get(key, []), value, _merge_container)
-        elif key == "volumes":
-            spec[key] = spec.get(key, []) + copy.deepcopy(value)
+            spec[key] = _merge_keyed(spec.get(key, []), value, "name", _merge_container)
+        elif key in POD_LIST_KEYS:
+            spec[key] = _merge_keyed(spec.get(key, []), value, POD_LIST_KEYS[key])
         elif key == "securityContext":
             spec[key] = {**spec.get(key, {}), **copy.deepcopy(value)}
         else:

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from .config import Probes, ProbeSettings
 from .dialects import GRPC_HEALTH_UNTIL, FlowerVersion
@@ -45,3 +45,20 @@ def grpc_health(version: FlowerVersion, port: int, probes: Probes) -> dict[str, 
 
 def http_health(port_name: str, tls: bool, probes: Probes) -> dict[str, Any]:
     return _both({"httpGet": {"path": "/health", "port": port_name, "scheme": "HTTPS" if tls else "HTTP"}}, probes)
+
+
+def inherit(*layers: Optional[Probes]) -> Probes:
+    """Probe settings resolved key by key: the model's defaults, then each layer's keys
+    that were set in config (later layers win). Setting only
+    `superlink.probes.livenessProbe.periodSeconds` keeps every other top-level setting."""
+    resolved = Probes()
+    for layer in layers:
+        if layer is None:
+            continue
+        update = {}
+        for probe in layer.model_fields_set:
+            given: ProbeSettings = getattr(layer, probe)
+            current: ProbeSettings = getattr(resolved, probe)
+            update[probe] = current.model_copy(update={k: getattr(given, k) for k in given.model_fields_set})
+        resolved = resolved.model_copy(update=update)
+    return resolved

@@ -69,7 +69,6 @@ def _probe_settings(c: dict, probe: str) -> Optional[tuple]:
 
 
 def test_probe_settings_are_configurable_globally_and_per_side():
-    default = (0, 10, 1, 3, 1)
     custom = {
         "livenessProbe": {"initialDelaySeconds": 5, "periodSeconds": 20, "timeoutSeconds": 2, "failureThreshold": 6},
         "readinessProbe": {"periodSeconds": 5, "successThreshold": 2},
@@ -78,8 +77,8 @@ def test_probe_settings_are_configurable_globally_and_per_side():
     for _, c in containers(objects):
         assert _probe_settings(c, "livenessProbe") == (5, 20, 2, 6, 1)
         assert _probe_settings(c, "readinessProbe") == (0, 5, 1, 3, 2)
-    # Per side: superlink.probes replaces the global settings for the SuperLink side
-    # (and its sidecar SuperExec); supernodes.probes for SuperNodes and their SuperExecs.
+    # Per side, key by key: superlink.probes over the global settings for the SuperLink
+    # side (and its sidecar SuperExec); supernodes.probes for SuperNodes and their SuperExecs.
     raw = base(GRPC_ERA, isolation="process", probes=custom)
     raw["superlink"]["probes"] = {"readinessProbe": {"enabled": False}}
     raw["supernodes"]["probes"] = {"livenessProbe": {"enabled": False}, "readinessProbe": {"timeoutSeconds": 4}}
@@ -87,13 +86,13 @@ def test_probe_settings_are_configurable_globally_and_per_side():
     sts = f"{NAME}-superlink"
     for name in ("superlink", "superexec-serverapp"):
         c = workload_container(objects, "StatefulSet", sts, name)
-        assert _probe_settings(c, "livenessProbe") == default
+        assert _probe_settings(c, "livenessProbe") == (5, 20, 2, 6, 1)  # the global settings, inherited
         assert "readinessProbe" not in c
     for pool in ("alpha", "beta"):
         for name in ("supernode", "superexec-clientapp"):
             c = workload_container(objects, "StatefulSet", f"{NAME}-supernode-{pool}", name)
             assert "livenessProbe" not in c
-            assert _probe_settings(c, "readinessProbe") == (0, 10, 4, 3, 1)
+            assert _probe_settings(c, "readinessProbe") == (0, 5, 4, 3, 2)  # global, with its own timeout
 
 
 def test_http_era_superlink_probe_is_plain_http_when_insecure():

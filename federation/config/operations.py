@@ -107,8 +107,8 @@ class Probes(Model):
     gRPC health server (`--health-server-address`), or `GET /health` on the HTTP-era
     SuperLink's API port (HTTPS when TLS is on). Flower 1.43 removes the gRPC health server:
     from then on only the SuperLink gets probes. `superlink.probes` and `supernodes.probes`
-    replace these settings as a whole for their side: keys left out there take the defaults
-    given here, not the top level's values."""
+    inherit key by key, as the Helm chart's do: a key set there wins, a key left out takes
+    the top level's value, and a key set nowhere the default given here."""
 
     liveness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it restarts the container.")
     readiness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it marks the pod not ready.")

@@ -106,7 +106,10 @@ class SuperLink(Model):
         default=NetworkPolicy(), description=("For the SuperLink and its ServerApp SuperExec, over `networkPolicy`.")
     )
     probes: Optional[Probes] = Field(
-        default=None, description=("Replaces `probes` for the SuperLink and its ServerApp SuperExec. Unset: `probes`.")
+        default=None,
+        description=(
+            "For the SuperLink and its ServerApp SuperExec, over `probes` key by key (a key left out takes `probes`' value)."
+        ),
     )
 
 

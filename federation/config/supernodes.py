@@ -127,5 +127,8 @@ class SuperNodes(Model):
     pools: list[Pool] = Field(default=[], description="1 to 16 pools.")
     network_policy: NetworkPolicy = Field(default=NetworkPolicy(), description="For every pool, over `networkPolicy`.")
     probes: Optional[Probes] = Field(
-        default=None, description=("Replaces `probes` for SuperNodes and ClientApp SuperExecs. Unset: `probes`.")
+        default=None,
+        description=(
+            "For SuperNodes and ClientApp SuperExecs, over `probes` key by key (a key left out takes `probes`' value)."
+        ),
     )

@@ -129,6 +129,13 @@ def _pod_template(at: At, template: Any, component: str) -> Iterator[Problem]:
                         at + ("spec", "containers", j, field),
                         f"the {c['name']} container's {field} is managed; use {hint} instead",
                     )
+            # A patch's volumeMounts merge by mountPath: one at a path of ours would replace our mount.
+            for k, m in enumerate(as_list(c.get("volumeMounts"))):
+                if isinstance(m, dict) and m.get("mountPath") in RESERVED_MOUNT_PATHS:
+                    yield problem(
+                        at + ("spec", "containers", j, "volumeMounts", k, "mountPath"),
+                        f"{m['mountPath']} is mounted by flower-federation",
+                    )
     for j, v in enumerate(as_list(spec.get("volumes"))):
         if isinstance(v, dict) and v.get("name") in RESERVED_VOLUMES:
             yield problem(
