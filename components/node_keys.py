@@ -35,7 +35,7 @@ class NodeKeysComponent(pulumi.ComponentResource):
         private: dict[str, pulumi.Output[str]] = {}
         public: dict[str, pulumi.Output[str]] = {}
         self.keys: list[tls.PrivateKey] = []
-        for slot in nodeauth.slots(plan, pool, plan.node_auth_keys):
+        for slot in nodeauth.slots(plan, pool):
             comment = nodeauth.key_comment(plan, pool.name, slot)
             if plan.node_auth_keys is None:
                 key = tls.PrivateKey(

@@ -22,7 +22,7 @@ from typing import Any, Optional
 import yaml
 
 from . import network, pods
-from .kube import Manifest, ObjectMeta
+from .kube import Manifest
 from .layout import EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_FILE, WRITABLE_PATHS
 from .naming import TASK_EXECUTOR
 from .plan import FederationPlan
@@ -60,22 +60,18 @@ VIEWER_RULES = [
 ]
 
 
-def _meta(plan: FederationPlan, name: str, component: str, pool: Optional[str] = None) -> ObjectMeta:
-    return plan.meta(name, component, pool)
-
-
 def service_account(
     plan: FederationPlan, name: str, component: str, pool: Optional[str] = None, api_token: bool = False
 ) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": _meta(plan, name, component, pool),
+        "metadata": plan.meta(name, component, pool),
         "automountServiceAccountToken": api_token,
     }
 
 
-def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[str]) -> dict[str, Any]:
+def executor_config(plan: FederationPlan, role: str, superexec_image: str) -> dict[str, Any]:
     """Flower's Kubernetes executor config (its YAML keys): task pods run restricted,
     under a token-less ServiceAccount, labelled so NetworkPolicies select them."""
     user = dict(plan.spec.executor.config)
@@ -100,14 +96,12 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: Optional[s
     return config
 
 
-def executor_config_map(
-    plan: FederationPlan, superexec_workload: str, role: str, superexec_image: Optional[str]
-) -> Manifest:
+def executor_config_map(plan: FederationPlan, superexec_workload: str, role: str, superexec_image: str) -> Manifest:
     text = yaml.safe_dump(executor_config(plan, role, superexec_image), sort_keys=True)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _meta(plan, plan.names.executor_config(superexec_workload), TASK_EXECUTOR),
+        "metadata": plan.meta(plan.names.executor_config(superexec_workload), TASK_EXECUTOR),
         "data": {EXECUTOR_CONFIG_FILE: text},
     }
 
@@ -116,7 +110,7 @@ def executor_role_binding(plan: FederationPlan, superexec_workload: str) -> Mani
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": _meta(plan, superexec_workload, TASK_EXECUTOR),
+        "metadata": plan.meta(superexec_workload, TASK_EXECUTOR),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": plan.names.executor_role},
         "subjects": [{"kind": "ServiceAccount", "name": superexec_workload, "namespace": plan.namespace}],
     }
@@ -133,7 +127,7 @@ def federation_objects(plan: FederationPlan) -> list[Manifest]:
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "Role",
-                "metadata": _meta(plan, names.executor_role, TASK_EXECUTOR),
+                "metadata": plan.meta(names.executor_role, TASK_EXECUTOR),
                 "rules": EXECUTOR_RULES,
             }
         )
@@ -143,7 +137,7 @@ def federation_objects(plan: FederationPlan) -> list[Manifest]:
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "Role",
-                "metadata": _meta(plan, names.viewer_role, "viewer"),
+                "metadata": plan.meta(names.viewer_role, "viewer"),
                 "rules": VIEWER_RULES,
             }
         )
@@ -151,7 +145,7 @@ def federation_objects(plan: FederationPlan) -> list[Manifest]:
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "RoleBinding",
-                "metadata": _meta(plan, names.viewer_role, "viewer"),
+                "metadata": plan.meta(names.viewer_role, "viewer"),
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.viewer_role},
                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in groups],
             }

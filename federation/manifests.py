@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
 from . import access, network, nodeauth, pss, superlink, supernodes, trust
-from .kube import Manifest, ObjectKey, PodTemplate, pod_template
+from .kube import WORKLOAD_KINDS, Manifest, ObjectKey, PodTemplate, pod_template
 from .naming import SERVERAPP_ROLE
 from .plan import FederationPlan
 
@@ -182,7 +182,7 @@ def _selector_of(m: Manifest) -> Optional[dict[str, str]]:
         return dict(spec.get("selector", {}))
     if m["kind"] == "NetworkPolicy":
         return dict(spec["podSelector"].get("matchLabels", {}))
-    if m["kind"] in ("PodDisruptionBudget", "StatefulSet", "DaemonSet", "Deployment"):
+    if m["kind"] == "PodDisruptionBudget" or m["kind"] in WORKLOAD_KINDS:
         return dict(spec["selector"].get("matchLabels", {}))
     return None
 

@@ -196,7 +196,7 @@ def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Li
     )
     links.append(Link(all_supernodes, superlink, _tcp(plan.ports.fleet), "SuperNodes dial the Fleet API"))
     for pool in spec.supernodes.pools:
-        components_of_pool, pool_links = _pool(plan, pool, superlink, comp, kubernetes_executor, installs)
+        components_of_pool, pool_links = _pool(plan, pool, superlink, comp)
         components += components_of_pool
         links += pool_links
 
@@ -209,8 +209,6 @@ def _pool(
     pool: Pool,
     superlink: Component,
     comp: Callable[..., Component],
-    kubernetes_executor: bool,
-    installs: bool,
 ) -> tuple[list[Component], list[Link]]:
     spec = plan.spec
     names = plan.names
@@ -232,12 +230,12 @@ def _pool(
             links.append(Link(ANYWHERE, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExecs outside the cluster"))
         for source in _sources(supernode.settings):
             links.append(Link(source, supernode, _tcp(SUPERNODE_APPIO_PORT), "configured sources"))
-        if kubernetes_executor:
+        if plan.kubernetes_executor:
             tasks = comp(names.task_policy(pool.name), task_labels(plan, pool.name), *layers, pool=pool.name)
             components.append(tasks)
             links.append(Link(tasks, supernode, _tcp(SUPERNODE_APPIO_PORT), "ClientApp pods dial the SuperNode"))
             links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
-    if installs:
+    if spec.allow_runtime_dependency_installation:
         links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in components]
     return components, links
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from typing import Any, Optional
+from typing import Any
 
 from .config import Pool
 from .kube import Manifest
@@ -32,12 +32,12 @@ def keys_checksum(public_keys: dict[str, str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def slots(plan: FederationPlan, pool: Pool, supplied: Optional[dict[str, Any]] = None) -> list[str]:
+def slots(plan: FederationPlan, pool: Pool) -> list[str]:
     """One slot per SuperNode: its ordinal, or (DaemonSet) the node names keys were
     supplied for."""
     if plan.stateful:
         return [str(i) for i in range(pool.replicas or 0)]
-    return sorted((supplied or {}).get(pool.name, {}))
+    return sorted((plan.node_auth_keys or {}).get(pool.name, {}))
 
 
 def key_file(slot: str) -> str:

@@ -137,6 +137,19 @@ class FederationPlan:
     def supernode_image(self, pool: Pool) -> str:
         return pool.images.supernode or self.spec.supernodes.image or self.default_image("supernode")
 
+    @property
+    def serverapp_superexec_image(self) -> str:
+        """Process isolation only (the operator's rule makes it required there)."""
+        image = self.spec.superlink.superexec_image
+        assert image, "rules require superlink.superexecImage with isolationMode process"
+        return image
+
+    def clientapp_superexec_image(self, pool: Pool) -> str:
+        """Process isolation only (the operator's rule makes it required there)."""
+        image = pool.images.superexec_client_app
+        assert image, "rules require images.superexecClientApp with isolationMode process"
+        return image
+
     def labels(self, component: str, pool: Optional[str] = None) -> dict[str, str]:
         """Every label of one of our objects (selector labels plus identity and the
         user's extra labels)."""

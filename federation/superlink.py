@@ -58,7 +58,7 @@ def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Contai
         plan,
         SUPEREXEC_SERVERAPP,
         plugin="serverapp",
-        image=sl.superexec_image,
+        image=plan.serverapp_superexec_image,
         appio_address=appio_address(plan),
         ca_file=_serverapp_ca(plan),
         # A sidecar shares the pod's network namespace with the SuperLink.
@@ -218,7 +218,7 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
                 },
             }
         )
-    wiring = executor_wiring(plan, names.superexec_serverapp, "serverapp", plan.spec.superlink.superexec_image)
+    wiring = executor_wiring(plan, names.superexec_serverapp, "serverapp", plan.serverapp_superexec_image)
     volumes = (ca_volumes(plan) if _serverapp_ca(plan) else []) + wiring.volumes
     pod = template(
         plan,

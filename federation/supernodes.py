@@ -70,7 +70,7 @@ def _clientapp_superexec(
         plan,
         SUPEREXEC_CLIENTAPP,
         plugin="clientapp",
-        image=pool.images.superexec_client_app,
+        image=plan.clientapp_superexec_image(pool),
         # The SuperNode's AppIo/Runtime API is plaintext in both eras.
         appio_address=appio_address,
         ca_file=None,
@@ -127,7 +127,7 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
         _apply_gpu(pool, containers[-1] if plan.process_isolation else supernode, pod)
     pod = pods.apply_pod_template(pod, pool.pod_template)
     if not plan.stateful and plan.node_auth:
-        _only_nodes_with_keys(pod, nodeauth.slots(plan, pool, plan.node_auth_keys))
+        _only_nodes_with_keys(pod, nodeauth.slots(plan, pool))
     return pod
 
 
@@ -229,7 +229,7 @@ def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload:
     name = plan.names.pool_superexec(pool.name)
     host = f"{supernode_workload}-$({POD_INDEX_ENV}).{plan.service_host(supernode_workload)}"
     env = [pods.pod_index_env(), {"name": SUPERNODE_HOST_ENV, "value": host}]
-    wiring = executor_wiring(plan, name, pool.name, pool.images.superexec_client_app)
+    wiring = executor_wiring(plan, name, pool.name, plan.clientapp_superexec_image(pool))
     c = _clientapp_superexec(plan, pool, f"$({SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env, wiring)
     pod = template(
         plan,

@@ -103,7 +103,7 @@ class ExecutorWiring:
     objects: list[Manifest] = field(default_factory=list)
 
 
-def executor_wiring(plan: FederationPlan, workload: str, role: str, superexec_image: Optional[str]) -> ExecutorWiring:
+def executor_wiring(plan: FederationPlan, workload: str, role: str, superexec_image: str) -> ExecutorWiring:
     if not plan.kubernetes_executor:
         return ExecutorWiring(False)
     return ExecutorWiring(
@@ -128,7 +128,7 @@ def superexec_container(
     container_name: str,
     *,
     plugin: str,
-    image: Optional[str],
+    image: str,
     appio_address: str,
     ca_file: Optional[str],
     health_port: int,
@@ -153,7 +153,7 @@ def superexec_container(
     return managed_container(
         plan,
         container_name,
-        image or "",
+        image,
         args,
         env=env,
         resources=resources,

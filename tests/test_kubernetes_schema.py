@@ -37,7 +37,7 @@ def test_shell_made_secrets_pass_the_schema_and_match_the_names_pods_mount(sid, 
     assert copied["data"] == {"ca.crt": "Q0E="} and "stringData" not in copied
     if plan.spec.node_auth.enabled:
         for pool in plan.spec.supernodes.pools:
-            slots = node_key_slots(plan, pool, plan.node_auth_keys)
+            slots = node_key_slots(plan, pool)
             secret = node_key_secret_of(plan, pool, {s: f"key-{s}" for s in slots})
             k8s_validate(secret)
             assert secret["metadata"]["name"] == f"{NAME}-supernode-{pool.name}-node-keys"

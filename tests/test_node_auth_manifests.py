@@ -53,7 +53,7 @@ def test_each_supernode_uses_its_own_key(sid):
             if c is not node:
                 assert "node-auth" not in mounts_by_name(c)
         # Every pod resolves its path to a key file of the pool's Secret, each a different one.
-        slots = node_key_slots(plan, pool, plan.node_auth_keys)
+        slots = node_key_slots(plan, pool)
         keys = plan.node_auth_keys[pool.name] if plan.node_auth_keys else {s: f"key-{s}" for s in slots}
         files = set(node_key_secret_of(plan, pool, keys)["stringData"])
         if stateful:

@@ -83,9 +83,9 @@ def certificate_of(plan: FederationPlan) -> Manifest:
     return trust.certificate(plan)
 
 
-def node_key_slots(plan: FederationPlan, pool: Pool, supplied: NodeKeys = None) -> list[str]:
+def node_key_slots(plan: FederationPlan, pool: Pool) -> list[str]:
     """The slots (ordinals, or node names for a DaemonSet) a pool needs a node key for."""
-    return nodeauth.slots(plan, pool, supplied)
+    return nodeauth.slots(plan, pool)
 
 
 def node_key_secret_of(plan: FederationPlan, pool: Pool, private_keys: dict[str, Any]) -> Manifest:
