@@ -1,8 +1,12 @@
-"""FederationComponent: the namespace, TLS trust, shared RBAC, the SuperLink and one
-component per pool, each registering the objects the core rendered for it.
+"""FederationComponent: everything the stack deploys, cluster by cluster, each object
+registered by the component that owns it in the core's render.
 
-Pods are created only after the Secrets they mount exist (TLS trust first), and carry
-a checksum of the certificates and keys they mount, so new ones roll them (rollout.py).
+The first cluster (the SuperLink's, or a site's first) gets the namespace, TLS trust,
+shared RBAC, the SuperLink and node registration; every other cluster a ClusterComponent
+(namespace, CA Secret, RBAC) with its own Kubernetes provider. Pools follow the cluster
+they run in. Pods are created only after the Secrets they mount exist (TLS trust first),
+and carry a checksum of the certificates and keys they mount, so new ones roll them
+(rollout.py).
 """
 
 from __future__ import annotations
@@ -12,10 +16,20 @@ from typing import Optional
 
 import pulumi
 
-from federation.manifests import FEDERATION, SUPERLINK, TLS, ClusterManifests, node_keys_owner, pool_owner
+from federation.manifests import (
+    FEDERATION,
+    REGISTRATION,
+    SUPERLINK,
+    TLS,
+    Manifests,
+    node_keys_owner,
+    pool_owner,
+)
 from federation.plan import FederationPlan
 
+from .cluster import ClusterComponent
 from .kubernetes import register
+from .registration import RegistrationComponent
 from .rollout import Rollout
 from .superlink import SuperLinkComponent
 from .supernode_pool import SuperNodePoolComponent
@@ -24,21 +38,36 @@ from .tls import TlsTrustComponent
 
 class FederationComponent(pulumi.ComponentResource):
     def __init__(
-        self, name: str, plan: FederationPlan, cluster: ClusterManifests, opts: Optional[pulumi.ResourceOptions] = None
+        self,
+        name: str,
+        plan: FederationPlan,
+        rendered: Manifests,
+        providers: Optional[dict[str, pulumi.ProviderResource]] = None,
+        opts: Optional[pulumi.ResourceOptions] = None,
     ):
+        """`providers` maps a named cluster to its Kubernetes provider; the unnamed one
+        ("") is the stack's ambient provider."""
         super().__init__("flower-federation:index:Federation", name, None, opts)
-        shared = cluster.owned_by(FEDERATION)
+        providers = providers or {}
+        home, *others = rendered.clusters
+
+        def in_cluster(cluster: str, depends: list[pulumi.Resource]) -> pulumi.ResourceOptions:
+            provider = providers.get(cluster)
+            return pulumi.ResourceOptions(
+                parent=self, depends_on=list(depends), providers=[provider] if provider else None
+            )
+
+        shared = home.owned_by(FEDERATION)
         namespaces = [m for m in shared if m["kind"] == "Namespace"]
         depends: list[pulumi.Resource] = []
         self.namespace = None
         if namespaces:
-            self.namespace = register(namespaces[0], pulumi.ResourceOptions(parent=self))
+            self.namespace = register(namespaces[0], in_cluster(home.name, []))
             depends.append(self.namespace)
-        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=list(depends))
         self.tls: Optional[TlsTrustComponent] = None
         rollout = Rollout()
         if plan.trust is not None:
-            self.tls = TlsTrustComponent(f"{name}-tls", plan, cluster.owned_by(TLS), in_namespace)
+            self.tls = TlsTrustComponent(f"{name}-tls", plan, home.owned_by(TLS), in_cluster(home.name, depends))
             depends.append(self.tls)
             rollout = dataclasses.replace(
                 rollout,
@@ -46,23 +75,54 @@ class FederationComponent(pulumi.ComponentResource):
                 superlink_checksum=self.tls.superlink_checksum,
                 client_checksum=self.tls.client_checksum,
             )
-        self.access = [register(m, in_namespace) for m in shared if m["kind"] != "Namespace"]
-        after_trust = pulumi.ResourceOptions(parent=self, depends_on=[*depends, *self.access])
-        self.superlink = SuperLinkComponent(
-            f"{name}-superlink", plan, cluster.owned_by(SUPERLINK), rollout, after_trust
-        )
-        self.pools = {}
-        for p in plan.spec.supernodes.pools:
-            key_secrets = cluster.owned_by(node_keys_owner(p.name))
-            self.pools[p.name] = SuperNodePoolComponent(
-                f"{name}-pool-{p.name}",
-                plan,
-                p,
-                cluster.owned_by(pool_owner(p.name)),
-                key_secrets[0] if key_secrets else None,
-                rollout,
-                after_trust,
+        self.access = [register(m, in_cluster(home.name, depends)) for m in shared if m["kind"] != "Namespace"]
+        ready = {home.name: [*depends, *self.access]}
+        self.clusters = {}
+        for cluster in others:
+            component = ClusterComponent(
+                f"{name}-cluster-{cluster.name}",
+                cluster,
+                self.tls.ca_pem if self.tls else None,
+                in_cluster(cluster.name, [self.tls] if self.tls else []),
             )
-        self.register_outputs(
-            {"fleetAddress": self.superlink.fleet_address, "controlAddress": self.superlink.control_address}
-        )
+            self.clusters[cluster.name] = component
+            ready[cluster.name] = [component]
+
+        self.superlink: Optional[SuperLinkComponent] = None
+        if plan.runs_superlink:
+            self.superlink = SuperLinkComponent(
+                f"{name}-superlink", plan, home.owned_by(SUPERLINK), rollout, in_cluster(home.name, ready[home.name])
+            )
+        self.pools = {}
+        for cluster in rendered.clusters:
+            for p in plan.pools_in(cluster.name):
+                key_secrets = cluster.owned_by(node_keys_owner(p.name))
+                self.pools[p.name] = SuperNodePoolComponent(
+                    f"{name}-pool-{p.name}",
+                    plan,
+                    p,
+                    cluster.owned_by(pool_owner(p.name)),
+                    key_secrets[0] if key_secrets else None,
+                    rollout,
+                    in_cluster(cluster.name, ready[cluster.name]),
+                )
+        self.registration: Optional[RegistrationComponent] = None
+        registration = home.owned_by(REGISTRATION)
+        if registration and self.superlink is not None:
+            self.registration = RegistrationComponent(
+                f"{name}-node-registration",
+                plan,
+                registration,
+                self.public_keys(),
+                rollout,
+                in_cluster(home.name, [*ready[home.name], self.superlink]),
+            )
+        outputs = {}
+        if self.superlink is not None:
+            outputs = {"fleetAddress": self.superlink.fleet_address, "controlAddress": self.superlink.control_address}
+        self.register_outputs(outputs)
+
+    def public_keys(self) -> pulumi.Output[dict[str, dict[str, str]]]:
+        """Every pool's node public keys, {pool: {slot: key}} (pools without keys left out)."""
+        keys = {name: pool.public_keys for name, pool in self.pools.items() if pool.public_keys is not None}
+        return pulumi.Output.all(**keys) if keys else pulumi.Output.from_input({})

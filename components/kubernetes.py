@@ -30,6 +30,8 @@ _RESOURCE_BY_KIND: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] =
     ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
     ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
+    ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
+    ("batch/v1", "Job"): k8s.batch.v1.Job,
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
     ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
@@ -44,18 +46,21 @@ def register(
     *,
     fields: Optional[Mapping[str, Any]] = None,
     pod_annotations: Optional[Mapping[str, pulumi.Input[str]]] = None,
+    prefix: str = "",
 ) -> pulumi.CustomResource:
     """One Kubernetes object. Its logical name is its Kubernetes name: unique per kind
     within a federation's namespace, and stable while config changes elsewhere.
 
     `fields` are top-level fields to add (e.g. a Secret's `stringData`), and
-    `pod_annotations` annotations for a workload's pod template; both may hold Outputs."""
+    `pod_annotations` annotations for a workload's pod template; both may hold Outputs.
+    `prefix` goes before the logical name of an object whose Kubernetes name recurs in
+    another cluster of the stack (its namespace, CA Secret)."""
     body: dict[str, Any] = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
     body.update(fields or {})
     if pod_annotations:
         body["spec"] = _with_pod_annotations(body["spec"], pod_annotations)
     key = (manifest["apiVersion"], manifest["kind"])
-    name = manifest["metadata"]["name"]
+    name = prefix + manifest["metadata"]["name"]
     if key in _CUSTOM_KINDS:
         extra = {k: v for k, v in body.items() if k not in ("metadata", "spec")}
         return k8s.apiextensions.CustomResource(

@@ -7,13 +7,16 @@ import json
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 from pulumi.runtime import config as runtime_config
 
 from federation import manifests, nodeauth, sshkeys
-from federation.errors import ConfigError, Problem
-from federation.outputs import connection_name, stack_outputs
+from federation.errors import ConfigError, Problem, problem
+from federation.outputs import connection_name, stack_outputs, warnings
 from federation.plan import FederationPlan, load_plan
+from federation.sites import referenced_stacks
 
+from . import stack_refs
 from .federation import FederationComponent
 
 PROJECT = "flower-federation"
@@ -39,15 +42,38 @@ def _node_auth_keys() -> tuple[Any, list[Problem]]:
         return text, problems + [Problem(NODE_KEYS_KEY, "must be a mapping {pool: {slot: private key}}")]
 
 
+def _kubeconfig_problems(raw: Any) -> list[Problem]:
+    """A kubeconfig is a credential: it must come from secret config."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("clusters"), dict):
+        return []
+    if runtime_config.is_config_secret(f"{PROJECT}:{CONFIG_KEY}"):
+        return []
+    return [
+        problem(
+            ("clusters", name, "kubeconfig"),
+            "holds credentials: set it with `pulumi config set --secret --path "
+            f"'federation.clusters.{name}.kubeconfig' \"$(cat kubeconfig)\"`",
+        )
+        for name, cluster in raw["clusters"].items()
+        if isinstance(cluster, dict) and cluster.get("kubeconfig")
+    ]
+
+
 def load() -> FederationPlan:
     """Validated plan from stack config; a config error stops the program with the full
-    list of problems and no traceback, before any resource is registered."""
+    list of problems and no traceback, before any resource is registered. Stacks named
+    by `fromStack` are read only once the config is otherwise valid."""
     raw = pulumi.Config(PROJECT).get_object(CONFIG_KEY)
     keys, key_problems = _node_auth_keys()
     try:
+        key_problems += _kubeconfig_problems(raw)
         if key_problems:
             raise ConfigError(key_problems)
-        return load_plan(raw, pulumi.get_stack(), keys)
+        plan = load_plan(raw, pulumi.get_stack(), keys)
+        stacks = referenced_stacks(raw)
+        if stacks:
+            plan = load_plan(raw, pulumi.get_stack(), keys, stack_refs.read(stacks))
+        return plan
     except ConfigError as err:
         raise pulumi.RunError(str(err)) from None
 
@@ -60,22 +86,43 @@ def render(plan: FederationPlan) -> manifests.Manifests:
         raise pulumi.RunError(str(err)) from None
 
 
+def providers(plan: FederationPlan) -> dict[str, pulumi.ProviderResource]:
+    """One explicit Kubernetes provider per named cluster the stack deploys into; the
+    kubeconfig is a secret input (pulumi-kubernetes keeps it secret in state)."""
+    out: dict[str, pulumi.ProviderResource] = {}
+    for name in plan.clusters:
+        if not name:
+            continue
+        cluster = plan.spec.clusters[name]
+        kubeconfig = pulumi.Output.secret(cluster.kubeconfig) if cluster.kubeconfig else None
+        out[name] = k8s.Provider(f"cluster-{name}", kubeconfig=kubeconfig, context=cluster.context)
+    return out
+
+
 def run() -> FederationComponent:
     plan = load()
     rendered = render(plan)
-    federation = FederationComponent(plan.name, plan, rendered.clusters[0])
+    for warning in warnings(plan):
+        pulumi.log.warn(warning)
+    federation = FederationComponent(plan.name, plan, rendered, providers(plan))
     for key, value in stack_outputs(plan).items():
         pulumi.export(key, value)
-    if federation.tls is not None and federation.tls.ca_certificate is not None:
-        # Public: what a `flwr` user outside the cluster trusts (root-certificates).
-        pulumi.export("caCertificate", federation.tls.ca_certificate)
-    if plan.spec.node_auth.enabled:
-        public = pulumi.Output.all(**{name: pool.public_keys for name, pool in federation.pools.items()})
-        pulumi.export(
-            "nodeAuth",
-            {
-                "publicKeys": public,
-                "registerScript": public.apply(lambda keys: nodeauth.register_script(connection_name(plan), keys)),
-            },
-        )
+    if federation.tls is not None and federation.tls.ca_pem is not None and plan.runs_superlink:
+        # Public: what sites and `flwr` users outside the cluster trust (root-certificates).
+        pulumi.export("caCertificate", federation.tls.ca_pem)
+    if plan.node_auth:
+        public = federation.public_keys()
+        node_auth: dict[str, Any] = {"publicKeys": public}
+        if plan.runs_superlink:
+            node_auth["registerScript"] = public.apply(
+                lambda keys: nodeauth.register_script(connection_name(plan), {**keys, **_site_key_slots(plan)})
+            )
+        if federation.registration is not None:
+            node_auth["registrationJob"] = federation.registration.job_name
+        pulumi.export("nodeAuth", node_auth)
     return federation
+
+
+def _site_key_slots(plan: FederationPlan) -> dict[str, dict[str, str]]:
+    """Admitted sites' keys in the register script's shape, under `site:<name>`."""
+    return {f"site:{name}": {str(i): key for i, key in enumerate(keys)} for name, keys in plan.site_keys}

@@ -35,6 +35,9 @@ class TlsTrustComponent(pulumi.ComponentResource):
     superlink_checksum: pulumi.Output[str]
     client_checksum: pulumi.Output[str]
     ca_certificate: Optional[pulumi.Output[str]]
+    # The CA certificate clients trust, for the CA Secrets of other clusters (None: the
+    # user's own CA Secret, which they provide in each cluster).
+    ca_pem: Optional[pulumi.Output[str]]
 
     def __init__(
         self, name: str, plan: FederationPlan, objects: list[Manifest], opts: Optional[pulumi.ResourceOptions] = None
@@ -49,12 +52,23 @@ class TlsTrustComponent(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.resources: list[pulumi.Resource] = []
         self.ca_certificate: Optional[pulumi.Output[str]] = None
+        self.ca_pem = None
         source = plan.trust.source
-        if source == "generate":
+        if source == "remote" and plan.trust.trust_source == "pem":
+            # A site trusting the hub's CA as given (config or the hub stack's output):
+            # the core rendered the Secret with it, public data.
+            assert plan.remote is not None and plan.remote.ca_pem is not None
+            self.resources.append(register(self._object("Secret", plan.trust.ca_secret), child))
+            self.client_checksum = pulumi.Output.from_input(trust.checksum([plan.remote.ca_pem]))
+            self.superlink_checksum = self.client_checksum
+            self.ca_pem = pulumi.Output.from_input(plan.remote.ca_pem)
+        elif source == "generate":
             server_cert, ca_pem = self._generate(name, child)
             self.superlink_checksum = pulumi.Output.all(server_cert, ca_pem).apply(trust.checksum)
             self.client_checksum = ca_pem.apply(lambda ca: trust.checksum([ca]))
-            self.ca_certificate = ca_pem
+            # A CA certificate is public: exported and copied to other clusters as is.
+            self.ca_certificate = pulumi.Output.unsecret(ca_pem)
+            self.ca_pem = self.ca_certificate
         else:
             after: list[pulumi.CustomResource] = []
             if source == "certManager":
@@ -80,6 +94,7 @@ class TlsTrustComponent(pulumi.ComponentResource):
                     )
                 )
                 self.client_checksum = pulumi.Output.unsecret(ca_b64.apply(lambda b: trust.checksum([_b64decode(b)])))
+                self.ca_pem = pulumi.Output.unsecret(ca_b64.apply(_b64decode))
             else:
                 ca_data = self._read(name, plan.trust.ca_secret, "ca", [])
                 # The SuperLink mounts the user's CA Secret too: both feed its checksum.

@@ -2,6 +2,8 @@
 offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's mocks.
 
     python -m federation render [--stack NAME | --config-file FILE] [--show-secrets]
+                                [--cluster NAME] [--outputs FILE.json]
+                                [--stack-outputs ORG/PROJECT/STACK=FILE.json ...]
     python -m federation validate [--stack NAME | --config-file FILE]
     python -m federation schema [--write]
     python -m federation docs [--write]
@@ -10,6 +12,7 @@ offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's m
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -95,6 +98,36 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stack_outputs(pairs: list[str], config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{stack: outputs} from `--stack-outputs STACK=FILE.json` flags, each file as
+    `pulumi stack output --json --show-secrets --stack STACK` writes it; every stack the
+    config reads with `fromStack` must have one."""
+    from .sites import referenced_stacks
+
+    found: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        stack, sep, file = pair.partition("=")
+        if not sep or not stack or not file:
+            raise UsageError(f"--stack-outputs {pair!r}: expected ORG/PROJECT/STACK=FILE.json")
+        try:
+            outputs = json.loads(Path(file).read_text())
+        except FileNotFoundError:
+            raise UsageError(f"--stack-outputs {stack}: no such file: {file}") from None
+        except ValueError as err:
+            raise UsageError(f"--stack-outputs {stack}: {file} is not JSON: {err}") from None
+        if not isinstance(outputs, dict):
+            raise UsageError(f"--stack-outputs {stack}: {file} must hold a JSON object of outputs")
+        found[stack] = outputs
+    for stack in referenced_stacks(_federation_value(config)):
+        if stack not in found:
+            raise UsageError(
+                f"the config reads the outputs of stack '{stack}' (fromStack): pass --stack-outputs "
+                f"{stack}=FILE.json, FILE.json written by `pulumi stack output --json --show-secrets --stack {stack}` "
+                "(or by `render --outputs` of that stack's config)"
+            )
+    return found
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     import pulumi
 
@@ -103,12 +136,25 @@ def cmd_render(args: argparse.Namespace) -> int:
     from .documents import dump_all
 
     config, stack = _read_stack_file(args)
+    stack_outputs = _stack_outputs(args.stack_outputs or [], config)
     try:
-        result = run_program(config, stack)
+        result = run_program(config, stack, stack_outputs=stack_outputs)
     except pulumi.RunError as err:
         print(err, file=sys.stderr)
         return 1
-    sys.stdout.write(dump_all(result.manifests(show_secrets=args.show_secrets)))
+    if args.outputs:
+        text = json.dumps(result.stack_outputs_json(args.show_secrets), indent=2, sort_keys=True) + "\n"
+        Path(args.outputs).write_text(text)
+    clusters = result.clusters
+    if args.cluster is not None:
+        if args.cluster not in clusters:
+            raise UsageError(f"no objects go to cluster '{args.cluster}' (this stack's: {', '.join(clusters)})")
+        sys.stdout.write(dump_all(result.manifests(args.show_secrets, cluster=args.cluster)))
+    elif clusters in ([], ["default"]):
+        sys.stdout.write(dump_all(result.manifests(show_secrets=args.show_secrets)))
+    else:
+        groups = [f"# cluster: {c}\n" + dump_all(result.manifests(args.show_secrets, cluster=c)) for c in clusters]
+        sys.stdout.write("---\n".join(groups))
     return 0
 
 
@@ -154,6 +200,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         src.add_argument("--config-file", help="any file shaped like a Pulumi stack settings file")
         if name == "render":
             p.add_argument("--show-secrets", action="store_true", help="print secret values instead of a placeholder")
+            p.add_argument(
+                "--cluster",
+                help="only the objects of this cluster (a key of `clusters`, or `default`: the ambient one)",
+            )
+            p.add_argument(
+                "--outputs", metavar="FILE.json", help="also write the stack's outputs, as `pulumi stack output --json`"
+            )
+            p.add_argument(
+                "--stack-outputs",
+                action="append",
+                metavar="ORG/PROJECT/STACK=FILE.json",
+                help="outputs of a stack the config reads with fromStack (repeatable)",
+            )
         p.set_defaults(fn=fn)
     for name, fn, help_text, target in (
         ("schema", cmd_schema, "print the JSON schema of the federation config", "federation/config.schema.json"),

@@ -132,6 +132,11 @@ def needs_state_init(version: FlowerVersion) -> bool:
 # Node authentication: SuperLink --enable-supernode-auth, SuperNode
 # --auth-supernode-private-key, keys registered with `flwr supernode register`.
 NODE_AUTH_SINCE = FlowerVersion(1, 23, 0)
+# Declarative registration (a Job reconciling the SuperLink's registered keys) uses
+# Flower's CLI modules as `flwr supernode register/unregister/list` do; their connection
+# API (config.toml, read_superlink_connection) exists from 1.26. Older versions get the
+# register script only.
+REGISTRATION_JOB_SINCE = FlowerVersion(1, 26, 0)
 # SuperExec --executor kubernetes --executor-config.
 KUBERNETES_EXECUTOR_SINCE = FlowerVersion(1, 32, 0)
 

@@ -29,9 +29,11 @@ KIND_ORDER = (
     "Service",
     "Certificate",
     "Issuer",
+    "Ingress",
     "DaemonSet",
     "Deployment",
     "StatefulSet",
+    "Job",
 )
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
 
@@ -68,7 +70,16 @@ class _TopLevel(dict[str, Any]):
     _keep_order = True
 
 
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    # Files in ConfigMaps (scripts, configs) as literal blocks, readable in a review; a
+    # string YAML cannot keep literally (trailing spaces, tabs) falls back to quoting.
+    if "\n" in data and not any(line != line.rstrip() or "\t" in line for line in data.splitlines()):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_str(data)
+
+
 _Dumper.add_representer(dict, _represent_dict)
+_Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(_TopLevel, _represent_dict)
 
 

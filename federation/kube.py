@@ -74,7 +74,7 @@ class ObjectKey(NamedTuple):
         return f"{self.kind} {where}{self.name}"
 
 
-WORKLOAD_KINDS = ("StatefulSet", "DaemonSet", "Deployment")
+WORKLOAD_KINDS = ("StatefulSet", "DaemonSet", "Deployment", "Job")
 
 
 def pod_template(m: Manifest) -> PodTemplate | None:

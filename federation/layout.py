@@ -4,13 +4,13 @@ can never shadow one of ours. No logic here."""
 
 from __future__ import annotations
 
-from .naming import INIT_STATE, SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
+from .naming import INIT_STATE, NODE_REGISTRATION, SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV
 
 FLOWER_UID = 49999
 
 # Containers are named after the component they run (and the init container after its job).
-MANAGED_CONTAINERS = (SUPERLINK, SUPERNODE, SUPEREXEC_SERVERAPP, SUPEREXEC_CLIENTAPP, INIT_STATE)
+MANAGED_CONTAINERS = (SUPERLINK, SUPERNODE, SUPEREXEC_SERVERAPP, SUPEREXEC_CLIENTAPP, INIT_STATE, NODE_REGISTRATION)
 
 # Where Flower writes (../shared/flower-cli.md): FLWR_HOME, caches and temp dirs.
 # One emptyDir per container, mounted with a subPath per directory, so containers of
@@ -35,6 +35,8 @@ NODE_KEY_DIR = "/etc/flower/node-auth"
 EXECUTOR_CONFIG_VOLUME = "executor-config"
 EXECUTOR_CONFIG_DIR = "/etc/flower/executor"
 EXECUTOR_CONFIG_FILE = "executor.yaml"
+REGISTRATION_VOLUME = "node-registration"
+REGISTRATION_DIR = "/etc/flower/node-registration"
 # Supernode-side GPU devices for AMD mountAll.
 AMD_DEVICES = {"dev-kfd": "/dev/kfd", "dev-dri": "/dev/dri"}
 
@@ -54,6 +56,7 @@ RESERVED_VOLUMES = frozenset(
         CA_VOLUME,
         NODE_KEY_VOLUME,
         EXECUTOR_CONFIG_VOLUME,
+        REGISTRATION_VOLUME,
         *AMD_DEVICES,
         *(scratch_volume(c) for c in MANAGED_CONTAINERS),
     }
@@ -66,6 +69,7 @@ RESERVED_MOUNT_PATHS = frozenset(
         CA_DIR,
         NODE_KEY_DIR,
         EXECUTOR_CONFIG_DIR,
+        REGISTRATION_DIR,
         *AMD_DEVICES.values(),
     }
 )

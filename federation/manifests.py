@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
-from . import access, network, nodeauth, pss, superlink, supernodes, trust
+from . import access, network, nodeauth, pss, registration, superlink, supernodes, trust
 from .kube import WORKLOAD_KINDS, Manifest, ObjectKey, PodTemplate, pod_template
 from .naming import SERVERAPP_ROLE
 from .plan import FederationPlan
@@ -43,6 +43,7 @@ class Owner(NamedTuple):
 FEDERATION = Owner("federation")
 TLS = Owner("tls")
 SUPERLINK = Owner("superlink")
+REGISTRATION = Owner("node-registration")
 
 
 def pool_owner(pool: str) -> Owner:
@@ -101,29 +102,52 @@ class InvariantError(Exception):
 
 
 def render(plan: FederationPlan) -> Manifests:
-    superlink_side = superlink.objects(plan)
+    """Every object, once, grouped by the cluster it goes to: the SuperLink's cluster
+    first (the SuperLink, its TLS, registration), then each other cluster its pools run
+    in; each cluster gets its own namespace, CA Secret, RBAC and NetworkPolicies."""
+    superlink_side = superlink.objects(plan) if plan.runs_superlink else []
+    registering = registration.objects(plan)
     pools = {p.name: supernodes.objects(plan, p) for p in plan.spec.supernodes.pools}
     policies = network.policies(plan)
-    templates = [
-        t
-        for m in [*superlink_side, *(m for objs in pools.values() for m in objs)]
-        if (t := pod_template(m)) is not None
-    ]
+    clusters = []
+    for cluster in plan.clusters:
+        entries: list[Entry] = []
+        here = plan.runs_superlink and cluster == plan.superlink_cluster
+        pools_here = plan.pools_in(cluster)
+        own = [*superlink_side, *registering] if here else []
+        own += [m for p in pools_here for m in pools[p.name]]
+        if plan.spec.create_namespace:
+            templates = [t for m in own if (t := pod_template(m)) is not None]
+            entries.append(Entry(FEDERATION, namespace(plan, templates)))
+        entries += [Entry(TLS, m) for m in _trust_objects(plan, here)]
+        entries += [Entry(FEDERATION, m) for m in access.federation_objects(plan)]
+        if here:
+            entries += [Entry(SUPERLINK, m) for m in superlink_side]
+            entries += [Entry(SUPERLINK, m) for pool, m in policies if pool is None and not _registration(plan, m)]
+            entries += [Entry(REGISTRATION, m) for m in registering]
+            entries += [Entry(REGISTRATION, m) for pool, m in policies if pool is None and _registration(plan, m)]
+        for pool in pools_here:
+            if plan.node_auth:
+                entries.append(Entry(node_keys_owner(pool.name), nodeauth.key_secret(plan, pool)))
+            entries += [Entry(pool_owner(pool.name), m) for m in pools[pool.name]]
+            entries += [Entry(pool_owner(pool.name), m) for owner_pool, m in policies if owner_pool == pool.name]
+        check_invariants(plan, [e.manifest for e in entries])
+        clusters.append(ClusterManifests(cluster, tuple(entries)))
+    return Manifests(tuple(clusters))
 
-    entries: list[Entry] = []
-    if plan.spec.create_namespace:
-        entries.append(Entry(FEDERATION, namespace(plan, templates)))
-    entries += [Entry(TLS, m) for m in trust.objects(plan)]
-    entries += [Entry(FEDERATION, m) for m in access.federation_objects(plan)]
-    entries += [Entry(SUPERLINK, m) for m in superlink_side]
-    entries += [Entry(SUPERLINK, m) for pool, m in policies if pool is None]
-    for pool in plan.spec.supernodes.pools:
-        if plan.node_auth:
-            entries.append(Entry(node_keys_owner(pool.name), nodeauth.key_secret(plan, pool)))
-        entries += [Entry(pool_owner(pool.name), m) for m in pools[pool.name]]
-        entries += [Entry(pool_owner(pool.name), m) for owner_pool, m in policies if owner_pool == pool.name]
-    check_invariants(plan, [e.manifest for e in entries])
-    return Manifests((ClusterManifests(DEFAULT_CLUSTER, tuple(entries)),))
+
+def _registration(plan: FederationPlan, policy: Manifest) -> bool:
+    return bool(policy["metadata"]["name"] == plan.names.node_registration)
+
+
+def _trust_objects(plan: FederationPlan, superlink_here: bool) -> list[Manifest]:
+    """The SuperLink's cluster (or a site's) gets every TLS object; another cluster of
+    a federation only the CA Secret its pools trust (unless the user provides it)."""
+    if plan.trust is None:
+        return []
+    if superlink_here or not plan.trust.serves:
+        return trust.objects(plan)
+    return [trust.trust_secret(plan)] if plan.trust.creates_ca_secret else []
 
 
 def namespace(plan: FederationPlan, templates: list[PodTemplate]) -> Manifest:
@@ -183,7 +207,7 @@ def _selector_of(m: Manifest) -> Optional[dict[str, str]]:
     if m["kind"] == "NetworkPolicy":
         return dict(spec["podSelector"].get("matchLabels", {}))
     if m["kind"] == "PodDisruptionBudget" or m["kind"] in WORKLOAD_KINDS:
-        return dict(spec["selector"].get("matchLabels", {}))
+        return dict(spec.get("selector", {}).get("matchLabels", {}))
     return None
 
 

@@ -19,6 +19,8 @@ SUPEREXEC_SERVERAPP = "superexec-serverapp"
 SUPEREXEC_CLIENTAPP = "superexec-clientapp"
 # Init container that creates the SuperLink's database schema (see dialects.py).
 INIT_STATE = "init-state"
+# The Job that registers the trusted SuperNode keys with the SuperLink.
+NODE_REGISTRATION = "node-registration"
 # Pods the Kubernetes executor creates for each ServerApp/ClientApp.
 TASK_EXECUTOR = "taskexecutor"
 # What the ServerApp side is called where a pool name would otherwise stand (the executor
@@ -82,6 +84,12 @@ class Names:
         """NetworkPolicy of the pods the Kubernetes executor starts for `role`
         (`serverapp` or a pool name)."""
         return f"{self.task_executor}-{role}"
+
+    @property
+    def node_registration(self) -> str:
+        """ServiceAccount, ConfigMap and NetworkPolicy of the registration Job; the Job
+        itself adds a digest of the key set (a new set is a new Job)."""
+        return f"{self.federation}-{NODE_REGISTRATION}"
 
     @property
     def executor_role(self) -> str:

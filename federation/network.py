@@ -9,6 +9,7 @@ linked a default deny.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -17,6 +18,7 @@ from .config import NETWORK_POLICY_DEFAULTS, NetworkPolicy, Pool
 from .dialects import SUPERNODE_APPIO_PORT
 from .kube import Manifest
 from .naming import (
+    NODE_REGISTRATION,
     POOL_LABEL,
     SERVERAPP_ROLE,
     SUPEREXEC_CLIENTAPP,
@@ -49,6 +51,8 @@ class Component:
     # A group (e.g. every SuperNode of the federation) gets no policy of its own; its
     # links apply to each member, so adding a pool leaves the SuperLink's policy alone.
     group: bool = False
+    # In another cluster than the SuperLink (or a site's): never a member of an in-cluster group.
+    outside: bool = False
 
     @property
     def selector(self) -> dict[str, str]:
@@ -57,7 +61,7 @@ class Component:
     def covers(self, other: Component | Peer) -> bool:
         if not isinstance(other, Component):
             return False
-        return other == self or (self.group and set(self.labels) <= set(other.labels))
+        return other == self or (self.group and not other.outside and set(self.labels) <= set(other.labels))
 
 
 @dataclass(frozen=True)
@@ -148,25 +152,57 @@ def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Li
     spec = plan.spec
     names = plan.names
     global_np = spec.network_policy
-    kubernetes_executor = plan.kubernetes_executor
-    installs = spec.allow_runtime_dependency_installation
 
     def comp(key: str, labels: dict[str, str], *layers: NetworkPolicy, pool: Optional[str] = None) -> Component:
         return Component(key, tuple(sorted(labels.items())), effective(global_np, *layers), pool)
 
-    superlink = comp(names.superlink, selector_labels(plan.name, SUPERLINK), spec.superlink.network_policy)
+    components: list[Component] = []
+    links: list[Link] = []
+    superlink: Optional[Component] = None
+    if plan.runs_superlink:
+        superlink = comp(names.superlink, selector_labels(plan.name, SUPERLINK), spec.superlink.network_policy)
+        components, links = _superlink_side(plan, superlink, comp)
+    if superlink is not None and any(not plan.dials_from_outside(p) for p in spec.supernodes.pools):
+        all_supernodes = Component(
+            f"{plan.name}-supernodes",
+            tuple(sorted(selector_labels(plan.name, SUPERNODE).items())),
+            NETWORK_POLICY_DEFAULTS,
+            group=True,
+        )
+        links.append(Link(all_supernodes, superlink, _tcp(plan.ports.fleet), "SuperNodes dial the Fleet API"))
+    for pool in spec.supernodes.pools:
+        components_of_pool, pool_links = _pool(plan, pool, comp)
+        components += components_of_pool
+        links += pool_links
+
+    links += [Link(c, DNS, ((DNS_PORT, "UDP"), (DNS_PORT, "TCP")), "name lookups") for c in components]
+    return components, links
+
+
+def _superlink_side(
+    plan: FederationPlan, superlink: Component, comp: Callable[..., Component]
+) -> tuple[list[Component], list[Link]]:
+    spec = plan.spec
+    names = plan.names
     components = [superlink]
     links: list[Link] = []
     appio_port = plan.ports.serverappio or plan.ports.fleet
 
-    # The SuperLink's public API: Fleet from outside when allowed, Fleet and Control
-    # from the configured sources. (HTTP era: one port carries both.)
-    if superlink.settings.allow_external:
+    # The SuperLink's public API: Fleet from outside when it is exposed (a hub, an
+    # ingress, pools in other clusters) or allowed, Fleet and Control from the
+    # configured sources. (HTTP era: one port carries both.)
+    if superlink.settings.allow_external or plan.exposed:
         links.append(Link(ANYWHERE, superlink, _tcp(plan.ports.fleet), "SuperNodes outside the cluster"))
     for source in _sources(superlink.settings):
         links.append(
             Link(source, superlink, _tcp(*sorted({plan.ports.fleet, plan.ports.control})), "configured sources")
         )
+    if plan.registers_nodes:
+        job = comp(
+            names.node_registration, selector_labels(plan.name, NODE_REGISTRATION), spec.superlink.network_policy
+        )
+        components.append(job)
+        links.append(Link(job, superlink, _tcp(plan.ports.control), "registration dials the Control API"))
 
     serverapp_side = [superlink]
     if plan.distributed:
@@ -176,46 +212,43 @@ def components_and_links(plan: FederationPlan) -> tuple[list[Component], list[Li
         components.append(superexec)
         links.append(Link(superexec, superlink, _tcp(appio_port), "SuperExec dials the ServerAppIo/Runtime API"))
         serverapp_side.append(superexec)
-        if kubernetes_executor:
+        if plan.kubernetes_executor:
             tasks = comp(
                 names.task_policy(SERVERAPP_ROLE), task_labels(plan, SERVERAPP_ROLE), spec.superlink.network_policy
             )
             components.append(tasks)
             links.append(Link(tasks, superlink, _tcp(appio_port), "ServerApp pods dial the ServerAppIo/Runtime API"))
             links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
-    if installs:
+    if spec.allow_runtime_dependency_installation:
         links += [
             Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in serverapp_side
         ]
-
-    all_supernodes = Component(
-        f"{plan.name}-supernodes",
-        tuple(sorted(selector_labels(plan.name, SUPERNODE).items())),
-        NETWORK_POLICY_DEFAULTS,
-        group=True,
-    )
-    links.append(Link(all_supernodes, superlink, _tcp(plan.ports.fleet), "SuperNodes dial the Fleet API"))
-    for pool in spec.supernodes.pools:
-        components_of_pool, pool_links = _pool(plan, pool, superlink, comp)
-        components += components_of_pool
-        links += pool_links
-
-    links += [Link(c, DNS, ((DNS_PORT, "UDP"), (DNS_PORT, "TCP")), "name lookups") for c in components]
     return components, links
 
 
-def _pool(
-    plan: FederationPlan,
-    pool: Pool,
-    superlink: Component,
-    comp: Callable[..., Component],
-) -> tuple[list[Component], list[Link]]:
+def _remote_superlink(plan: FederationPlan, pool: Pool) -> list[Peer]:
+    """Where a pool that dials from outside may connect: the SuperLink's address may be a
+    name, so its port to anywhere, or to the CIDRs a site names."""
+    cidrs = plan.remote.cidrs if plan.remote is not None else ()
+    if not cidrs:
+        return [ANYWHERE]
+    return [Peer(_freeze({"ipBlock": {"cidr": cidr}})) for cidr in cidrs]
+
+
+def _pool(plan: FederationPlan, pool: Pool, comp: Callable[..., Component]) -> tuple[list[Component], list[Link]]:
     spec = plan.spec
     names = plan.names
     layers = (spec.supernodes.network_policy, pool.network_policy)
     supernode = comp(names.pool(pool.name), selector_labels(plan.name, SUPERNODE, pool.name), *layers, pool=pool.name)
-    components = [supernode]
     links: list[Link] = []
+    if plan.dials_from_outside(pool):
+        supernode = dataclasses.replace(supernode, outside=True)
+        port = _tcp(plan.pool_fleet_endpoint(pool).port)
+        links += [
+            Link(supernode, peer, port, "SuperNodes dial the SuperLink's address")
+            for peer in _remote_superlink(plan, pool)
+        ]
+    components = [supernode]
     if plan.distributed:
         # The SuperNode's Runtime/ClientAppIo API leaves the pod only here.
         superexec = comp(

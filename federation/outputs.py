@@ -46,21 +46,49 @@ def flwr_config_file(plan: FederationPlan) -> str:
 
 
 def stack_outputs(plan: FederationPlan) -> dict[str, Any]:
+    """Plain outputs (the shell adds `caCertificate` and `nodeAuth`). A hub's are what a
+    site needs: `superlink.externalAddress` (and the CA); a site's say which SuperLink it
+    dials, and hand over its public keys (`nodeAuth.publicKeys`)."""
     spec = plan.spec
     pools = {
-        p.name: {"kind": spec.mode, "replicas": p.replicas if spec.mode == "StatefulSet" else "one per eligible node"}
+        p.name: {
+            "kind": spec.mode,
+            "replicas": p.replicas if spec.mode == "StatefulSet" else "one per eligible node",
+            **({"cluster": p.cluster} if p.cluster else {}),
+        }
         for p in spec.supernodes.pools
     }
-    return {
-        "namespace": plan.namespace,
-        "flowerVersion": str(plan.version),
-        "superlink": {
+    out: dict[str, Any] = {"role": plan.role, "namespace": plan.namespace, "flowerVersion": str(plan.version)}
+    if plan.remote is not None:
+        out["superlink"] = {"fleetAddress": str(plan.remote.endpoint)}
+    elif plan.runs_superlink:
+        out["superlink"] = {
             "fleetAddress": plan.fleet_address,
             "controlAddress": plan.control_address,
             "serviceType": spec.superlink.service.type,
-        },
-        "pools": pools,
-        "tls": "enabled" if plan.trust else TLS_DISABLED_WARNING,
-        "flwrConfigFile": flwr_config_file(plan),
-        "flwrConfig": tomli_w.dumps(flwr_config(plan)),
-    }
+        }
+        if plan.external is not None:
+            out["superlink"]["externalAddress"] = str(plan.external)
+    if pools:
+        out["pools"] = pools
+    out["tls"] = "enabled" if plan.trust else TLS_DISABLED_WARNING
+    if plan.runs_superlink:
+        out["flwrConfigFile"] = flwr_config_file(plan)
+        out["flwrConfig"] = tomli_w.dumps(flwr_config(plan))
+    return out
+
+
+def warnings(plan: FederationPlan) -> list[str]:
+    """What the stack deploys as asked but a reviewer should know (printed by `pulumi
+    preview`/`up` and by an offline render)."""
+    out = []
+    if plan.runs_superlink and plan.exposed and not plan.grpc_era:
+        out.append(
+            f"Flower {plan.version} (HTTP era) serves the Fleet and Control APIs on one port ({plan.ports.fleet}): "
+            "exposing the Fleet API outside the cluster exposes the Control API (`flwr run`, `flwr supernode "
+            "register`) with it. Limit who reaches it (the load balancer's source ranges, the ingress) and keep the "
+            "CA private to the federation."
+        )
+    if plan.trust is None and (plan.remote is not None or (plan.runs_superlink and plan.exposed)):
+        out.append(TLS_DISABLED_WARNING + " This federation crosses cluster boundaries.")
+    return out

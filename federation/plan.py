@@ -19,11 +19,12 @@ import pydantic
 
 from . import probes, rules
 from .config import Federation, Model, Pool, Probes
-from .dialects import Dialect, FlowerVersion, Ports
+from .dialects import REGISTRATION_JOB_SINCE, Dialect, FlowerVersion, Ports
 from .errors import ConfigError, Problem, problem
 from .kube import ObjectMeta
 from .layout import CA_FILE
 from .naming import Names, common_labels
+from .sites import Endpoint, RemoteSuperLink, StackOutputs, external_endpoint, remote_superlink, site_keys
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ class Trust:
     trust_source: str = "generated"
 
     @property
+    def serves(self) -> bool:
+        """The stack runs a SuperLink with this certificate (not a site trusting a hub)."""
+        return self.source != "remote"
+
+    @property
     def creates_ca_secret(self) -> bool:
         return self.trust_source != "existingSecret"
 
@@ -50,7 +56,7 @@ class Trust:
     def external_secrets(self) -> frozenset[str]:
         """Secrets the user manages (named in config), which pods may mount unrendered."""
         names = set()
-        if self.source == "existingSecret":
+        if self.source in ("existingSecret", "remote") and self.server_secret:
             names.add(self.server_secret)
         if not self.creates_ca_secret:
             names.add(self.ca_secret)
@@ -70,6 +76,64 @@ class FederationPlan:
     supernode_probes: Probes
     # nodeAuth.keySource=config: {pool: {slot: OpenSSH private key}} from secret config.
     node_auth_keys: Optional[dict[str, dict[str, str]]] = None
+    # Role site: the hub's SuperLink. Hub/federation: where it is dialled from outside.
+    remote: Optional[RemoteSuperLink] = None
+    external: Optional[Endpoint] = None
+    # Public keys of other organisations' SuperNodes to admit, by site name (inline or
+    # resolved from the site stacks' outputs).
+    site_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def role(self) -> str:
+        return self.spec.role
+
+    @property
+    def runs_superlink(self) -> bool:
+        return self.role != "site"
+
+    @property
+    def superlink_cluster(self) -> str:
+        """ "" is the stack's ambient cluster."""
+        return self.spec.superlink.cluster or ""
+
+    def pool_cluster(self, pool: Pool) -> str:
+        return pool.cluster or ""
+
+    @property
+    def clusters(self) -> list[str]:
+        """Every cluster this stack deploys into: the SuperLink's first, then the pools'
+        in config order."""
+        found = [self.superlink_cluster] if self.runs_superlink else []
+        found += [self.pool_cluster(p) for p in self.spec.supernodes.pools]
+        return list(dict.fromkeys(found))
+
+    def pools_in(self, cluster: str) -> list[Pool]:
+        return [p for p in self.spec.supernodes.pools if self.pool_cluster(p) == cluster]
+
+    def dials_from_outside(self, pool: Pool) -> bool:
+        """The pool reaches the SuperLink through its external address (a site's pools, or
+        a pool in another cluster than the SuperLink's)."""
+        return not self.runs_superlink or self.pool_cluster(pool) != self.superlink_cluster
+
+    @property
+    def exposed(self) -> bool:
+        """The SuperLink takes Fleet traffic from outside its cluster."""
+        sl = self.spec.superlink
+        remote_pools = any(self.dials_from_outside(p) for p in self.spec.supernodes.pools)
+        return self.role == "hub" or sl.ingress is not None or remote_pools
+
+    @property
+    def registers_nodes(self) -> bool:
+        """`pulumi up` registers the trusted node keys with the SuperLink (a Job)."""
+        return self.node_auth and self.runs_superlink and self.version >= REGISTRATION_JOB_SINCE
+
+    def pool_fleet_endpoint(self, pool: Pool) -> Endpoint:
+        if self.remote is not None:
+            return self.remote.endpoint
+        if self.dials_from_outside(pool):
+            assert self.external is not None, "rules require an external address for pools in other clusters"
+            return self.external
+        return Endpoint(self.superlink_host, self.ports.fleet)
 
     @property
     def namespace(self) -> str:
@@ -178,10 +242,13 @@ def _sort_key(p: Problem) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.path)] + [p.message]
 
 
-def load_plan(raw: Any, stack: str, node_auth_keys: Any = None) -> FederationPlan:
+def load_plan(
+    raw: Any, stack: str, node_auth_keys: Any = None, stack_outputs: Optional[StackOutputs] = None
+) -> FederationPlan:
     """Validate `raw` (the `federation` config value) and resolve it, or raise
     ConfigError with every problem found. `node_auth_keys` is the `nodeAuthKeys` secret
-    config value (only read when nodeAuth.keySource is config)."""
+    config value (only read when nodeAuth.keySource is config). `stack_outputs` holds the
+    outputs of every stack the config names with `fromStack` (see `referenced_stacks`)."""
     if raw is None:
         raise ConfigError([Problem("federation", "missing: set the flower-federation:federation config key")])
     if not isinstance(raw, dict):
@@ -204,6 +271,11 @@ def load_plan(raw: Any, stack: str, node_auth_keys: Any = None) -> FederationPla
 
     name = spec.name or stack
     names = Names(name)
+    ports = dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True))
+    remote_problems, remote = remote_superlink(spec, ports.fleet, stack_outputs)
+    key_problems, admitted = site_keys(spec, stack_outputs)
+    if remote_problems or key_problems:
+        raise ConfigError(sorted(set(remote_problems + key_problems), key=_sort_key))
     keys = None
     if uses_supplied_keys:
         keys = {pool: {str(slot): text for slot, text in slots.items()} for pool, slots in node_auth_keys.items()}
@@ -212,16 +284,25 @@ def load_plan(raw: Any, stack: str, node_auth_keys: Any = None) -> FederationPla
         name=name,
         version=dialect.version,
         dialect=dialect,
-        ports=dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True)),
+        ports=ports,
         trust=None if spec.insecure else _trust(spec, names),
         names=names,
         superlink_probes=probes.inherit(spec.probes, spec.superlink.probes),
         supernode_probes=probes.inherit(spec.probes, spec.supernodes.probes),
         node_auth_keys=keys,
+        remote=remote,
+        external=external_endpoint(spec, ports.fleet) if spec.role != "site" else None,
+        site_keys=admitted,
     )
 
 
 def _trust(spec: Federation, names: Names) -> Trust:
+    if spec.role == "site":
+        cert = spec.supernodes.superlink.certificate if spec.supernodes.superlink else None
+        if cert is not None and cert.existing_secret:
+            # Copied into N-ca (ca.crt, else tls.crt), as the chart's copyFromExistingSecret.
+            return Trust(cert.existing_secret, names.ca_secret, "ca.crt", "remote", "copyFromServerSecret")
+        return Trust("", names.ca_secret, "ca.crt", "remote", "pem")
     tls = spec.tls
     trust_source = tls.trust.source or ("generated" if tls.source == "generate" else "copyFromServerSecret")
     server = tls.existing_secret if tls.source == "existingSecret" and tls.existing_secret else names.server_tls_secret
@@ -283,4 +364,4 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-__all__ = ["FederationPlan", "Trust", "load_plan", "ConfigError"]
+__all__ = ["ConfigError", "Endpoint", "FederationPlan", "RemoteSuperLink", "Trust", "load_plan"]

@@ -86,6 +86,13 @@ def _list_item(annotation: Any) -> Optional[Any]:
     return None
 
 
+def _map_value(annotation: Any) -> Optional[Any]:
+    if typing.get_origin(annotation) is dict:
+        args = typing.get_args(annotation)
+        return args[1] if len(args) == 2 else None
+    return None
+
+
 def type_text(annotation: Any) -> str:
     """A YAML-minded name for a field's type: `string`, `list of string`, `one of `a`, `b``, `object`, ..."""
     if annotation is Any:
@@ -263,6 +270,16 @@ class _Reference:
                     )
                 )
                 later.append((f"{path}[]", item, None))
+            elif (value_type := _map_value(annotation)) is not None and _is_model(value_type):
+                rows.append(
+                    Row(
+                        path,
+                        "map of objects",
+                        default_text(value),
+                        f"{description} Each value: see `{path}.<name>`.".strip(),
+                    )
+                )
+                later.append((f"{path}.<name>", value_type, None))
             elif not _is_model(annotation):
                 rows.append(Row(path, type_text(info.annotation), default_text(value), description))
             elif annotation in self.canonical and path != self.canonical[annotation]:

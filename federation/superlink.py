@@ -189,9 +189,43 @@ def objects(plan: FederationPlan) -> list[Manifest]:
         service,
         access.service_account(plan, names.superlink, SUPERLINK),
     ]
+    if sl.ingress is not None:
+        out.append(_ingress(plan))
     if plan.distributed:
         out += _distributed_superexec(plan)
     return out
+
+
+# ingress-nginx: pass TLS through (the SuperLink terminates it with its own certificate,
+# which sites verify against the federation's CA), to the protocol each dialect serves.
+SSL_PASSTHROUGH = "nginx.ingress.kubernetes.io/ssl-passthrough"
+BACKEND_PROTOCOL = "nginx.ingress.kubernetes.io/backend-protocol"
+
+
+def _ingress(plan: FederationPlan) -> Manifest:
+    """The SuperLink's Fleet port from outside the cluster, by host name (SNI)."""
+    ingress = plan.spec.superlink.ingress
+    assert ingress is not None
+    annotations = {
+        SSL_PASSTHROUGH: "true",
+        BACKEND_PROTOCOL: "GRPCS" if plan.grpc_era else "HTTPS",
+        **ingress.annotations,
+    }
+    backend = {"service": {"name": plan.names.superlink, "port": {"number": plan.ports.fleet}}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": plan.meta(plan.names.superlink, SUPERLINK, annotations=annotations),
+        "spec": {
+            "ingressClassName": ingress.class_name,
+            "rules": [
+                {
+                    "host": ingress.host,
+                    "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]},
+                }
+            ],
+        },
+    }
 
 
 def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:

@@ -85,7 +85,7 @@ def _clientapp_superexec(
 
 def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
     args = plan.dialect.supernode_args(
-        superlink_address=plan.fleet_address,
+        superlink_address=str(plan.pool_fleet_endpoint(pool)),
         ca_file=plan.client_ca_file,
         isolation=plan.spec.isolation_mode,
         appio_bind=ANY_ADDRESS if plan.distributed else LOOPBACK,

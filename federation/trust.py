@@ -7,6 +7,7 @@ built here (without data) when it registers them.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from collections.abc import Iterable
 
 from .kube import Manifest, ObjectMeta
@@ -25,18 +26,34 @@ CHECKSUM_ANNOTATION = "flower.flwr.ai/tls-checksum"
 RELOADER_ANNOTATION = "secret.reloader.stakater.com/reload"
 
 
+def _external_hosts(plan: FederationPlan) -> list[str]:
+    """Names and IPs the SuperLink is dialled by from outside its cluster."""
+    hosts = [plan.spec.superlink.ingress.host] if plan.spec.superlink.ingress else []
+    return hosts + ([plan.external.host] if plan.external else [])
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
 def superlink_dns_names(plan: FederationPlan) -> list[str]:
-    """Every name the SuperLink's Service answers to in-cluster, then localhost and the
-    configured external names; ordered and without duplicates."""
+    """Every name the SuperLink's Service answers to in-cluster, then localhost, the
+    configured names and the external ones; ordered and without duplicates."""
     svc, ns = plan.names.superlink, plan.namespace
     names = [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.{plan.spec.cluster_domain}"]
     names += LOOPBACK_NAMES
     names += plan.spec.tls.dns_names
+    names += [h for h in _external_hosts(plan) if not _is_ip(h)]
     return list(dict.fromkeys(names))
 
 
 def superlink_ip_addresses(plan: FederationPlan) -> list[str]:
-    return list(dict.fromkeys([*LOOPBACK_IPS, *plan.spec.tls.ip_addresses]))
+    external = [h for h in _external_hosts(plan) if _is_ip(h)]
+    return list(dict.fromkeys([*LOOPBACK_IPS, *plan.spec.tls.ip_addresses, *external]))
 
 
 def common_name(plan: FederationPlan) -> str:
@@ -67,8 +84,17 @@ def server_secret(plan: FederationPlan) -> Manifest:
 
 def trust_secret(plan: FederationPlan) -> Manifest:
     """The CA Secret clients mount (key ca.crt); the shell fills it from the generated
-    CA (`stringData`) or with the CA copied out of the server Secret (`data`)."""
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": _meta(plan, _trust(plan).ca_secret)}
+    CA (`stringData`) or with the CA copied out of the server Secret (`data`). A site
+    trusting a hub's CA given as PEM holds it here already: a CA certificate is public."""
+    secret: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _meta(plan, _trust(plan).ca_secret),
+    }
+    if plan.remote is not None and plan.remote.ca_pem and _trust(plan).trust_source == "pem":
+        secret["stringData"] = {"ca.crt": plan.remote.ca_pem}
+    return secret
 
 
 def certificate(plan: FederationPlan) -> Manifest:
@@ -102,7 +128,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     if plan.trust is None:
         return []
     out = []
-    if plan.trust.source == "generate":
+    if plan.trust.source == "generate" and plan.runs_superlink:
         out.append(server_secret(plan))
     elif plan.trust.source == "certManager":
         out.append(certificate(plan))

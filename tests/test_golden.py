@@ -11,14 +11,17 @@ from tests.support.golden import DIFF_LINES, GOLDEN_DIR, GOLDENS, Golden, mismat
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=lambda g: g.name)
 def test_render_matches_golden(golden: Golden) -> None:
-    actual = render(golden)
+    actual, outputs = render(golden)
     if not golden.rendered.exists() or golden.rendered.read_bytes() != actual.encode():
         pytest.fail(mismatch(golden, actual), pytrace=False)
+    # The outputs too: another golden stack reads them with fromStack.
+    assert golden.outputs.exists() and golden.outputs.read_text() == outputs, "stale outputs: run `make golden`"
 
 
 def test_golden_directory_holds_exactly_the_golden_stacks() -> None:
     # A stack file dropped into tests/golden without an entry in GOLDENS would never be checked.
     expected = {g.rendered.name for g in GOLDENS} | {g.settings.name for g in GOLDENS if g.name != "dev"}
+    expected |= {g.outputs.name for g in GOLDENS}
     assert {p.name for p in GOLDEN_DIR.iterdir()} == expected
 
 

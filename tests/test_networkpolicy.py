@@ -41,6 +41,8 @@ def expected_policy_names(plan: FederationPlan) -> set[str]:
         names |= {f"{NAME}-superexec-serverapp"} | {f"{NAME}-superexec-{p}" for p in pools}
     if plan.kubernetes_executor:
         names |= {f"{NAME}-taskexecutor-serverapp"} | {f"{NAME}-taskexecutor-{p}" for p in pools}
+    if plan.registers_nodes:
+        names.add(f"{NAME}-node-registration")
     return names
 
 

@@ -115,7 +115,8 @@ def test_outputs_export_public_keys_and_the_ca_only(stack, preview):
         text = value if isinstance(value, str) else json.dumps(value)
         assert "PRIVATE KEY" not in text, f"output {key} holds a private key"
     node_auth = run.outputs["nodeAuth"]
-    assert set(node_auth) == {"publicKeys", "registerScript"}
+    assert set(node_auth) == {"publicKeys", "registerScript", "registrationJob"}
+    assert node_auth["registrationJob"].startswith(f"{plan.names.node_registration}-")
     public = node_auth["publicKeys"]
     assert set(public) == {p.name for p in plan.spec.supernodes.pools}
     for pool, slots in public.items():

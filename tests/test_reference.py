@@ -93,6 +93,8 @@ def test_sections_follow_the_model() -> None:
         "superlink",
         "supernodes",
         "supernodes.pools[]",
+        "sites[]",
+        "clusters.<name>",
         "cli",
         "tls",
         "nodeAuth",

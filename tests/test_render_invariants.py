@@ -26,7 +26,7 @@ def test_every_object_has_one_owner_and_components_partition_the_render(stack: s
     plan = load_plan(raw, "dev", keys)
     rendered = manifests.render(plan)
     assert [c.name for c in rendered.clusters] == [manifests.DEFAULT_CLUSTER]
-    owners = {manifests.FEDERATION, manifests.TLS, manifests.SUPERLINK}
+    owners = {manifests.FEDERATION, manifests.TLS, manifests.SUPERLINK, manifests.REGISTRATION}
     for pool in plan.spec.supernodes.pools:
         owners |= {manifests.pool_owner(pool.name), manifests.node_keys_owner(pool.name)}
     entries = rendered.clusters[0].entries

@@ -26,6 +26,7 @@ from .operations import (
     ProbeSettings,
 )
 from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rbac, Tls, TrustSource
+from .sites import Cluster, Ingress, RemoteCertificate, RemoteSuperLink, Role, Site
 from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
 from .supernodes import Gpu, Pool, PoolImages, SuperNodes
 
@@ -33,11 +34,13 @@ __all__ = [
     "NETWORK_POLICY_DEFAULTS",
     "CertManager",
     "Cli",
+    "Cluster",
     "DisruptionBudget",
     "Executor",
     "Federation",
     "GeneratedCertificate",
     "Gpu",
+    "Ingress",
     "IssuerRef",
     "Model",
     "NetworkPolicy",
@@ -48,7 +51,11 @@ __all__ = [
     "ProbeSettings",
     "Probes",
     "Rbac",
+    "RemoteCertificate",
+    "RemoteSuperLink",
+    "Role",
     "ServicePorts",
+    "Site",
     "SuperLink",
     "SuperLinkService",
     "SuperNodes",
@@ -61,6 +68,13 @@ __all__ = [
 class Federation(Model):
     """The value of the `flower-federation:federation` stack config key."""
 
+    role: Role = Field(
+        default="federation",
+        description=(
+            "federation: the SuperLink and its pools in one stack (clusters may differ). hub: the SuperLink only, reached "
+            "by sites from outside. site: SuperNode pools only, dialling `supernodes.superlink`."
+        ),
+    )
     name: Optional[str] = Field(
         default=None,
         description=(
@@ -121,6 +135,20 @@ class Federation(Model):
     )
     superlink: SuperLink = SuperLink()
     supernodes: SuperNodes = SuperNodes()
+    sites: list[Site] = Field(
+        default=[],
+        description=(
+            "Roles hub and federation, with nodeAuth: other organisations' SuperNodes to admit; `pulumi up` registers "
+            'exactly their keys and the pools\' own (see "A federation across organisations").'
+        ),
+    )
+    clusters: dict[str, Cluster] = Field(
+        default={},
+        description=(
+            "Named clusters besides the stack's ambient one; `superlink.cluster` and a pool's `cluster` pick one. Each "
+            "gets its own namespace, CA Secret, NetworkPolicies and node keys."
+        ),
+    )
     cli: Cli = Cli()
     tls: Tls = Tls()
     node_auth: NodeAuth = NodeAuth()

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .base import Model
 from .operations import NetworkPolicy, Probes
+from .sites import Ingress
 
 
 class ServicePorts(Model):
@@ -102,6 +103,18 @@ class SuperLink(Model):
         default=[], description=("PersistentVolumeClaims added to the SuperLink's StatefulSet, next to `state`.")
     )
     persistence: Persistence = Persistence()
+    cluster: Optional[str] = Field(
+        default=None, description="A key of `clusters` to run in. Unset: the stack's ambient cluster."
+    )
+    ingress: Optional[Ingress] = None
+    external_address: Optional[str] = Field(
+        default=None,
+        description=(
+            "`host` or `host:port` that sites, pools in other clusters and `flwr` outside the cluster dial (stack output "
+            "`superlink.externalAddress`). Unset: the ingress host (port 443), else the first `tls.dnsNames` entry, with "
+            "the Fleet port the Service exposes. Added to the server certificate."
+        ),
+    )
     network_policy: NetworkPolicy = Field(
         default=NetworkPolicy(), description=("For the SuperLink and its ServerApp SuperExec, over `networkPolicy`.")
     )

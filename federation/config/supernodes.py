@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .base import Model
 from .operations import DisruptionBudget, NetworkPolicy, Probes
+from .sites import RemoteSuperLink
 
 
 class PoolImages(Model):
@@ -64,6 +65,13 @@ class Pool(Model):
         default=None,
         description=("Number of SuperNodes: required (≥ 1) in StatefulSet mode, forbidden in DaemonSet mode."),
     )
+    cluster: Optional[str] = Field(
+        default=None,
+        description=(
+            "A key of `clusters` to run in. Unset: the stack's ambient cluster. In another cluster than the SuperLink's, "
+            "the pool dials its external address."
+        ),
+    )
     images: PoolImages = PoolImages()
     gpu: Gpu = Gpu()
     supernode_resources: Optional[dict[str, Any]] = Field(
@@ -117,6 +125,9 @@ class SuperNodes(Model):
     """Settings of every pool, and the pools."""
 
     image: Optional[str] = Field(default=None, description="Unset: `flwr/supernode:<version>`.")
+    superlink: Optional[RemoteSuperLink] = Field(
+        default=None, description="Role site only (and required there): the hub's SuperLink."
+    )
     env: list[Any] = Field(
         default=[],
         description=(

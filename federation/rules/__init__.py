@@ -18,6 +18,7 @@ from .keys import supplied_key_problems
 from .operator import cel_rules, disruption_budget, gpu, names, node_config, placement
 from .raw import DEFAULTS, Raw, as_list, get, pools_of
 from .security import executor, network_policies, node_auth, probes, tls
+from .sites import roles
 from .versions import ports, version_gates, versions
 
 __all__ = ["check", "supplied_key_problems"]
@@ -65,4 +66,5 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from network_policies(raw, pools)
     yield from probes(raw)
     yield from executor(raw, isolation)
+    yield from roles(raw, pools)
     return dialect

@@ -41,9 +41,10 @@ PERCENT = re.compile(r"^[0-9]+%$")
 
 def cel_rules(raw: Raw, mode: str, isolation: str, pools: Pools) -> Iterator[Problem]:
     raw_pools = get(raw, "supernodes", "pools")
-    if not isinstance(raw_pools, list) or len(raw_pools) == 0:
+    # A hub runs the SuperLink only: "at least one pool" is the other roles' rule.
+    if (not isinstance(raw_pools, list) or len(raw_pools) == 0) and raw.get("role") != "hub":
         yield problem(("supernodes", "pools"), MSG_NO_POOLS)
-    elif len(raw_pools) > MAX_POOLS:
+    elif isinstance(raw_pools, list) and len(raw_pools) > MAX_POOLS:
         yield problem(("supernodes", "pools"), f"at most {MAX_POOLS} pools are allowed, got {len(raw_pools)}")
     for i, pool in pools:
         at = ("supernodes", "pools", i)

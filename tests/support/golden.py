@@ -12,6 +12,7 @@ import contextlib
 import difflib
 import io
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,8 @@ class Golden:
     are tests/golden/Pulumi.<name>.yaml, so the stack name the CLI derives from the file name is `name`."""
 
     name: str
+    # Stacks this one reads with fromStack: {stack name: golden whose outputs it reads}.
+    reads: tuple[tuple[str, str], ...] = ()
 
     @property
     def settings(self) -> Path:
@@ -37,22 +40,41 @@ class Golden:
     def rendered(self) -> Path:
         return GOLDEN_DIR / f"{self.name}.rendered.yaml"
 
-    def argv(self) -> list[str]:
+    @property
+    def outputs(self) -> Path:
+        """The stack outputs `render --outputs` writes (what another stack's fromStack reads)."""
+        return GOLDEN_DIR / f"{self.name}.outputs.json"
+
+    def argv(self, outputs: Path) -> list[str]:
         source = ["--stack", "dev"] if self.name == "dev" else ["--config-file", str(self.settings)]
-        return ["render", *source]
+        reads = [f"--stack-outputs={stack}={GOLDEN_DIR / f'{name}.outputs.json'}" for stack, name in self.reads]
+        return ["render", *source, "--outputs", str(outputs), *reads]
 
 
-GOLDENS = tuple(Golden(name) for name in ("dev", "process-distributed", "daemonset-gpu", "grpc-era"))
+# In dependency order: a golden's outputs are committed before a later one reads them.
+GOLDENS = (
+    Golden("dev"),
+    Golden("process-distributed"),
+    Golden("daemonset-gpu"),
+    Golden("grpc-era"),
+    Golden("site-chart"),
+    Golden("hub", reads=(("acme/flower-federation/site-chart", "site-chart"),)),
+    Golden("site-from-hub", reads=(("acme/flower-federation/hub", "hub"),)),
+    Golden("multi-cluster"),
+)
 
 
-def render(golden: Golden) -> str:
-    """What `python -m federation render` prints for the stack: the CLI's own code path, in-process."""
+def render(golden: Golden) -> tuple[str, str]:
+    """What `python -m federation render` prints for the stack, and the outputs it writes:
+    the CLI's own code path, in-process."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = federation_cli(golden.argv())
-    if code != 0:
-        raise RuntimeError(f"python -m federation {' '.join(golden.argv())} exited {code}:\n{err.getvalue()}")
-    return out.getvalue()
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = golden.argv(Path(tmp) / "outputs.json")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = federation_cli(argv)
+        if code != 0:
+            raise RuntimeError(f"python -m federation {' '.join(argv)} exited {code}:\n{err.getvalue()}")
+        return out.getvalue(), (Path(tmp) / "outputs.json").read_text()
 
 
 def mismatch(golden: Golden, actual: str) -> str:
@@ -76,11 +98,12 @@ def mismatch(golden: Golden, actual: str) -> str:
 
 def main() -> int:
     for golden in GOLDENS:
-        text = render(golden).encode()
-        changed = not golden.rendered.exists() or golden.rendered.read_bytes() != text
-        if changed:
-            golden.rendered.write_bytes(text)  # bytes: exactly what render printed, no newline translation
-        print(f"{'wrote' if changed else 'up to date:'} {golden.rendered.relative_to(ROOT)}")
+        rendered, outputs = render(golden)
+        for path, text in ((golden.rendered, rendered.encode()), (golden.outputs, outputs.encode())):
+            changed = not path.exists() or path.read_bytes() != text
+            if changed:
+                path.write_bytes(text)  # bytes: exactly what render wrote, no newline translation
+            print(f"{'wrote' if changed else 'up to date:'} {path.relative_to(ROOT)}")
     return 0
 
 

@@ -8,8 +8,10 @@ import base64
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from federation.kube import WORKLOAD_KINDS
+
 Manifest = dict[str, Any]
-WORKLOAD_KINDS = ("StatefulSet", "Deployment", "DaemonSet")
+__all__ = ["WORKLOAD_KINDS"]
 
 
 def by_kind(objects: Iterable[Manifest], kind: str) -> list[Manifest]:

@@ -108,10 +108,12 @@ def key_slots(r: Rendered, pool: str) -> list[str]:
 
 
 def started_containers(r: Rendered) -> Iterator[tuple[Mapping[str, Any], dict[str, Any], dict[str, Any], list[str]]]:
-    """(workload, pod, container, argv) for every container of every pod we start: a
-    DaemonSet's pods on the nodes its pool has keys for."""
+    """(workload, pod, container, argv) for every Flower program of every pod we start: a
+    DaemonSet's pods on the nodes its pool has keys for. The node-registration Job runs
+    our script, not a Flower CLI: tests/test_flower_live_registration.py runs it."""
     return kubelet_started_containers(
-        r.workloads(), lambda ds: key_slots(r, ds["spec"]["template"]["metadata"]["labels"]["flower.flwr.ai/pool"])
+        [w for w in r.workloads() if w["kind"] != "Job"],
+        lambda ds: key_slots(r, ds["spec"]["template"]["metadata"]["labels"]["flower.flwr.ai/pool"]),
     )
 
 

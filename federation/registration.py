@@ -1,0 +1,119 @@
+"""Declarative node registration: a Job in the SuperLink's cluster that makes the
+SuperLink's registered SuperNode keys exactly the trusted set (the pools' own keys and
+every admitted site's), on each `pulumi up` that changes the set.
+
+The Job runs `scripts/register_nodes.py` with the SuperLink image's Python against the
+in-cluster Control API (TLS, the federation's CA), under a ServiceAccount of its own with
+no API token. Its ConfigMap carries the script, the `flwr` connection config and the
+trusted keys; the shell fills in the keys (the pools' are generated at deploy time) and
+names the Job after their digest, so a new set is a new Job and an unchanged set is no
+change at all. Registrations live in the SuperLink's state (its PVC), so they survive a
+restart; the register script stays exported for anyone who cannot run Jobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import tomli_w
+
+from .kube import Manifest
+from .layout import REGISTRATION_DIR, REGISTRATION_VOLUME, WRITABLE_PATHS
+from .naming import NODE_REGISTRATION
+from .plan import FederationPlan
+from .workload_parts import ca_mounts, ca_volumes, managed_container, template
+
+SCRIPT = Path(__file__).resolve().parent / "scripts" / "register_nodes.py"
+SCRIPT_FILE = "register_nodes.py"
+CONFIG_FILE = "config.toml"
+KEYS_FILE = "trusted-keys"
+# Long enough for a SuperLink that is still being scheduled and started.
+TIMEOUT_SECONDS = 600
+CONNECTION = "federation"
+NO_PROBES = {
+    "checkov.io/skip1": "CKV_K8S_8=a Job runs to completion: nothing to keep alive",
+    "checkov.io/skip2": "CKV_K8S_9=a Job runs to completion: no traffic to gate",
+}
+
+
+def connection_config(plan: FederationPlan) -> str:
+    """The Job's `flwr` config: the in-cluster Control API, verified with the CA."""
+    conn = {"address": plan.control_address}
+    if plan.client_ca_file:
+        conn["root-certificates"] = plan.client_ca_file
+    else:
+        conn["insecure"] = True  # type: ignore[assignment]
+    return tomli_w.dumps({"superlink": {"default": CONNECTION, CONNECTION: conn}})
+
+
+def trusted_keys_text(keys: list[str]) -> str:
+    """The KEYS_FILE: one OpenSSH line per key, sorted and without duplicates, so the same
+    set always gives the same file (and digest)."""
+    return "".join(f"{k.strip()}\n" for k in sorted({k.strip() for k in keys}))
+
+
+def job_name(plan: FederationPlan, keys_text: str) -> str:
+    digest = hashlib.sha256(keys_text.encode()).hexdigest()[:10]
+    return f"{plan.names.node_registration}-{digest}"
+
+
+def site_keys(plan: FederationPlan) -> list[str]:
+    return [key for _, keys in plan.site_keys for key in keys]
+
+
+def config_map(plan: FederationPlan) -> Manifest:
+    """Without KEYS_FILE: the shell adds it (`trusted_keys_text` of every key)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": plan.meta(plan.names.node_registration, NODE_REGISTRATION),
+        "data": {SCRIPT_FILE: SCRIPT.read_text(), CONFIG_FILE: connection_config(plan)},
+    }
+
+
+def job(plan: FederationPlan) -> Manifest:
+    """The registration Job; the shell sets its name (`job_name`) and a pod annotation
+    with the keys' digest."""
+    names = plan.names
+    files = f"{REGISTRATION_DIR}/"
+    container = managed_container(
+        plan,
+        NODE_REGISTRATION,
+        plan.superlink_image,
+        [files + SCRIPT_FILE, CONNECTION, files + CONFIG_FILE, files + KEYS_FILE],
+        env=[
+            {"name": "FLWR_HOME", "value": WRITABLE_PATHS["flwr-home"]},
+            {"name": "REGISTRATION_TIMEOUT_SECONDS", "value": str(TIMEOUT_SECONDS - 60)},
+        ],
+        mounts=ca_mounts(plan) + [{"name": REGISTRATION_VOLUME, "mountPath": REGISTRATION_DIR, "readOnly": True}],
+    )
+    container["command"] = ["python"]
+    volumes = ca_volumes(plan) + [
+        {"name": REGISTRATION_VOLUME, "configMap": {"name": names.node_registration, "defaultMode": 0o444}}
+    ]
+    pod = template(plan, plan.labels(NODE_REGISTRATION), [container], volumes, service_account=names.node_registration)
+    pod["spec"]["restartPolicy"] = "Never"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        # A Job runs to completion and nothing routes to it: probes have no meaning here.
+        "metadata": plan.meta(names.node_registration, NODE_REGISTRATION, annotations=NO_PROBES),
+        "spec": {
+            "backoffLimit": 3,
+            "activeDeadlineSeconds": TIMEOUT_SECONDS,
+            "template": pod,
+        },
+    }
+
+
+def objects(plan: FederationPlan) -> list[Manifest]:
+    if not plan.registers_nodes:
+        return []
+    from .access import service_account
+
+    return [
+        service_account(plan, plan.names.node_registration, NODE_REGISTRATION),
+        config_map(plan),
+        job(plan),
+    ]

@@ -1,0 +1,224 @@
+"""Roles (federation, hub, site), the SuperLink a site dials, the sites a hub admits, and
+the clusters one stack deploys into.
+
+A key that makes no sense for the stack's role is an error at its own path, so a hub
+config with pools or a site config with a SuperLink image says exactly what to remove."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+from typing import Any, Optional
+
+from ..errors import Problem, problem
+from ..naming import DNS_LABEL_MAX
+from ..sshkeys import public_key_problem
+from .raw import DEFAULTS, Pools, Raw, as_dict, as_list, get
+from .security import DNS_NAME
+
+DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# `org/project/stack` (or `project/stack`, `stack`), as `pulumi.StackReference` takes it.
+STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
+# What `render --cluster` and its `# cluster:` headers call the stack's ambient cluster.
+AMBIENT = "default"
+SITE_ONLY = "supernodes.superlink is for role site only: a hub or federation runs the SuperLink itself"
+
+
+def role_of(raw: Raw) -> str:
+    role = raw.get("role", DEFAULTS.role)
+    return role if isinstance(role, str) else DEFAULTS.role
+
+
+def has_pools(raw: Raw) -> bool:
+    pools = get(raw, "supernodes", "pools")
+    return isinstance(pools, list) and len(pools) > 0
+
+
+def split_host_port(text: str) -> tuple[str, Optional[int]]:
+    """`host`, `host:port` or `[v6]:port` -> (host, port or None); ValueError if malformed."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            raise ValueError(text)
+        port_text = rest[1:] if rest else None
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    else:
+        host, port_text = text, None
+    if not host or not valid_host(host):
+        raise ValueError(text)
+    if port_text is None:
+        return host, None
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(text)
+    return host, int(port_text)
+
+
+def valid_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(DNS_NAME.match(host)) and not host.startswith("*")
+
+
+def roles(raw: Raw, pools: Pools) -> Iterator[Problem]:
+    role = role_of(raw)
+    if role == "hub":
+        if has_pools(raw):
+            yield problem(
+                ("supernodes", "pools"),
+                "a hub runs no SuperNodes: put pools in site stacks (role: site), or use role: federation",
+            )
+        if not external_address_known(raw):
+            yield problem(
+                ("superlink", "externalAddress"),
+                "a hub is dialled from other clusters: set superlink.externalAddress, superlink.ingress or "
+                "tls.dnsNames",
+            )
+        service_type = get(raw, "superlink", "service", "type", default=DEFAULTS.superlink.service.type)
+        if service_type == "ClusterIP" and not get(raw, "superlink", "ingress"):
+            yield problem(
+                ("superlink", "service", "type"),
+                "a hub must be reachable from other clusters: set LoadBalancer or NodePort, or add superlink.ingress",
+            )
+    if role == "site":
+        yield from _site(raw)
+    elif get(raw, "supernodes", "superlink") is not None:
+        yield problem(("supernodes", "superlink"), SITE_ONLY)
+    if role != "site":
+        remote_pools = [i for i, p in pools if _cluster_of(p) != _cluster_of(as_dict(raw.get("superlink")))]
+        if remote_pools and not external_address_known(raw):
+            yield problem(
+                ("supernodes", "pools", remote_pools[0], "cluster"),
+                "this pool runs in another cluster than the SuperLink and dials its external address: set "
+                "superlink.externalAddress, superlink.ingress or tls.dnsNames",
+            )
+    yield from _external_address(raw)
+    yield from _sites(raw, role)
+    yield from _clusters(raw, pools)
+
+
+def external_address_known(raw: Raw) -> bool:
+    return bool(
+        get(raw, "superlink", "externalAddress")
+        or get(raw, "superlink", "ingress", "host")
+        or as_list(get(raw, "tls", "dnsNames"))
+    )
+
+
+def _cluster_of(component: Raw) -> Any:
+    return component.get("cluster")
+
+
+def _site(raw: Raw) -> Iterator[Problem]:
+    for key in sorted(as_dict(raw.get("superlink"))):
+        yield problem(("superlink", key), "a site runs no SuperLink: its SuperNodes dial supernodes.superlink")
+    for key in ("tls", "cli", "sites"):
+        if raw.get(key):
+            reason = {
+                "tls": "a site serves no TLS; it trusts the hub's CA (supernodes.superlink.certificate)",
+                "cli": "`flwr` dials the hub's SuperLink: the hub stack exports its connection config",
+                "sites": "the hub admits sites; a site only hands its public keys over",
+            }[key]
+            yield problem((key,), reason)
+    remote = raw.get("supernodes", {}).get("superlink") if isinstance(raw.get("supernodes"), dict) else None
+    if not isinstance(remote, dict):
+        yield problem(
+            ("supernodes", "superlink"),
+            "required for role site: the hub's address and CA (address, port, certificate.pem | existingSecret | "
+            "fromStack)",
+        )
+        return
+    at = ("supernodes", "superlink")
+    cert = as_dict(remote.get("certificate"))
+    from_stack = cert.get("fromStack")
+    address = remote.get("address")
+    if not address and not from_stack:
+        yield problem(at + ("address",), "required: the hub's SuperLink host (or certificate.fromStack)")
+    elif isinstance(address, str) and not valid_host(address.strip("[]")):
+        yield problem(at + ("address",), f"'{address}' is not a host name or IP address (the port goes in `port`)")
+    sources = [k for k in ("pem", "existingSecret", "fromStack") if cert.get(k)]
+    insecure = raw.get("insecure") is True
+    if insecure and sources and sources != ["fromStack"]:
+        yield problem(at + ("certificate",), "a certificate has no use with insecure: true; remove one of the two")
+    elif not insecure and len(sources) != 1:
+        found = ", ".join(sources) if sources else "none"
+        yield problem(
+            at + ("certificate",),
+            f"set exactly one of pem, existingSecret, fromStack (the hub's CA certificate); found: {found}",
+        )
+    pem = cert.get("pem")
+    if isinstance(pem, str) and "-----BEGIN CERTIFICATE-----" not in pem:
+        yield problem(at + ("certificate", "pem"), "must be a PEM certificate (-----BEGIN CERTIFICATE----- ...)")
+    secret = cert.get("existingSecret")
+    if isinstance(secret, str) and not (DNS_NAME.match(secret) and len(secret) <= 253):
+        yield problem(at + ("certificate", "existingSecret"), f"'{secret}' is not a Secret name")
+    if isinstance(from_stack, str) and not STACK_NAME.match(from_stack):
+        yield problem(at + ("certificate", "fromStack"), f"'{from_stack}' is not a stack name (org/project/stack)")
+    for i, cidr in enumerate(as_list(remote.get("cidrs"))):
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except (TypeError, ValueError):
+            yield problem(at + ("cidrs", i), f"'{cidr}' is not a CIDR (e.g. 203.0.113.0/24)")
+
+
+def _external_address(raw: Raw) -> Iterator[Problem]:
+    address = get(raw, "superlink", "externalAddress")
+    if isinstance(address, str):
+        try:
+            split_host_port(address)
+        except ValueError:
+            yield problem(("superlink", "externalAddress"), f"'{address}' is not `host` or `host:port`")
+    host = get(raw, "superlink", "ingress", "host")
+    if isinstance(host, str) and not (DNS_NAME.match(host) and not host.startswith("*")):
+        yield problem(("superlink", "ingress", "host"), f"'{host}' is not a DNS name")
+
+
+def _sites(raw: Raw, role: str) -> Iterator[Problem]:
+    sites = as_list(raw.get("sites"))
+    if not sites:
+        return
+    if role != "site" and get(raw, "nodeAuth", "enabled") is not True:
+        yield problem(("sites",), "sites are admitted by their node keys: set nodeAuth.enabled: true")
+    seen: dict[str, int] = {}
+    for i, site in enumerate(sites):
+        if not isinstance(site, dict):
+            continue
+        at = ("sites", i)
+        name = site.get("name")
+        if isinstance(name, str):
+            if not (DNS1123.match(name) and len(name) <= DNS_LABEL_MAX):
+                yield problem(at + ("name",), f"'{name}' is not a DNS label (lowercase letters, digits and '-')")
+            elif name in seen:
+                yield problem(at + ("name",), f"duplicate site name '{name}' (also sites[{seen[name]}])")
+            seen.setdefault(name, i)
+        keys = as_list(site.get("publicKeys"))
+        from_stack = site.get("fromStack")
+        if bool(keys) == bool(from_stack):
+            yield problem(at, "set exactly one of publicKeys (inline) and fromStack (the site stack's output)")
+        if isinstance(from_stack, str) and not STACK_NAME.match(from_stack):
+            yield problem(at + ("fromStack",), f"'{from_stack}' is not a stack name (org/project/stack)")
+        for j, key in enumerate(keys):
+            why = public_key_problem(key)
+            if why:
+                shown = key if isinstance(key, str) and len(key) <= 60 else f"{str(key)[:57]}..."
+                yield problem(at + ("publicKeys", j), f"'{shown}' {why}")
+
+
+def _clusters(raw: Raw, pools: Pools) -> Iterator[Problem]:
+    clusters = as_dict(raw.get("clusters"))
+    for name, cluster in clusters.items():
+        if not (DNS1123.match(name) and len(name) <= DNS_LABEL_MAX):
+            yield problem(("clusters", name), f"cluster name '{name}' must be a DNS label")
+        elif name == AMBIENT:
+            yield problem(("clusters", name), f"'{AMBIENT}' names the stack's ambient cluster; choose another name")
+        if isinstance(cluster, dict) and not (cluster.get("kubeconfig") or cluster.get("context")):
+            yield problem(("clusters", name), "set kubeconfig (a secret) or context")
+    known = ", ".join(sorted(clusters)) or "none"
+    refs: list[tuple[tuple[Any, ...], Any]] = [(("superlink", "cluster"), get(raw, "superlink", "cluster"))]
+    refs += [(("supernodes", "pools", i, "cluster"), p.get("cluster")) for i, p in pools]
+    for at, name in refs:
+        if isinstance(name, str) and name not in clusters:
+            yield problem(at, f"'{name}' is not a key of clusters (known: {known})")

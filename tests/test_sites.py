@@ -1,0 +1,246 @@
+"""Sites: the real program under Pulumi mocks for a hub, sites and a stack spanning two
+clusters. What each stack registers, which cluster (provider) each object goes to, what
+crosses the boundary through StackReferences and outputs (addresses, CA certificates,
+public keys; never a private key or a kubeconfig), and declarative node registration."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from components.offline import Run, run_program
+from federation import registration
+from tests.support.manifests import by_kind, get
+from tests.support.tls_provider import RealTlsProvider
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+HUB_STACK = "acme/flower-federation/hub"
+SITE_STACK = "acme/flower-federation/site-chart"
+PROVIDER_TYPE = "pulumi:providers:kubernetes"
+
+
+def settings(name: str) -> dict[str, Any]:
+    """The federation config of a golden stack file."""
+    return yaml.safe_load((GOLDEN / f"Pulumi.{name}.yaml").read_text())["config"]["flower-federation:federation"]
+
+
+def run(raw: dict[str, Any], stack: str = "dev", **kw: Any) -> Run:
+    return run_program({"federation": raw}, stack, **kw)
+
+
+def args_of(m: dict[str, Any], container: str = "supernode") -> list[str]:
+    c = next(c for c in m["spec"]["template"]["spec"]["containers"] if c["name"] == container)
+    return list(c["args"])
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+# --- a site, as the Helm chart's values describe it ------------------------------------
+
+
+def test_a_site_from_chart_values_dials_the_hub_and_trusts_its_ca_from_the_existing_secret() -> None:
+    hub_ca = "-----BEGIN CERTIFICATE-----\nHUB\n-----END CERTIFICATE-----\n"
+    existing = {
+        ("kubernetes:core/v1:Secret", "flower/my-custom-tls-secret-name"): {
+            "data": {"ca.crt": base64.b64encode(hub_ca.encode()).decode()}
+        }
+    }
+    result = run(settings("site-chart"), "site-a", existing=existing)
+    objects = result.manifests(show_secrets=True)
+    assert not [m for m in objects if "superlink" in m["metadata"]["name"]], "a site runs no SuperLink"
+    sts = get(objects, "StatefulSet", "hospital-a-supernode-ward")
+    argv = args_of(sts)
+    assert flag(argv, "--superlink") == "my-superlink.example.com:9092"
+    assert flag(argv, "--root-certificates") == "/etc/flower/ca/ca.crt"
+    # The chart's existingSecret: read at deploy time, its ca.crt copied into the site's own CA Secret.
+    assert any(r.read_id == "flower/my-custom-tls-secret-name" for r in result.registrations)
+    ca = get(objects, "Secret", "hospital-a-ca")
+    assert base64.b64decode(ca["data"]["ca.crt"]).decode() == hub_ca
+    # No way in; out only to DNS and the hub's port.
+    policy = get(objects, "NetworkPolicy", "hospital-a-supernode-ward")
+    assert policy["spec"]["ingress"] == []
+    hub_rule = policy["spec"]["egress"][0]
+    assert hub_rule == {"ports": [{"port": 9092, "protocol": "TCP"}]}
+    # Only public keys leave the site.
+    assert set(result.outputs["nodeAuth"]) == {"publicKeys"}
+    assert set(result.outputs["nodeAuth"]["publicKeys"]["ward"]) == {"0", "1"}
+    assert "caCertificate" not in result.outputs and "flwrConfig" not in result.outputs
+    assert result.outputs["superlink"] == {"fleetAddress": "my-superlink.example.com:9092"}
+
+
+def test_a_site_reads_the_hubs_address_and_ca_through_a_stack_reference() -> None:
+    hub_outputs = json.loads((GOLDEN / "hub.outputs.json").read_text())
+    hub_outputs["caCertificate"] = "-----BEGIN CERTIFICATE-----\nREAL\n-----END CERTIFICATE-----\n"
+    result = run(settings("site-from-hub"), "site-b", stack_outputs={HUB_STACK: hub_outputs})
+    refs = [r for r in result.registrations if r.type == "pulumi:pulumi:StackReference"]
+    assert [r.name for r in refs] == [HUB_STACK]
+    objects = result.manifests(show_secrets=True)
+    argv = args_of(get(objects, "StatefulSet", "hospital-b-supernode-gpu"))
+    assert flag(argv, "--superlink") == "fl.example.org:443"
+    assert get(objects, "Secret", "hospital-b-ca")["stringData"] == {"ca.crt": hub_outputs["caCertificate"]}
+    # Egress to the hub's port, only within the CIDRs the site names.
+    policy = get(objects, "NetworkPolicy", "hospital-b-supernode-gpu")
+    assert policy["spec"]["egress"][0] == {
+        "to": [{"ipBlock": {"cidr": "203.0.113.0/24"}}],
+        "ports": [{"port": 443, "protocol": "TCP"}],
+    }
+
+
+def test_a_hub_stack_without_the_outputs_a_site_needs_is_a_clear_error_and_nothing_is_created() -> None:
+    into = Run()
+    with pytest.raises(pulumi.RunError) as err:
+        run(settings("site-from-hub"), "site-b", stack_outputs={HUB_STACK: {"role": "hub"}}, into=into)
+    text = str(err.value)
+    assert "supernodes.superlink.certificate.fromStack: stack 'acme/flower-federation/hub' has no output " in text
+    assert "superlink.externalAddress" in text and "caCertificate" in text
+    assert "Traceback" not in text
+    assert into.kubernetes == []
+
+
+# --- the hub ---------------------------------------------------------------------------
+
+
+def _hub(**kw: Any) -> Run:
+    site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
+    site_outputs["nodeAuth"]["publicKeys"] = {"ward": {"0": settings("hub")["sites"][1]["publicKeys"][0]}}
+    return run(settings("hub"), "hub", stack_outputs={SITE_STACK: site_outputs}, **kw)
+
+
+def test_a_hub_is_reachable_through_tls_passthrough_and_its_certificate_names_the_external_host() -> None:
+    result = _hub(provider=RealTlsProvider())
+    objects = result.manifests(show_secrets=True)
+    ingress = get(objects, "Ingress", "fl-superlink")
+    assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/ssl-passthrough"] == "true"
+    assert ingress["spec"]["rules"][0]["host"] == "fl.example.org"
+    csr = next(r for r in result.registrations if r.type == "tls:index/certRequest:CertRequest")
+    assert "fl.example.org" in csr.inputs["dnsNames"]
+    # Fleet from anywhere (sites), on the Fleet port only.
+    policy = get(objects, "NetworkPolicy", "fl-superlink")
+    assert {"ports": [{"port": 8000, "protocol": "TCP"}]} in policy["spec"]["ingress"]
+    assert result.outputs["superlink"]["externalAddress"] == "fl.example.org:443"
+    assert "BEGIN CERTIFICATE" in result.outputs["caCertificate"]
+    assert "caCertificate" not in result.secret_outputs  # public: sites trust it
+    assert not by_kind(objects, "StatefulSet")[0]["metadata"]["name"].startswith("fl-supernode")
+
+
+def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
+    first, again = _hub(), _hub()
+    job = by_kind(first.manifests(), "Job")[0]
+    config_map = get(first.manifests(), "ConfigMap", "fl-node-registration")
+    keys = config_map["data"][registration.KEYS_FILE].splitlines()
+    assert len(keys) == 1 and keys[0].endswith("lab-c/0")  # the site's one key and lab-c's are the same key
+    assert job["metadata"]["name"] == registration.job_name(first_plan(), config_map["data"][registration.KEYS_FILE])
+    # Same keys, same Job: re-running `pulumi up` changes nothing.
+    assert by_kind(again.manifests(), "Job")[0]["metadata"]["name"] == job["metadata"]["name"]
+    # Revoking a site: its keys leave the set, and a new Job reconciles the SuperLink to it.
+    raw = settings("hub")
+    raw["sites"] = raw["sites"][:1]
+    site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
+    fewer = run(raw, "hub", stack_outputs={SITE_STACK: site_outputs})
+    assert by_kind(fewer.manifests(), "Job")[0]["metadata"]["name"] != job["metadata"]["name"]
+    argv = by_kind(first.manifests(), "Job")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert argv[1] == registration.CONNECTION and argv[-1].endswith(registration.KEYS_FILE)
+
+
+def first_plan() -> Any:
+    from federation.plan import load_plan
+
+    site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
+    return load_plan(settings("hub"), "hub", None, {SITE_STACK: site_outputs})
+
+
+# --- several clusters in one stack ----------------------------------------------------
+
+
+def test_each_cluster_gets_its_provider_namespace_trust_and_policies() -> None:
+    result = run(settings("multi-cluster"), "mc")
+    providers = [r for r in result.registrations if r.type == PROVIDER_TYPE]
+    assert [(r.name, r.inputs.get("context")) for r in providers] == [("cluster-edge", "edge-admin")]
+    assert result.clusters == ["default", "edge"]
+    home, edge = result.manifests(cluster="default"), result.manifests(cluster="edge")
+    for objects in (home, edge):
+        assert [m["metadata"]["name"] for m in by_kind(objects, "Namespace")] == ["flower"]
+        assert [m["metadata"]["name"] for m in by_kind(objects, "Secret") if m["metadata"]["name"] == "mc-ca"]
+    assert not [m for m in edge if m["metadata"]["name"].startswith("mc-superlink")]
+    assert {m["metadata"]["name"] for m in by_kind(edge, "StatefulSet")} == {"mc-supernode-edge"}
+    # The edge pool dials the external address; the local one the in-cluster Service.
+    assert flag(args_of(by_kind(edge, "StatefulSet")[0]), "--superlink") == "fl.example.org:8000"
+    local = get(home, "StatefulSet", "mc-supernode-local")
+    assert flag(args_of(local), "--superlink") == "mc-superlink.flower.svc.cluster.local:8000"
+    edge_policy = get(edge, "NetworkPolicy", "mc-supernode-edge")
+    assert edge_policy["spec"]["egress"][0] == {"ports": [{"port": 8000, "protocol": "TCP"}]}
+    # Logical names of objects that recur in both clusters carry the cluster.
+    names = {r.name for r in result.kubernetes if r.cluster == "edge"}
+    assert {"edge/flower", "edge/mc-ca"} <= names
+
+
+def test_a_kubeconfig_must_be_secret_and_never_reaches_a_render_or_an_output() -> None:
+    raw = settings("multi-cluster")
+    raw["clusters"]["edge"] = {"kubeconfig": "apiVersion: v1\nkind: Config\n# token: sekret\n"}
+    with pytest.raises(pulumi.RunError, match=r"federation.clusters.edge.kubeconfig: holds credentials"):
+        run(raw, "mc")
+    result = run_program({"federation": raw}, "mc", secret_config=("federation",))
+    provider = next(r for r in result.registrations if r.type == PROVIDER_TYPE)
+    assert "sekret" in json.dumps(provider.inputs)  # given to the provider (as a secret) ...
+    everything = json.dumps(result.manifests(show_secrets=True)) + json.dumps(result.outputs)
+    assert "sekret" not in everything  # ... and nowhere else
+
+
+# --- offline render of all of it ------------------------------------------------------
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from federation.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_render_groups_objects_by_cluster_and_prints_one_cluster_on_request() -> None:
+    config = str(GOLDEN / "Pulumi.multi-cluster.yaml")
+    code, text, _ = cli("render", "--config-file", config)
+    assert code == 0
+    assert text.startswith("# cluster: default\n") and "\n---\n# cluster: edge\n" in text
+    code, edge, _ = cli("render", "--config-file", config, "--cluster", "edge")
+    assert code == 0 and "# cluster" not in edge
+    assert {d["metadata"]["name"] for d in yaml.safe_load_all(edge) if d["kind"] == "StatefulSet"} == {
+        "mc-supernode-edge"
+    }
+    code, _, err = cli("render", "--config-file", config, "--cluster", "west")
+    assert code == 2 and "no objects go to cluster 'west' (this stack's: default, edge)" in err
+
+
+def test_a_stack_read_with_from_stack_needs_its_outputs_offline(tmp_path: Path) -> None:
+    code, out, err = cli("render", "--config-file", str(GOLDEN / "Pulumi.site-from-hub.yaml"))
+    assert code == 2 and out == ""
+    assert "reads the outputs of stack 'acme/flower-federation/hub' (fromStack): pass --stack-outputs" in err
+    # A hub's render feeds a site's render.
+    hub_json = tmp_path / "hub.json"
+    hub = str(GOLDEN / "Pulumi.hub.yaml")
+    site_outputs = f"{SITE_STACK}={GOLDEN / 'site-chart.outputs.json'}"
+    assert cli("render", "--config-file", hub, "--stack-outputs", site_outputs, "--outputs", str(hub_json))[0] == 0
+    site = str(GOLDEN / "Pulumi.site-from-hub.yaml")
+    code, text, _ = cli("render", "--config-file", site, "--stack-outputs", f"{HUB_STACK}={hub_json}")
+    assert code == 0 and "fl.example.org:443" in text
+
+
+def test_render_outputs_are_what_a_hub_reads_and_hold_no_private_key(tmp_path: Path) -> None:
+    path = tmp_path / "outputs.json"
+    config = str(GOLDEN / "Pulumi.site-chart.yaml")
+    assert cli("render", "--config-file", config, "--outputs", str(path))[0] == 0
+    outputs = json.loads(path.read_text())
+    assert outputs["role"] == "site" and "PRIVATE KEY" not in path.read_text()
+    assert set(outputs["nodeAuth"]["publicKeys"]["ward"]) == {"0", "1"}
