@@ -18,6 +18,7 @@ from pathlib import Path
 
 import tomli_w
 
+from .access import service_account
 from .kube import Manifest
 from .layout import REGISTRATION_DIR, REGISTRATION_VOLUME, WRITABLE_PATHS
 from .naming import NODE_REGISTRATION
@@ -110,8 +111,6 @@ def job(plan: FederationPlan) -> Manifest:
 def objects(plan: FederationPlan) -> list[Manifest]:
     if not plan.registers_nodes:
         return []
-    from .access import service_account
-
     return [
         service_account(plan, plan.names.node_registration, NODE_REGISTRATION),
         config_map(plan),

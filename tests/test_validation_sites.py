@@ -43,6 +43,10 @@ CASES = {
             "NodePort, or add superlink.ingress",
         ],
     ),
+    "hub-with-supernode-settings": (
+        {**hub(superlink={"ingress": {"host": "fl.example.org"}}), "supernodes": {"image": "flwr/supernode:1.41.0"}},
+        ["federation.supernodes.image: a hub runs no SuperNodes: this belongs in a site stack"],
+    ),
     "site-with-superlink-keys-and-tls": (
         {
             **site(address="fl.example.org", certificate={"pem": PEM}),

@@ -71,6 +71,9 @@ def roles(raw: Raw, pools: Pools) -> Iterator[Problem]:
                 ("supernodes", "pools"),
                 "a hub runs no SuperNodes: put pools in site stacks (role: site), or use role: federation",
             )
+        for key in sorted(as_dict(raw.get("supernodes"))):
+            if key not in ("pools", "superlink"):
+                yield problem(("supernodes", key), "a hub runs no SuperNodes: this belongs in a site stack")
         if not external_address_known(raw):
             yield problem(
                 ("superlink", "externalAddress"),
