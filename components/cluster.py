@@ -10,6 +10,7 @@ from typing import Optional
 import pulumi
 
 from federation.manifests import FEDERATION, TLS, ClusterManifests
+from federation.rules.sites import AMBIENT as AMBIENT_CLUSTER
 
 from .kubernetes import register
 
@@ -23,7 +24,8 @@ class ClusterComponent(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("flower-federation:index:Cluster", name, None, opts)
-        prefix = f"{cluster.name}/"
+        # Named after the cluster, never its position, so which cluster is home never renames them.
+        prefix = f"{cluster.name or AMBIENT_CLUSTER}/"
         shared = cluster.owned_by(FEDERATION)
         namespaces = [m for m in shared if m["kind"] == "Namespace"]
         self.resources: list[pulumi.Resource] = [

@@ -26,6 +26,7 @@ from federation.manifests import (
     pool_owner,
 )
 from federation.plan import FederationPlan
+from federation.rules.sites import AMBIENT as AMBIENT_CLUSTER
 
 from .cluster import ClusterComponent
 from .kubernetes import register
@@ -80,7 +81,7 @@ class FederationComponent(pulumi.ComponentResource):
         self.clusters = {}
         for cluster in others:
             component = ClusterComponent(
-                f"{name}-cluster-{cluster.name}",
+                f"{name}-cluster-{cluster.name or AMBIENT_CLUSTER}",
                 cluster,
                 self.tls.ca_pem if self.tls else None,
                 in_cluster(cluster.name, [self.tls] if self.tls else []),

@@ -60,8 +60,6 @@ def placeholder_read(typ: str, resource_id: str) -> dict[str, Any]:
 
 
 STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
-# The Kubernetes provider of a named cluster (components/program.py names them so).
-CLUSTER_PROVIDER_PREFIX = "cluster-"
 
 
 @dataclass
@@ -164,7 +162,8 @@ class _Recorder(pulumi.runtime.Mocks):
 def _cluster_of(provider_ref: Optional[str]) -> str:
     """The named cluster of a provider reference (`urn...::cluster-NAME::id`)."""
     name = (provider_ref or "").split("::")[-2] if "::" in (provider_ref or "") else ""
-    return name[len(CLUSTER_PROVIDER_PREFIX) :] if name.startswith(CLUSTER_PROVIDER_PREFIX) else AMBIENT_CLUSTER
+    prefix = program.CLUSTER_PROVIDER_PREFIX
+    return name[len(prefix) :] if name.startswith(prefix) else AMBIENT_CLUSTER
 
 
 def run_program(

@@ -22,6 +22,8 @@ from .federation import FederationComponent
 PROJECT = "flower-federation"
 CONFIG_KEY = "federation"
 NODE_KEYS_KEY = sshkeys.CONFIG_KEY
+# The Kubernetes provider of a named cluster is `cluster-<name>` (offline.py reads it back).
+CLUSTER_PROVIDER_PREFIX = "cluster-"
 
 
 def _node_auth_keys() -> tuple[Any, list[Problem]]:
@@ -64,12 +66,15 @@ def load() -> FederationPlan:
     list of problems and no traceback, before any resource is registered. Stacks named
     by `fromStack` are read only once the config is otherwise valid."""
     raw = pulumi.Config(PROJECT).get_object(CONFIG_KEY)
-    keys, key_problems = _node_auth_keys()
+    keys, secret_problems = _node_auth_keys()
+    secret_problems += _kubeconfig_problems(raw)
     try:
-        key_problems += _kubeconfig_problems(raw)
-        if key_problems:
-            raise ConfigError(key_problems)
-        plan = load_plan(raw, pulumi.get_stack(), keys)
+        try:
+            plan = load_plan(raw, pulumi.get_stack(), keys)
+        except ConfigError as err:  # every problem at once, the secret config's too
+            raise ConfigError(secret_problems + err.problems) from None
+        if secret_problems:
+            raise ConfigError(secret_problems)
         stacks = referenced_stacks(raw)
         if stacks:
             plan = load_plan(raw, pulumi.get_stack(), keys, stack_refs.read(stacks))
@@ -95,7 +100,7 @@ def providers(plan: FederationPlan) -> dict[str, pulumi.ProviderResource]:
             continue
         cluster = plan.spec.clusters[name]
         kubeconfig = pulumi.Output.secret(cluster.kubeconfig) if cluster.kubeconfig else None
-        out[name] = k8s.Provider(f"cluster-{name}", kubeconfig=kubeconfig, context=cluster.context)
+        out[name] = k8s.Provider(f"{CLUSTER_PROVIDER_PREFIX}{name}", kubeconfig=kubeconfig, context=cluster.context)
     return out
 
 

@@ -38,7 +38,7 @@ class RegistrationComponent(pulumi.ComponentResource):
         super().__init__("flower-federation:index:NodeRegistration", name, None, opts)
         keys_text = pool_keys.apply(lambda keys: _all_keys(plan, keys))
         self.job_name = keys_text.apply(lambda t: registration.job_name(plan, t))
-        digest = self.job_name.apply(lambda name: name.rsplit("-", 1)[-1])
+        digest = keys_text.apply(registration.keys_digest)
         self.resources: list[pulumi.Resource] = []
         for m in objects:
             fields: Optional[dict[str, Any]] = None

@@ -21,7 +21,13 @@ def read(stacks: list[str]) -> dict[str, dict[str, Any]]:
     what is public: addresses, CA certificates, public keys)."""
     found: dict[str, dict[str, Any]] = {}
     for stack in stacks:
-        reference = pulumi.StackReference(stack)
-        outputs = _sync_await(reference.outputs.future())
+        try:
+            reference = pulumi.StackReference(stack)
+            outputs = _sync_await(reference.outputs.future())
+        except Exception as err:  # the engine's error for a missing or unreadable stack
+            raise pulumi.RunError(
+                f"could not read the outputs of stack '{stack}' (named by fromStack): {err}. A StackReference reads "
+                "stacks of the same backend that this stack's credentials may read."
+            ) from None
         found[stack] = dict(outputs or {})
     return found

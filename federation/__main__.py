@@ -100,7 +100,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _stack_outputs(pairs: list[str], config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """{stack: outputs} from `--stack-outputs STACK=FILE.json` flags, each file as
-    `pulumi stack output --json --show-secrets --stack STACK` writes it; every stack the
+    `pulumi stack output --json --stack STACK` writes it (what is read is public); every stack the
     config reads with `fromStack` must have one."""
     from .sites import referenced_stacks
 
@@ -122,7 +122,7 @@ def _stack_outputs(pairs: list[str], config: dict[str, Any]) -> dict[str, dict[s
         if stack not in found:
             raise UsageError(
                 f"the config reads the outputs of stack '{stack}' (fromStack): pass --stack-outputs "
-                f"{stack}=FILE.json, FILE.json written by `pulumi stack output --json --show-secrets --stack {stack}` "
+                f"{stack}=FILE.json, FILE.json written by `pulumi stack output --json --stack {stack}` "
                 "(or by `render --outputs` of that stack's config)"
             )
     return found
@@ -134,6 +134,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from components.offline import run_program
 
     from .documents import dump_all
+    from .rules.sites import AMBIENT
 
     config, stack = _read_stack_file(args)
     stack_outputs = _stack_outputs(args.stack_outputs or [], config)
@@ -150,7 +151,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         if args.cluster not in clusters:
             raise UsageError(f"no objects go to cluster '{args.cluster}' (this stack's: {', '.join(clusters)})")
         sys.stdout.write(dump_all(result.manifests(args.show_secrets, cluster=args.cluster)))
-    elif clusters in ([], ["default"]):
+    elif clusters in ([], [AMBIENT]):
         sys.stdout.write(dump_all(result.manifests(show_secrets=args.show_secrets)))
     else:
         groups = [f"# cluster: {c}\n" + dump_all(result.manifests(args.show_secrets, cluster=c)) for c in clusters]

@@ -19,8 +19,10 @@ SUPEREXEC_SERVERAPP = "superexec-serverapp"
 SUPEREXEC_CLIENTAPP = "superexec-clientapp"
 # Init container that creates the SuperLink's database schema (see dialects.py).
 INIT_STATE = "init-state"
-# The Job that registers the trusted SuperNode keys with the SuperLink.
+# The Job that registers the trusted SuperNode keys with the SuperLink, named
+# `N-node-registration-<digest of the keys>` (a Job's name becomes a label value: 63 at most).
 NODE_REGISTRATION = "node-registration"
+REGISTRATION_DIGEST_LENGTH = 10
 # Pods the Kubernetes executor creates for each ServerApp/ClientApp.
 TASK_EXECUTOR = "taskexecutor"
 # What the ServerApp side is called where a pool name would otherwise stand (the executor

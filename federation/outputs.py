@@ -91,4 +91,21 @@ def warnings(plan: FederationPlan) -> list[str]:
         )
     if plan.trust is None and (plan.remote is not None or (plan.runs_superlink and plan.exposed)):
         out.append(TLS_DISABLED_WARNING + " This federation crosses cluster boundaries.")
+    if plan.runs_superlink and plan.exposed and not plan.node_auth and plan.role != "hub":
+        out.append(
+            "The SuperLink is reached from outside its cluster without node authentication: any host that reaches "
+            "its Fleet port and trusts the CA may join as a SuperNode. Set nodeAuth.enabled: true."
+        )
+    if plan.registers_nodes and not plan.spec.superlink.persistence.enabled:
+        out.append(
+            "superlink.persistence.enabled is false: node registrations live in memory and are lost when the "
+            "SuperLink restarts, and the registration Job runs again only when the trusted keys change. Re-run "
+            "the exported registerScript after a restart, or keep persistence on."
+        )
+    if plan.remote is not None and not plan.remote.cidrs:
+        out.append(
+            f"SuperNodes may reach port {plan.remote.endpoint.port} at any address (the hub's address is a name): "
+            "set supernodes.superlink.cidrs to the hub's addresses to confine the pods that run ClientApps next to "
+            "this site's data."
+        )
     return out

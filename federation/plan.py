@@ -100,12 +100,20 @@ class FederationPlan:
         return pool.cluster or ""
 
     @property
+    def home_cluster(self) -> str:
+        """Where the stack's shared objects live (TLS trust, registration): the SuperLink's
+        cluster; a site's ambient cluster if a pool runs there, else its first named one.
+        Never the order of pools, so reordering them moves nothing."""
+        if self.runs_superlink:
+            return self.superlink_cluster
+        pool_clusters = {self.pool_cluster(p) for p in self.spec.supernodes.pools}
+        return "" if "" in pool_clusters else min(pool_clusters, default="")
+
+    @property
     def clusters(self) -> list[str]:
-        """Every cluster this stack deploys into: the SuperLink's first, then the pools'
-        in config order."""
-        found = [self.superlink_cluster] if self.runs_superlink else []
-        found += [self.pool_cluster(p) for p in self.spec.supernodes.pools]
-        return list(dict.fromkeys(found))
+        """Every cluster this stack deploys into: the home cluster first, then the others by name."""
+        found = {self.pool_cluster(p) for p in self.spec.supernodes.pools} - {self.home_cluster}
+        return [self.home_cluster, *sorted(found)]
 
     def pools_in(self, cluster: str) -> list[Pool]:
         return [p for p in self.spec.supernodes.pools if self.pool_cluster(p) == cluster]
@@ -272,7 +280,7 @@ def load_plan(
     name = spec.name or stack
     names = Names(name)
     ports = dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True))
-    remote_problems, remote = remote_superlink(spec, ports.fleet, stack_outputs)
+    remote_problems, remote = remote_superlink(spec, ports.fleet, stack_outputs, dialect.version)
     key_problems, admitted = site_keys(spec, stack_outputs)
     if remote_problems or key_problems:
         raise ConfigError(sorted(set(remote_problems + key_problems), key=_sort_key))

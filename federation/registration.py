@@ -21,7 +21,7 @@ import tomli_w
 from .access import service_account
 from .kube import Manifest
 from .layout import REGISTRATION_DIR, REGISTRATION_VOLUME, WRITABLE_PATHS
-from .naming import NODE_REGISTRATION
+from .naming import NODE_REGISTRATION, REGISTRATION_DIGEST_LENGTH
 from .plan import FederationPlan
 from .workload_parts import ca_mounts, ca_volumes, managed_container, template
 
@@ -32,9 +32,12 @@ KEYS_FILE = "trusted-keys"
 # Long enough for a SuperLink that is still being scheduled and started.
 TIMEOUT_SECONDS = 600
 CONNECTION = "federation"
-NO_PROBES = {
+JOB_ANNOTATIONS = {
     "checkov.io/skip1": "CKV_K8S_8=a Job runs to completion: nothing to keep alive",
     "checkov.io/skip2": "CKV_K8S_9=a Job runs to completion: no traffic to gate",
+    # A Job that failed (the SuperLink was down, say) runs again on the next `pulumi up`
+    # with the same keys, instead of being kept as it is (pulumi-kubernetes replaces it).
+    "pulumi.com/replaceUnready": "true",
 }
 
 
@@ -54,9 +57,12 @@ def trusted_keys_text(keys: list[str]) -> str:
     return "".join(f"{k.strip()}\n" for k in sorted({k.strip() for k in keys}))
 
 
+def keys_digest(keys_text: str) -> str:
+    return hashlib.sha256(keys_text.encode()).hexdigest()[:REGISTRATION_DIGEST_LENGTH]
+
+
 def job_name(plan: FederationPlan, keys_text: str) -> str:
-    digest = hashlib.sha256(keys_text.encode()).hexdigest()[:10]
-    return f"{plan.names.node_registration}-{digest}"
+    return f"{plan.names.node_registration}-{keys_digest(keys_text)}"
 
 
 def site_keys(plan: FederationPlan) -> list[str]:
@@ -99,7 +105,8 @@ def job(plan: FederationPlan) -> Manifest:
         "apiVersion": "batch/v1",
         "kind": "Job",
         # A Job runs to completion and nothing routes to it: probes have no meaning here.
-        "metadata": plan.meta(names.node_registration, NODE_REGISTRATION, annotations=NO_PROBES),
+        # (checkov's probe checks are skipped in JOB_ANNOTATIONS, with that reason.)
+        "metadata": plan.meta(names.node_registration, NODE_REGISTRATION, annotations=JOB_ANNOTATIONS),
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": TIMEOUT_SECONDS,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .config import Federation
+from .dialects import FlowerVersion, dialect_for
 from .errors import Problem, problem
 from .rules.raw import as_dict, as_list, get
 from .rules.sites import split_host_port
@@ -62,8 +63,15 @@ def _output(outputs: Optional[StackOutputs], stack: str, path: tuple[str, ...]) 
     return get((outputs or {}).get(stack), *path)
 
 
+def era_of(version: str) -> Optional[str]:
+    """The Flower dialect's name of a version string, None if it is not a supported one."""
+    parsed = FlowerVersion.parse(version)
+    found = dialect_for(parsed) if parsed is not None else None
+    return found.name if found is not None else None
+
+
 def remote_superlink(
-    spec: Federation, fleet_port: int, outputs: Optional[StackOutputs]
+    spec: Federation, fleet_port: int, outputs: Optional[StackOutputs], site_version: object = None
 ) -> tuple[list[Problem], Optional[RemoteSuperLink]]:
     """Role site: the hub it dials. Without `outputs` (first validation pass, before the
     stacks are read) values a stack supplies are left open and the result is None."""
@@ -89,6 +97,24 @@ def remote_superlink(
                 problem(at, f"stack '{stack}' has no output superlink.externalAddress (is it a hub?); set address")
             )
         host, port = host or hub_host, port or hub_port
+        hub_tls = _output(outputs, stack, ("tls",))
+        if isinstance(hub_tls, str) and (hub_tls == "enabled") == spec.insecure:
+            problems.append(
+                problem(
+                    at,
+                    f"stack '{stack}' runs its SuperLink {'with' if hub_tls == 'enabled' else 'without'} TLS; "
+                    f"this site has insecure: {str(spec.insecure).lower()}",
+                )
+            )
+        hub_version = _output(outputs, stack, ("flowerVersion",))
+        if isinstance(hub_version, str) and era_of(hub_version) not in (None, era_of(str(site_version))):
+            problems.append(
+                problem(
+                    at,
+                    f"stack '{stack}' runs Flower {hub_version} ({era_of(hub_version)}); this site runs "
+                    f"{site_version} ({era_of(str(site_version))}): SuperNodes and SuperLink must speak the same era",
+                )
+            )
         ca_pem = _output(outputs, stack, HUB_CA_OUTPUT)
         certificate = isinstance(ca_pem, str) and ("BEGIN CERTIFICATE" in ca_pem or is_deploy_time_placeholder(ca_pem))
         if not spec.insecure and not certificate:

@@ -54,9 +54,10 @@ def key_problem(text: Any) -> Optional[str]:
     return None
 
 
-def public_key_problem(text: Any) -> Optional[str]:
+def public_key_problem(text: Any, placeholders: bool = True) -> Optional[str]:
     """Why `text` is not a public key Flower registers (`flwr supernode register` loads
-    OpenSSH public keys on a NIST elliptic curve), or None."""
+    OpenSSH public keys on a NIST elliptic curve), or None. `placeholders`: accept an
+    offline render's stand-in (only in another stack's offline outputs)."""
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -64,7 +65,7 @@ def public_key_problem(text: Any) -> Optional[str]:
     hint = "must be an OpenSSH ECDSA public key line (ecdsa-sha2-nistp384 AAAA... comment)"
     if not isinstance(text, str) or "\n" in text.strip():
         return hint
-    if is_deploy_time_placeholder(text):
+    if placeholders and is_deploy_time_placeholder(text):
         return None
     try:
         key = serialization.load_ssh_public_key(text.strip().encode())

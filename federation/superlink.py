@@ -175,6 +175,11 @@ def objects(plan: FederationPlan) -> list[Manifest]:
         ),
         "spec": {
             "type": sl.service.type,
+            **(
+                {"loadBalancerSourceRanges": list(sl.service.load_balancer_source_ranges)}
+                if sl.service.load_balancer_source_ranges
+                else {}
+            ),
             "selector": selector_labels(plan.name, SUPERLINK),
             "ports": [
                 {"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.stacks import base
+from tests.support.stacks import HTTP_ERA, base
 from tests.support.validation import assert_problems, config_error
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -25,16 +25,29 @@ def site(**remote: Any) -> dict[str, Any]:
     return raw
 
 
-def hub(**extra: Any) -> dict[str, Any]:
-    raw = base(role="hub", **extra)
+def hub(version: str = HTTP_ERA, **extra: Any) -> dict[str, Any]:
+    """A hub that passes the exposure and node-auth rules unless a test says otherwise."""
+    raw = base(version, role="hub", nodeAuth={"enabled": True}, **extra)
     raw["supernodes"] = {}
+    raw.setdefault("superlink", {})["exposeControlApi"] = True
     return raw
+
+
+EXPOSED_HTTP = (
+    "federation.superlink.exposeControlApi: Flower 1.41.0 serves Fleet and Control on one port, so exposing this "
+    "SuperLink outside its cluster exposes its Control API too (`flwr run` runs code at every site, `flwr supernode "
+    "register` admits nodes). Set superlink.exposeControlApi: true to accept that, and limit who reaches it "
+    "(superlink.service.loadBalancerSourceRanges); or use the gRPC era (Flower 1.21-1.34), whose hub exposes Fleet only"
+)
 
 
 CASES = {
     "hub-with-pools-and-no-way-in": (
         {**base(role="hub")},
         [
+            "federation.nodeAuth.enabled: a hub accepts SuperNodes from other organisations: set nodeAuth.enabled: "
+            "true, so only the keys it registers may join",
+            EXPOSED_HTTP,
             "federation.supernodes.pools: a hub runs no SuperNodes: put pools in site stacks (role: site), or use "
             "role: federation",
             "federation.superlink.externalAddress: a hub is dialled from other clusters: set superlink.externalAddress, "
@@ -68,6 +81,8 @@ CASES = {
     "site-two-ca-sources-and-a-port-in-the-address": (
         site(address="fl.example.org:443", certificate={"pem": PEM, "existingSecret": "hub-ca"}),
         [
+            "federation.createNamespace: certificate.existingSecret lives in the site's namespace, which must exist "
+            "before the stack: set createNamespace: false (or give the CA as certificate.pem)",
             "federation.supernodes.superlink.address: 'fl.example.org:443' is not a host name or IP address (the port "
             "goes in `port`)",
             "federation.supernodes.superlink.certificate: set exactly one of pem, existingSecret, fromStack (the hub's "
@@ -92,12 +107,15 @@ CASES = {
     "sites-need-node-auth-and-real-keys": (
         {
             **hub(superlink={"ingress": {"host": "fl.example.org"}}),
+            "nodeAuth": {"enabled": False},
             "sites": [
                 {"name": "a", "publicKeys": ["ssh-rsa AAAA nope"]},
                 {"name": "a", "publicKeys": [KEY], "fromStack": "acme/p/a"},
             ],
         },
         [
+            "federation.nodeAuth.enabled: a hub accepts SuperNodes from other organisations: set nodeAuth.enabled: "
+            "true, so only the keys it registers may join",
             "federation.sites: sites are admitted by their node keys: set nodeAuth.enabled: true",
             "federation.sites[0].publicKeys[0]: 'ssh-rsa AAAA nope' must be an OpenSSH ECDSA public key line "
             "(ecdsa-sha2-nistp384 AAAA... comment)",
@@ -114,6 +132,7 @@ CASES = {
             "federation.clusters.default: 'default' names the stack's ambient cluster; choose another name",
             "federation.clusters.east: set kubeconfig (a secret) or context",
             "federation.superlink.cluster: 'nowhere' is not a key of clusters (known: default, east)",
+            EXPOSED_HTTP,
             # and so every pool is in another cluster than the SuperLink's
             "federation.supernodes.pools[0].cluster: this pool runs in another cluster than the SuperLink and dials "
             "its external address: set superlink.externalAddress, superlink.ingress or tls.dnsNames",
@@ -129,8 +148,18 @@ _remote_pool["supernodes"]["pools"][1]["cluster"] = "east"
 CASES["a-pool-in-another-cluster-needs-an-external-address"] = (
     _remote_pool,
     [
+        EXPOSED_HTTP,
         "federation.supernodes.pools[1].cluster: this pool runs in another cluster than the SuperLink and dials its "
-        "external address: set superlink.externalAddress, superlink.ingress or tls.dnsNames"
+        "external address: set superlink.externalAddress, superlink.ingress or tls.dnsNames",
+    ],
+)
+
+
+CASES["grpc-era-hub-on-a-node-port-needs-the-node-port"] = (
+    hub("1.26.1", superlink={"service": {"type": "NodePort"}, "externalAddress": "fl.example.org"}),
+    [
+        "federation.superlink.externalAddress: with a NodePort Service, give the node address and the node port sites "
+        "dial (host:port); Kubernetes picks the node port (30000-32767), not the Fleet port"
     ],
 )
 

@@ -43,6 +43,13 @@ class SuperLinkService(Model):
     ports: ServicePorts = ServicePorts()
     labels: dict[str, str] = Field(default={}, description="Extra labels on the Service (ours win on a clash).")
     annotations: dict[str, str] = Field(default={}, description="Annotations on the Service (e.g. a load balancer's).")
+    load_balancer_source_ranges: list[str] = Field(
+        default=[],
+        description=(
+            "`type: LoadBalancer`: the CIDRs the load balancer accepts (spec.loadBalancerSourceRanges); what limits who "
+            "reaches an exposed SuperLink (sites' egress addresses)."
+        ),
+    )
 
 
 class Persistence(Model):
@@ -107,6 +114,14 @@ class SuperLink(Model):
         default=None, description="A key of `clusters` to run in. Unset: the stack's ambient cluster."
     )
     ingress: Optional[Ingress] = None
+    expose_control_api: bool = Field(
+        default=False,
+        description=(
+            "HTTP era (Flower 1.40+): Fleet and Control share one port, so a SuperLink reached from outside its cluster "
+            "(a hub, an ingress, pools in other clusters) exposes the Control API too (`flwr run` runs code at every "
+            "site). Refused unless `true`: say you accept it, and limit who reaches it (`service.loadBalancerSourceRanges`)."
+        ),
+    )
     external_address: Optional[str] = Field(
         default=None,
         description=(

@@ -66,5 +66,5 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from network_policies(raw, pools)
     yield from probes(raw)
     yield from executor(raw, isolation)
-    yield from roles(raw, pools)
+    yield from roles(raw, pools, dialect)
     return dialect

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from .. import nodeconfig
 from ..errors import Problem, problem
-from ..naming import DNS_LABEL_MAX, SERVERAPP_ROLE, STATEFULSET_NAME_MAX, Names
+from ..naming import DNS_LABEL_MAX, REGISTRATION_DIGEST_LENGTH, SERVERAPP_ROLE, STATEFULSET_NAME_MAX, Names
 from .raw import DEFAULTS, Pools, Raw, as_dict, effective_name, get
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -83,6 +83,8 @@ def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
 
     names = Names(name if name_ok else "x")
     fixed = [(names.superlink, STATEFULSET_NAME_MAX, "StatefulSet")]
+    if get(raw, "nodeAuth", "enabled") is True:  # the registration Job, named after its keys' digest
+        fixed.append((f"{names.node_registration}-{'0' * REGISTRATION_DIGEST_LENGTH}", DNS_LABEL_MAX, "Job"))
     if raw.get("superexecPlacement") == "distributed":  # objects that exist only then
         fixed += [
             (names.superlink_appio_service, DNS_LABEL_MAX, "Service"),

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from ..dialects import Dialect
 from ..errors import Problem, problem
 from ..naming import DNS_LABEL_MAX
 from ..sshkeys import public_key_problem
@@ -63,9 +64,17 @@ def valid_host(host: str) -> bool:
         return bool(DNS_NAME.match(host)) and not host.startswith("*")
 
 
-def roles(raw: Raw, pools: Pools) -> Iterator[Problem]:
+def roles(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
     role = role_of(raw)
+    if role != "site":
+        yield from _exposure(raw, pools, dialect)
     if role == "hub":
+        if get(raw, "nodeAuth", "enabled") is not True and raw.get("insecure") is not True:
+            yield problem(
+                ("nodeAuth", "enabled"),
+                "a hub accepts SuperNodes from other organisations: set nodeAuth.enabled: true, so only the keys it "
+                "registers may join",
+            )
         if has_pools(raw):
             yield problem(
                 ("supernodes", "pools"),
@@ -101,6 +110,46 @@ def roles(raw: Raw, pools: Pools) -> Iterator[Problem]:
     yield from _external_address(raw)
     yield from _sites(raw, role)
     yield from _clusters(raw, pools)
+
+
+def exposed(raw: Raw, pools: Pools) -> bool:
+    """The SuperLink takes Fleet traffic from outside its cluster (as plan.exposed)."""
+    superlink_cluster = _cluster_of(as_dict(raw.get("superlink")))
+    return (
+        role_of(raw) == "hub"
+        or get(raw, "superlink", "ingress") is not None
+        or any(_cluster_of(p) != superlink_cluster for _, p in pools)
+    )
+
+
+def _exposure(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
+    if not exposed(raw, pools):
+        return
+    http_era = dialect is not None and dialect.resolve_ports({}).serverappio is None
+    if http_era and get(raw, "superlink", "exposeControlApi") is not True:
+        yield problem(
+            ("superlink", "exposeControlApi"),
+            f"Flower {dialect.version if dialect else ''} serves Fleet and Control on one port, so exposing this "
+            "SuperLink outside its cluster exposes its Control API too (`flwr run` runs code at every site, `flwr "
+            "supernode register` admits nodes). Set superlink.exposeControlApi: true to accept that, and limit who "
+            "reaches it (superlink.service.loadBalancerSourceRanges); or use the gRPC era (Flower 1.21-1.34), whose "
+            "hub exposes Fleet only",
+        )
+    service_type = get(raw, "superlink", "service", "type", default=DEFAULTS.superlink.service.type)
+    address = get(raw, "superlink", "externalAddress")
+    if service_type == "NodePort" and not get(raw, "superlink", "ingress"):
+        has_port = False
+        if isinstance(address, str):
+            try:
+                has_port = split_host_port(address)[1] is not None
+            except ValueError:
+                has_port = True  # reported by _external_address
+        if not has_port:
+            yield problem(
+                ("superlink", "externalAddress"),
+                "with a NodePort Service, give the node address and the node port sites dial (host:port); Kubernetes "
+                "picks the node port (30000-32767), not the Fleet port",
+            )
 
 
 def external_address_known(raw: Raw) -> bool:
@@ -140,7 +189,7 @@ def _site(raw: Raw) -> Iterator[Problem]:
     address = remote.get("address")
     if not address and not from_stack:
         yield problem(at + ("address",), "required: the hub's SuperLink host (or certificate.fromStack)")
-    elif isinstance(address, str) and not valid_host(address.strip("[]")):
+    elif isinstance(address, str) and not valid_host(address):
         yield problem(at + ("address",), f"'{address}' is not a host name or IP address (the port goes in `port`)")
     sources = [k for k in ("pem", "existingSecret", "fromStack") if cert.get(k)]
     insecure = raw.get("insecure") is True
@@ -160,6 +209,12 @@ def _site(raw: Raw) -> Iterator[Problem]:
         yield problem(at + ("certificate", "existingSecret"), f"'{secret}' is not a Secret name")
     if isinstance(from_stack, str) and not STACK_NAME.match(from_stack):
         yield problem(at + ("certificate", "fromStack"), f"'{from_stack}' is not a stack name (org/project/stack)")
+    if isinstance(secret, str) and raw.get("createNamespace", DEFAULTS.create_namespace) is True:
+        yield problem(
+            ("createNamespace",),
+            "certificate.existingSecret lives in the site's namespace, which must exist before the stack: set "
+            "createNamespace: false (or give the CA as certificate.pem)",
+        )
     for i, cidr in enumerate(as_list(remote.get("cidrs"))):
         try:
             ipaddress.ip_network(cidr, strict=False)
@@ -204,7 +259,7 @@ def _sites(raw: Raw, role: str) -> Iterator[Problem]:
         if isinstance(from_stack, str) and not STACK_NAME.match(from_stack):
             yield problem(at + ("fromStack",), f"'{from_stack}' is not a stack name (org/project/stack)")
         for j, key in enumerate(keys):
-            why = public_key_problem(key)
+            why = public_key_problem(key, placeholders=False)
             if why:
                 shown = key if isinstance(key, str) and len(key) <= 60 else f"{str(key)[:57]}..."
                 yield problem(at + ("publicKeys", j), f"'{shown}' {why}")
