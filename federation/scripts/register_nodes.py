@@ -9,8 +9,11 @@ through Flower's own CLI modules (its connection config, TLS and client), becaus
 CLI's JSON output leaves out the public keys that tell which node to revoke. Keys in
 TRUSTED_KEYS (OpenSSH lines) that are not registered are registered; registered nodes
 whose key is not listed are unregistered; the rest is left alone, so a re-run changes
-nothing. Until the SuperLink answers (it may still be starting), calls are retried with
-a bounded back-off; what still fails at the deadline fails the Job, and `pulumi up` with it.
+nothing. Until the SuperLink answers (it may still be starting, or restarting: Flower
+1.26 can fail or crash on its first calls while it creates its state), calls are retried
+with a bounded back-off; what still fails at the deadline fails the Job, and `pulumi up`
+with it. A listed key whose node was unregistered fails the Job at once: Flower keeps an
+unregistered node's key and never registers it again, so that SuperNode needs a new key.
 """
 
 from __future__ import annotations
@@ -60,28 +63,43 @@ def control_client(connection_name: str):  # type: ignore[no-untyped-def]
     return client, client
 
 
-def reconcile(connection_name: str, wanted: dict[bytes, str]) -> tuple[int, int, int]:
+def reconcile(connection_name: str, wanted: dict[bytes, str]) -> tuple[int, int, int, list[str]]:
+    """(registered, revoked, unchanged, refused): refused are the listed keys of
+    unregistered nodes, which Flower will not register again."""
     from flwr.proto.control_pb2 import ListNodesRequest, RegisterNodeRequest, UnregisterNodeRequest
 
     client, closer = control_client(connection_name)
     try:
-        nodes = [n for n in client.ListNodes(ListNodesRequest()).nodes_info if n.status not in GONE]
-        have = {bytes(n.public_key): n.node_id for n in nodes}
+        nodes = client.ListNodes(ListNodesRequest()).nodes_info
+        have = {bytes(n.public_key): n.node_id for n in nodes if n.status not in GONE}
+        gone = {bytes(n.public_key): n.node_id for n in nodes if n.status in GONE}
         revoked = 0
         for key, node_id in sorted(have.items(), key=lambda kv: kv[1]):
             if key not in wanted:
                 client.UnregisterNode(request=UnregisterNodeRequest(node_id=node_id))
                 log(f"revoked node {node_id} (its key is no longer trusted)")
                 revoked += 1
-        added = 0
+        added, refused = 0, []  # refused: "<key comment> was node <id>, ..."
         for key, line in wanted.items():
-            if key not in have:
+            if key in have:
+                continue
+            if key in gone:
+                refused.append(f"{line.split()[-1]} was node {gone[key]}, which is unregistered")
+            else:
                 node_id = client.RegisterNode(request=RegisterNodeRequest(public_key=key)).node_id
                 log(f"registered {line.split()[-1]} as node {node_id}")
                 added += 1
-        return added, revoked, len(wanted) - added
+        return added, revoked, len(wanted) - added - len(refused), refused
     finally:
         closer.close()
+
+
+def reason(err: Exception) -> str:
+    """One line on why a call failed: a gRPC error's status and details (its text is a
+    multi-line dump whose first line says nothing), else the exception's text."""
+    code, details = getattr(err, "code", None), getattr(err, "details", None)
+    text = f"{code().name}: {details()}" if callable(code) and callable(details) else str(err)
+    return f"{type(err).__name__}: {' '.join(text.split())}"[:300]
 
 
 def main(argv: list[str]) -> int:
@@ -94,16 +112,20 @@ def main(argv: list[str]) -> int:
     delay = 1.0
     while True:
         try:
-            added, revoked, kept = reconcile(connection_name, wanted)
+            added, revoked, kept, refused = reconcile(connection_name, wanted)
         except Exception as err:  # noqa: BLE001 - any failure is retried until the deadline
-            reason = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+            why = reason(err)
             if time.monotonic() + delay > deadline:
-                log(f"FAILED: the SuperLink's Control API did not accept the registration: {reason}")
+                log(f"FAILED: the SuperLink's Control API did not accept the registration: {why}")
                 return 1
-            log(f"SuperLink not ready ({reason}); retrying in {delay:.0f}s")
+            log(f"Control API call failed ({why}); retrying in {delay:.0f}s")
             time.sleep(delay)
             delay = min(delay * 2, 15.0)
             continue
+        for node in refused:
+            log(f"FAILED: trusted key {node}: Flower never registers a key twice, give that SuperNode a new key")
+        if refused:
+            return 1
         log(f"done: {len(wanted)} trusted keys; {added} registered, {revoked} revoked, {kept} unchanged")
         return 0
 
