@@ -17,8 +17,6 @@ SUPERLINK = "superlink"
 SUPERNODE = "supernode"
 SUPEREXEC_SERVERAPP = "superexec-serverapp"
 SUPEREXEC_CLIENTAPP = "superexec-clientapp"
-# Init container that creates the SuperLink's database schema (see dialects.py).
-INIT_STATE = "init-state"
 # Pods the Kubernetes executor creates for each ServerApp/ClientApp.
 TASK_EXECUTOR = "taskexecutor"
 # What the ServerApp side is called where a pool name would otherwise stand (the executor

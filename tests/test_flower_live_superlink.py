@@ -24,7 +24,7 @@ import tomli_w
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_bin
+from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_bin, venv_python
 from tests.support.kube import container_argv, pod_for
 from tests.support.processes import PortMap, Processes, process_env, run_bounded
 from tests.support.real_render import Mounted, Rendered, pod_files, render_fresh, started_containers
@@ -144,9 +144,13 @@ def live(request, tmp_path_factory) -> Iterator[LiveSuperLink]:
         health_port = ports[int(health.rsplit(":", 1)[1])] if health else None
         ca_file = workdir / "ca.crt"
         ca_file.write_text(r.outputs["caCertificate"])
-        proc = procs.start(
-            "superlink", [str(venv_bin(version) / "flower-superlink"), *args], process_env(version, root / "app")
+        # The rendered command where there is one (the image's `python` is Flower's).
+        command = (
+            [str(venv_python(version)), *c["command"][1:]]
+            if "command" in c
+            else [str(venv_bin(version) / "flower-superlink")]
         )
+        proc = procs.start("superlink", [*command, *args], process_env(version, root / "app"))
         link = LiveSuperLink(version, r, procs, root, ports, ca_file, api_ports, health_port, http)
         deadline = time.monotonic() + READY_TIMEOUT
         while True:

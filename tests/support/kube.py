@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
+from federation.dialects import SUPERLINK_EAGER_STATE_SCRIPT
 from tests.support.manifests import WORKLOAD_KINDS
 
 
@@ -133,9 +134,11 @@ def container_env(
 
 
 def container_argv(container: Mapping[str, Any], pod: Mapping[str, Any]) -> list[str]:
-    """The args the program receives (images' ENTRYPOINT is the program itself)."""
+    """The args the program receives (images' ENTRYPOINT is the program itself, or the
+    SuperLink's eager-state wrapper, which hands them to Flower's own entry point)."""
     env = container_env(container, pod)
-    assert "command" not in container, "flower containers rely on the image entrypoint"
+    if "command" in container:
+        assert container["command"] == ["python", "-c", SUPERLINK_EAGER_STATE_SCRIPT], "unexpected command"
     return [expand(a, env) for a in container.get("args", [])]
 
 
