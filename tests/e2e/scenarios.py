@@ -231,7 +231,7 @@ TLS_FAILURE = re.compile(
 
 def scenario_5(fed: Federation, memo: dict) -> None:
     try:
-        fed.wait_ready(NEGATIVE_TIMEOUT, remedies=0)
+        fed.wait_ready(NEGATIVE_TIMEOUT)
     except NotReady as exc:
         reason = str(exc)
     else:
