@@ -108,57 +108,6 @@ def runtime_dependency_args(version: FlowerVersion, program: str, allow: bool) -
 HEALTH_PORT = 8081
 SIDECAR_HEALTH_PORT = 8082  # the SuperExec next to a SuperLink or SuperNode in one pod
 GRPC_HEALTH_UNTIL = FlowerVersion(1, 43, 0)
-# Flower 1.21-1.27 create the SuperLink's state on the first call that needs it, from
-# whichever gRPC worker thread makes it, without a lock (LinkStateFactory.state() and
-# ObjectStoreFactory.store()). From 1.26 on that creation runs Alembic (SqlMixin.
-# initialize -> run_migrations -> alembic command.upgrade), whose `alembic.context` is a
-# module-level proxy that each EnvironmentContext installs and deletes: two threads
-# creating the state at once (SuperNodes, the CLI and the SuperLink's own SuperExec
-# calling as it starts or restarts) fail with KeyError 'script', "database is locked" or
-# "table ... already exists", or crash it (SIGSEGV). The caller gets gRPC UNKNOWN, which
-# neither a SuperNode nor a SuperExec retries: they exit, and the SuperLink never
-# restarts its SuperExec child. Migrating the file beforehand does not help, since
-# every creation runs Alembic again. Flower 1.28 took a lock and creates the state
-# before it starts its servers; for older versions the SuperLink runs through this
-# wrapper, which makes the two factories create their instance when they are
-# constructed (in run_superlink's main thread, before any server starts) and then
-# calls Flower's own entry point with the unchanged command line.
-STATE_INIT_LOCKED_SINCE = FlowerVersion(1, 28, 0)
-# flower-superlink is flwr.server.app:run_superlink in every version that needs this.
-SUPERLINK_EAGER_STATE_SCRIPT = (
-    "import sys\n"
-    "from flwr.server.superlink.linkstate import LinkStateFactory\n"
-    "from flwr.supercore.object_store import ObjectStoreFactory\n"
-    "from flwr.server.app import run_superlink\n"
-    "def eager(cls, create):\n"
-    "    init = cls.__init__\n"
-    "    def __init__(self, *args, **kwargs):\n"
-    "        init(self, *args, **kwargs)\n"
-    "        create(self)\n"
-    "    cls.__init__ = __init__\n"
-    "eager(ObjectStoreFactory, ObjectStoreFactory.store)\n"
-    "eager(LinkStateFactory, LinkStateFactory.state)\n"
-    "sys.argv[0] = 'flower-superlink'\n"
-    "sys.exit(run_superlink())\n"
-)
-
-
-def superlink_command(version: FlowerVersion) -> Optional[list[str]]:
-    """The SuperLink container's `command`, or None for the image's entrypoint
-    (flower-superlink). `python` is the image's interpreter, the one Flower runs on."""
-    if version < STATE_INIT_LOCKED_SINCE:
-        return ["python", "-c", SUPERLINK_EAGER_STATE_SCRIPT]
-    return None
-
-
-# SuperNodes are left to Flower's own retry policy (flwr/common/retry_invoker.py): it
-# retries UNAVAILABLE (the SuperLink restarting) without limit by default and gives up
-# on anything else at once (a TLS handshake failure; UNAUTHENTICATED for a key the
-# SuperLink does not know).
-# --max-retries / --max-wait-time can only make it give up sooner, never retry UNKNOWN,
-# so we pass neither; a SuperNode that does exit is restarted by the kubelet with back-off.
-
-
 # Node authentication: SuperLink --enable-supernode-auth, SuperNode
 # --auth-supernode-private-key, keys registered with `flwr supernode register`.
 NODE_AUTH_SINCE = FlowerVersion(1, 23, 0)

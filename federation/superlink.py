@@ -16,12 +16,12 @@ from .dialects import (
     SIDECAR_HEALTH_PORT,
     ServerTls,
     health_server_args,
-    superlink_command,
 )
 from .kube import Container, Manifest
 from .layout import STATE_DIR, STATE_FILE, STATE_VOLUME, TLS_DIR, TLS_VOLUME
 from .naming import SUPEREXEC_SERVERAPP, SUPERLINK, selector_labels
 from .plan import FederationPlan
+from .superlink_state import superlink_command
 from .workload_parts import (
     ExecutorWiring,
     Mount,

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from federation.dialects import STATE_INIT_LOCKED_SINCE, FlowerVersion
+from federation.dialects import FlowerVersion
+from federation.superlink_state import STATE_INIT_LOCKED_SINCE
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.processes import Processes, free_port, process_env
 from tests.support.render import plan_of, superlink_objects

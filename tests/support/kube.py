@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
-from federation.dialects import SUPERLINK_EAGER_STATE_SCRIPT
+from federation.superlink_state import SUPERLINK_EAGER_STATE_SCRIPT
 from tests.support.manifests import WORKLOAD_KINDS
 
 
