@@ -1,10 +1,10 @@
-"""Flower 1.21-1.27 create the SuperLink's state lazily, on the first call, from whichever
-gRPC thread makes it, without a lock; from 1.26 on that runs Alembic, whose module-level
-context breaks when two threads do it at once (KeyError 'script', "database is locked",
-SIGSEGV), and the caller gets UNKNOWN and exits. The rendered SuperLink of those
-versions runs through a wrapper that creates the state once, before Flower starts its
-servers, then calls Flower's own entry point with the rendered args. Here the rendered
-command runs with real flwr 1.26.1."""
+"""The SuperLink of Flower versions with unsafe concurrent state access runs through a
+wrapper (federation/superlink_state.py): before 1.28 it creates the state once, before
+Flower starts its servers (lazily, from several gRPC threads at once, Alembic fails with
+KeyError 'script' / "database is locked" or crashes the process); 1.26-1.30 get an
+atomic object preregistration (per-node transactions race a concurrent delete of a
+shared child: FOREIGN KEY constraint failed). Then it calls Flower's own entry point with
+the rendered args. Here the rendered command runs with real flwr 1.26.1."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import time
 import pytest
 
 from federation.dialects import FlowerVersion
-from federation.superlink_state import STATE_INIT_LOCKED_SINCE
+from federation.superlink_state import ATOMIC_PREREGISTER, PREREGISTER_ATOMIC_SINCE, STATE_INIT_LOCKED_SINCE
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.processes import Processes, free_port, process_env
 from tests.support.render import plan_of, superlink_objects
@@ -41,20 +41,27 @@ def _tables(db) -> set[str]:
         return {row[0] for row in conn.execute("select name from sqlite_master where type='table'")}
 
 
-@pytest.mark.parametrize("version", ["1.21.0", "1.26.1", "1.27.0", "1.28.0", "1.34.0", HTTP_ERA])
+@pytest.mark.parametrize(
+    "version", ["1.21.0", "1.25.0", "1.26.1", "1.27.0", "1.28.0", "1.30.0", "1.31.0", "1.34.0", HTTP_ERA]
+)
 @pytest.mark.parametrize("persistence", [True, False])
-def test_versions_without_the_lock_start_the_superlink_through_the_wrapper(version, persistence):
+def test_versions_with_unsafe_state_access_start_the_superlink_through_the_wrapper(version, persistence):
     pod = _superlink_pod(version, persistence)
     # No init container any more: migrating beforehand did not stop the race, since every
     # lazy creation runs Alembic again.
     assert "initContainers" not in pod
     c = _superlink(version, persistence)
-    racy = FlowerVersion.parse(version) < STATE_INIT_LOCKED_SINCE
-    # In-memory state is created lazily too (two instances, one of them lost).
-    assert ("command" in c) is racy
-    if racy:
+    v = FlowerVersion.parse(version)
+    assert v is not None
+    eager = v < STATE_INIT_LOCKED_SINCE  # in-memory state is created lazily too
+    atomic = FlowerVersion(1, 26, 0) <= v < PREREGISTER_ATOMIC_SINCE
+    assert ("command" in c) is (eager or atomic)
+    if "command" in c:
         assert c["command"][:2] == ["python", "-c"]
-        assert c["args"][0] != "python"  # the args are Flower's, unchanged
+        script = c["command"][2]
+        assert ("LinkStateFactory" in script) is eager
+        assert (ATOMIC_PREREGISTER in script) is atomic
+        assert c["args"][0].startswith("--")  # the args are Flower's, unchanged
 
 
 def test_the_wrapper_calls_flowers_own_superlink_entry_point():
@@ -120,3 +127,51 @@ def test_the_state_exists_before_the_superlink_serves(tmp_path):
         assert {"alembic_version", "node", "run", "objects"} <= _tables(db)
     finally:
         procs.stop()
+
+
+_PREREGISTER_RACE = """
+import hashlib, sys, threading, time
+from sqlalchemy.exc import IntegrityError
+from flwr.proto.message_pb2 import ObjectTree
+from flwr.supercore.object_store.sql_object_store import SqlObjectStore
+exec(sys.argv[3])
+store = SqlObjectStore(sys.argv[1])
+store.initialize()
+h = lambda s: hashlib.sha256(s.encode()).hexdigest()
+shared = ObjectTree(object_id=h("child"), children=[ObjectTree(object_id=h("grandchild"))])
+errors, done = [], time.monotonic() + float(sys.argv[2])
+def messages(name):
+    i = 0
+    while time.monotonic() < done and not errors:
+        i += 1
+        parent = h(f"{name}-{i}")
+        try:
+            store.preregister(1, ObjectTree(object_id=parent, children=[shared]))
+            store.delete(parent)
+        except IntegrityError as exc:
+            errors.append(exc)
+threads = [threading.Thread(target=messages, args=(k,)) for k in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(len(errors))
+"""
+
+
+def _preregister_errors(tmp_path, name: str, patch: str, seconds: float) -> int:
+    res = subprocess.run(
+        [str(venv_python(GRPC_ERA)), "-c", _PREREGISTER_RACE, str(tmp_path / name), str(seconds), patch],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return int(res.stdout.split()[-1])
+
+
+def test_the_wrapper_makes_object_preregistration_atomic(tmp_path):
+    """Messages sharing a child, each preregistered then deleted, from four threads."""
+    script = _superlink(GRPC_ERA)["command"][2]
+    assert ATOMIC_PREREGISTER in script
+    # Negative control: Flower 1.26.1 as it is fails within seconds (stops at the first).
+    assert _preregister_errors(tmp_path, "plain.db", "", 20) > 0
+    assert _preregister_errors(tmp_path, "patched.db", ATOMIC_PREREGISTER, 8) == 0
