@@ -108,27 +108,6 @@ def runtime_dependency_args(version: FlowerVersion, program: str, allow: bool) -
 HEALTH_PORT = 8081
 SIDECAR_HEALTH_PORT = 8082  # the SuperExec next to a SuperLink or SuperNode in one pod
 GRPC_HEALTH_UNTIL = FlowerVersion(1, 43, 0)
-# Before 1.41 the SuperLink creates its SQL state lazily, on the first API call, without
-# a lock: SuperNodes and the CLI calling at once race its Alembic migrations on the
-# --database file ("table node already exists"), which can leave the state unusable.
-# An init container creates the schema once, single-threaded, before the SuperLink
-# starts (a no-op where Flower has no Alembic schema).
-STATE_INIT_LOCKED_SINCE = FlowerVersion(1, 41, 0)
-STATE_MIGRATION_SCRIPT = (
-    "import sys\n"
-    "try:\n"
-    "    from sqlalchemy import create_engine\n"
-    "    from flwr.supercore.state.alembic.utils import run_migrations\n"
-    "except ImportError:\n"
-    "    sys.exit(0)\n"
-    "run_migrations(create_engine('sqlite:///' + sys.argv[1]))\n"
-)
-
-
-def needs_state_init(version: FlowerVersion) -> bool:
-    return version < STATE_INIT_LOCKED_SINCE
-
-
 # Node authentication: SuperLink --enable-supernode-auth, SuperNode
 # --auth-supernode-private-key, keys registered with `flwr supernode register`.
 NODE_AUTH_SINCE = FlowerVersion(1, 23, 0)

@@ -4,13 +4,13 @@ can never shadow one of ours. No logic here."""
 
 from __future__ import annotations
 
-from .naming import INIT_STATE, NODE_REGISTRATION, SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
+from .naming import NODE_REGISTRATION, SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV
 
 FLOWER_UID = 49999
 
-# Containers are named after the component they run (and the init container after its job).
-MANAGED_CONTAINERS = (SUPERLINK, SUPERNODE, SUPEREXEC_SERVERAPP, SUPEREXEC_CLIENTAPP, INIT_STATE, NODE_REGISTRATION)
+# Containers are named after the component they run (and the registration Job's after its job).
+MANAGED_CONTAINERS = (SUPERLINK, SUPERNODE, SUPEREXEC_SERVERAPP, SUPEREXEC_CLIENTAPP, NODE_REGISTRATION)
 
 # Where Flower writes (../shared/flower-cli.md): FLWR_HOME, caches and temp dirs.
 # One emptyDir per container, mounted with a subPath per directory, so containers of

@@ -17,8 +17,6 @@ SUPERLINK = "superlink"
 SUPERNODE = "supernode"
 SUPEREXEC_SERVERAPP = "superexec-serverapp"
 SUPEREXEC_CLIENTAPP = "superexec-clientapp"
-# Init container that creates the SuperLink's database schema (see dialects.py).
-INIT_STATE = "init-state"
 # The Job that registers the trusted SuperNode keys with the SuperLink, named
 # `N-node-registration-<digest of the keys>` (a Job's name becomes a label value: 63 at most).
 NODE_REGISTRATION = "node-registration"

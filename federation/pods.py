@@ -126,9 +126,8 @@ def pod_template(
     service_account: Optional[str] = None,
     api_token: bool = False,
     security_overrides: Optional[dict[str, Any]] = None,
-    init_containers: Optional[list[Container]] = None,
 ) -> PodTemplate:
-    scratch = [{"name": scratch_volume(c["name"]), "emptyDir": {}} for c in [*(init_containers or []), *containers]]
+    scratch = [{"name": scratch_volume(c["name"]), "emptyDir": {}} for c in containers]
     spec: dict[str, Any] = {}
     if service_account:
         spec["serviceAccountName"] = service_account
@@ -139,7 +138,6 @@ def pod_template(
             # Service env vars are noise for Flower and leak the namespace's services.
             "enableServiceLinks": False,
             "securityContext": pod_security_context(security_overrides),
-            **({"initContainers": init_containers} if init_containers else {}),
             "containers": containers,
             "volumes": scratch + volumes,
         }

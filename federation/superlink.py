@@ -14,15 +14,14 @@ from .dialects import (
     HEALTH_PORT,
     LOOPBACK,
     SIDECAR_HEALTH_PORT,
-    STATE_MIGRATION_SCRIPT,
     ServerTls,
     health_server_args,
-    needs_state_init,
 )
 from .kube import Container, Manifest
 from .layout import STATE_DIR, STATE_FILE, STATE_VOLUME, TLS_DIR, TLS_VOLUME
-from .naming import INIT_STATE, SUPEREXEC_SERVERAPP, SUPERLINK, selector_labels
+from .naming import SUPEREXEC_SERVERAPP, SUPERLINK, selector_labels
 from .plan import FederationPlan
+from .superlink_state import superlink_command
 from .workload_parts import (
     ExecutorWiring,
     Mount,
@@ -71,21 +70,6 @@ def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Contai
     )
 
 
-def _state_init_container(plan: FederationPlan) -> Container:
-    """Creates the SuperLink's database schema before it starts (see dialects)."""
-    c = managed_container(
-        plan,
-        INIT_STATE,
-        plan.superlink_image,
-        [STATE_FILE],
-        resources=plan.spec.superlink.resources,
-        mounts=[{"name": STATE_VOLUME, "mountPath": STATE_DIR}],
-    )
-    # The image's Python (the entrypoint is flower-superlink, which cannot only migrate).
-    c["command"] = ["python", "-c", STATE_MIGRATION_SCRIPT]
-    return c
-
-
 def _superlink_container(plan: FederationPlan) -> Container:
     sl = plan.spec.superlink
     tls = None
@@ -124,6 +108,9 @@ def _superlink_container(plan: FederationPlan) -> Container:
         mounts=mounts + list(sl.volume_mounts),
         health=health,
     )
+    command = superlink_command(plan.version)
+    if command:  # state created before serving (see dialects); args stay Flower's own
+        c["command"] = command
     c["ports"] = [
         {"name": p.name, "containerPort": p.port, "protocol": "TCP"} for p in plan.dialect.service_ports(plan.ports)
     ]
@@ -162,10 +149,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     containers = [_superlink_container(plan)]
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
-    init = [_state_init_container(plan)] if sl.persistence.enabled and needs_state_init(plan.version) else []
-    pod = template(
-        plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink, init_containers=init
-    )
+    pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
     pod = pods.apply_pod_template(pod, sl.pod_template)
     service: Manifest = {
         "apiVersion": "v1",

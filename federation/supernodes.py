@@ -83,6 +83,13 @@ def _clientapp_superexec(
     )
 
 
+# SuperNodes keep Flower's own retry policy (flwr/common/retry_invoker.py): it retries
+# UNAVAILABLE (a SuperLink restarting) without limit by default and gives up at once on
+# anything else: a TLS handshake failure, UNAUTHENTICATED for a key the SuperLink does not
+# know, UNKNOWN. --max-retries / --max-wait-time only make it give up sooner and cannot
+# make it retry UNKNOWN, so we pass neither; an exited SuperNode is restarted by the
+# kubelet with back-off (the SuperLink's state race, the UNKNOWN seen in practice, is
+# prevented at the SuperLink: superlink_state.py).
 def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
     args = plan.dialect.supernode_args(
         superlink_address=str(plan.pool_fleet_endpoint(pool)),

@@ -56,7 +56,6 @@ def template(
     *,
     service_account: str,
     api_token: bool = False,
-    init_containers: Optional[list[Container]] = None,
 ) -> PodTemplate:
     return pods.pod_template(
         labels,
@@ -65,7 +64,6 @@ def template(
         service_account=service_account,
         api_token=api_token,
         security_overrides=plan.spec.pod_security_context,
-        init_containers=init_containers,
     )
 
 

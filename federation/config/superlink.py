@@ -82,10 +82,7 @@ class SuperLink(Model):
     )
     resources: Optional[dict[str, Any]] = Field(
         default=None,
-        description=(
-            "ResourceRequirements of the SuperLink container (and of its `init-state` init container), over "
-            "`defaultResources`."
-        ),
+        description="ResourceRequirements of the SuperLink container, over `defaultResources`.",
     )
     superexec_resources: Optional[dict[str, Any]] = Field(
         default=None, description=("ResourceRequirements of the ServerApp SuperExec, over `defaultResources`.")

@@ -65,11 +65,7 @@ def pytest_runtest_logreport(report):
     entry.setdefault("incidents", [])
     entry["incidents"] += [v for k, v in report.user_properties if k == "incident" and v not in entry["incidents"]]
     if (report.when == "call" or report.outcome != "passed") and entry["outcome"] in ("not run", "passed"):
-        if hasattr(report, "wasxfail"):
-            entry["outcome"] = "xfailed"
-            entry["incidents"].append(report.wasxfail.splitlines()[0][:400])
-        else:
-            entry["outcome"] = "skipped" if report.skipped else report.outcome
+        entry["outcome"] = "skipped" if report.skipped else report.outcome
 
 
 def pytest_terminal_summary(terminalreporter):

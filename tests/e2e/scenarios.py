@@ -29,12 +29,8 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
      can fail.
 
 Waits are bounded everywhere (see the constants). What real Flower does that a test
-must not hide (a crash the kubelet restarts, a SuperExec lost) is kept as an incident
-and printed in the summary. A scenario whose federation does not become ready (or
-whose run hangs) while the SuperLink's log shows the LinkState initialization race of
-the Flower version under test (stack.known_bug: flwr before 1.41 has no lock there) is
-reported as xfailed with that evidence: visible, not passed, not hiding other failures
-(an assertion on what a run did still fails).
+must not hide (a crash the kubelet restarts) is kept as an incident and printed in the
+summary. Every supported version must pass: nothing is reported as an expected failure.
 """
 
 from __future__ import annotations
@@ -49,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from tests.e2e.harness import NotReady
-from tests.e2e.stack import NAME, Federation, KnownFlowerBug, RunResult, config, render
+from tests.e2e.stack import NAME, Federation, RunResult, config, render
 
 READY_TIMEOUT = 150  # a federation start on a loaded 2-core machine takes 20-60 s
 NEGATIVE_TIMEOUT = 35  # after registration, a healthy SuperNode is online in ~5-20 s
@@ -59,7 +55,7 @@ KILL_WINDOW = 60
 @dataclass
 class Outcome:
     scenario: str
-    status: str = "pending"  # passed / failed / xfailed (a known Flower bug, with its evidence)
+    status: str = "pending"  # passed / failed
     seconds: float = 0.0
     error: str = ""
     incidents: list[str] = field(default_factory=list)
@@ -235,7 +231,7 @@ TLS_FAILURE = re.compile(
 
 def scenario_5(fed: Federation, memo: dict) -> None:
     try:
-        fed.wait_ready(NEGATIVE_TIMEOUT, remedies=0)
+        fed.wait_ready(NEGATIVE_TIMEOUT)
     except NotReady as exc:
         reason = str(exc)
     else:
@@ -355,20 +351,6 @@ class Lane(threading.Thread):
                     fed.phases = []
                     try:
                         fn(fed, self.memo)
-                    except (NotReady, KnownFlowerBug) as exc:
-                        bug = exc if isinstance(exc, KnownFlowerBug) else fed.known_bug()
-                        if bug:  # a known upstream bug explains it: xfailed, with the evidence
-                            self._finish(
-                                s,
-                                "xfailed",
-                                time.monotonic() - start,
-                                f"{bug}\n(while: {str(exc).splitlines()[0][:300]})",
-                                fed.incidents[seen:],
-                            )
-                        else:
-                            self._finish(
-                                s, "failed", time.monotonic() - start, self._explain(fed), fed.incidents[seen:]
-                            )
                     except BaseException:
                         self._finish(s, "failed", time.monotonic() - start, self._explain(fed), fed.incidents[seen:])
                     else:

@@ -14,12 +14,11 @@
   id, `flwr supernode list --format json` (asked only then, at most every 3 s: each call
   costs seconds of CPU) shows every SuperNode `online`, and, with subprocess isolation,
   the SuperLink and SuperNodes still have their `flower-superexec` child (Kubernetes
-  cannot see one die; the remedy is what an operator would do: delete the pod).
-- Rollout order: all pods at once, as the StatefulSets would. A Flower whose
-  LinkStateFactory has no lock (1.26.1; see RACE_SIGNATURES and known_bug) corrupted the
-  SuperLink's database more often than not when SuperNodes connected during its start,
-  until the product added the `init-state` init container that migrates it first; a
-  scenario that still hits the race is reported xfailed with the evidence (scenarios.py).
+  cannot see one die, and nothing restarts it: a lost one fails the scenario).
+- Rollout order: all pods at once, as the StatefulSets would. Flower before 1.28 creates
+  the SuperLink's state lazily without a lock; the product starts such a SuperLink
+  through a wrapper that creates it before serving (federation/dialects.py), so no
+  ordering or retry here hides that race.
 """
 
 from __future__ import annotations
@@ -92,29 +91,6 @@ def _first_error(text: str) -> str:
     return text.strip().splitlines()[-1][:200] if text.strip() else ""
 
 
-class KnownFlowerBug(AssertionError):
-    """The federation failed in a way a known bug of the Flower version under test
-    explains (the scenario is reported as xfailed with the evidence, never as passed)."""
-
-
-# Flower's LinkStateFactory creates the SQL state lazily on the first request, without a
-# lock, before 1.41 took one (and initializes it at startup): concurrent first requests
-# (SuperNodes connecting while the SuperLink starts) run Alembic migrations on the same
-# SQLite file at once. Seen with 1.26.1: SIGSEGV, "table ... already exists" on every
-# later request (the database stays half-migrated), a SuperExec that dies.
-RACE_SIGNATURES = (
-    re.compile(r"OperationalError\) table \w+ already exists"),
-    re.compile(r"Exception calling application: 'script'"),
-)
-
-
-def racy_linkstate(version: str) -> bool:
-    """Whether this Flower's LinkStateFactory lacks the lock (read off its source)."""
-    site = next((venv(version) / "lib").glob("python3*/site-packages"))
-    factory = site / "flwr/server/superlink/linkstate/linkstate_factory.py"
-    return factory.exists() and "Lock" not in factory.read_text()
-
-
 _RENDER_LOCK = threading.Lock()
 
 
@@ -171,9 +147,8 @@ class Federation:
             self.cluster.create_pods()
             self.cli_netns = self.cluster.add_client("cli", NAMESPACE)
             self._prepare_cli(doc)
-            # All pods at once, as the StatefulSets would. (superlink_first: the rollout
-            # that avoided the LinkState race before the product migrated the database
-            # in an init container; kept for comparison, off.)
+            # All pods at once, as the StatefulSets would. (superlink_first: a
+            # SuperLink-first rollout, kept for comparison, off.)
             self.superlink_first = False
             if self.superlink_first:
                 self.cluster.start_pods([self.superlink])
@@ -271,11 +246,6 @@ class Federation:
                 f"register script failed (attempt {attempt}), re-run: " + _first_error(res.stdout + res.stderr)
             )
             time.sleep(2)
-        bug = self.known_bug()
-        if bug:
-            raise KnownFlowerBug(
-                f"{bug}. The register script failed {attempts} times: " + _first_error(res.stdout + res.stderr)
-            )
         raise NotReady(f"register script failed {attempts} times:\n{res.stdout}\n{res.stderr}")
 
     def supernodes(self) -> list[dict[str, Any]]:
@@ -317,31 +287,6 @@ class Federation:
         """Something real Flower did that a test should not hide: printed in the summary."""
         self.incidents.append(text)
 
-    def known_bug(self, broken_only: bool = False) -> Optional[str]:
-        """Evidence of the LinkState initialization race, if this Flower has it and the
-        SuperLink's logs show it. `broken_only`: only the lasting damage (a half-migrated
-        database) in the current incarnation's log."""
-        if not racy_linkstate(self.version):
-            return None
-        c = self.superlink.containers[0] if self.superlink.containers else None
-        if c is None:
-            return None
-        log = c.log(200000)
-        if broken_only:
-            log = log.rsplit("=== start #", 1)[-1]
-            m = RACE_SIGNATURES[0].search(log)
-            return None if m is None else self.known_bug() or m.group(0)
-        hits = [m.group(0) for sig in RACE_SIGNATURES for m in [sig.search(log)] if m]
-        segv = [code for code in c.exit_codes if code == -11]
-        if not hits and not segv:
-            return None
-        what = "; ".join(hits + ([f"SuperLink died of SIGSEGV {len(segv)}x"] if segv else []))
-        return (
-            f"KNOWN FLOWER BUG (flwr {self.version}: LinkStateFactory initializes the SQL state lazily "
-            f"without a lock; SuperNodes connecting while the SuperLink starts race its Alembic "
-            f"migrations on the --database file). Evidence: {what}"
-        )
-
     def _note_crashes(self) -> None:
         for pod in self.cluster.pods.values():
             for c in pod.containers:
@@ -351,11 +296,10 @@ class Federation:
                     self.incident(f"{pod.name}/{c.name} died of signal {-code} (restarted by the kubelet)")
                 self._crashes_seen[(pod.name, c.name)] = len(crashes)
 
-    def wait_ready(self, timeout: float = 120, remedies: int = 3) -> None:
+    def wait_ready(self, timeout: float = 120) -> None:
         """SuperLink Ready, keys registered, every pod Ready, every SuperNode online, and
-        (subprocess isolation) every SuperLink/SuperNode still has its SuperExec. A lost
-        SuperExec gets the operator's remedy, deleting the pod (at most `remedies`
-        times, each recorded as an incident)."""
+        (subprocess isolation) every SuperLink/SuperNode still has its SuperExec: a lost
+        one is a failure (no run could start there), not something to recreate pods for."""
         deadline = time.monotonic() + timeout
         started = time.monotonic()
         self.start_rest(timeout)
@@ -387,29 +331,17 @@ class Federation:
                 online = [n for n in nodes if n.get("status") == "online"] if pods_ready else []
             lost = self.missing_superexecs() if pods_ready else []
             self._note_crashes()
-            broken = self.known_bug(broken_only=True)
-            if broken and time.monotonic() - started > 20 and not (pods_ready and len(online) == expected):
-                raise KnownFlowerBug(
-                    f"{broken}. The SuperLink's database is left half-migrated: every state "
-                    f"request fails ({len(online)}/{expected} SuperNodes online)"
+            if lost:
+                raise NotReady(
+                    "lost flower-superexec child (runs could never start there): "
+                    + "; ".join(f"{pod.name}/{container}. {self._superexec_hint(pod)}" for pod, container in lost)
+                    + "\n"
+                    + self.cluster.logs(tail=25)
                 )
-            if lost and remedies > 0:
-                for pod, container in lost:
-                    self.incident(
-                        f"{pod.name}/{container} lost its flower-superexec child (runs could never "
-                        f"start); pod deleted and recreated. {self._superexec_hint(pod)}"
-                    )
-                    self.cluster.recreate_pod(pod)
-                    remedies -= 1
-                deadline = max(deadline, time.monotonic() + 60)
-                online = []
-            elif pods_ready and len(online) == expected and not lost:
+            if pods_ready and len(online) == expected:
                 self.phase("ready", time.monotonic() - started)
                 return
             if time.monotonic() > deadline:
-                bug = self.known_bug()
-                if bug:
-                    raise KnownFlowerBug(bug)
                 raise NotReady(
                     f"federation not ready within {timeout:.0f}s: {len(online)}/{expected} SuperNodes online, "
                     f"lost SuperExecs: {[(p.name, c) for p, c in lost]}, nodes: {nodes}\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
+from federation.superlink_state import SUPERLINK_ENTRY
 from tests.support.manifests import WORKLOAD_KINDS
 
 
@@ -133,9 +134,12 @@ def container_env(
 
 
 def container_argv(container: Mapping[str, Any], pod: Mapping[str, Any]) -> list[str]:
-    """The args the program receives (images' ENTRYPOINT is the program itself)."""
+    """The args the program receives (images' ENTRYPOINT is the program itself, or the
+    SuperLink's wrapper (federation/superlink_state.py), which hands them to Flower's own entry point)."""
     env = container_env(container, pod)
-    assert "command" not in container, "flower containers rely on the image entrypoint"
+    if "command" in container:
+        command = container["command"]
+        assert command[:2] == ["python", "-c"] and command[2].endswith(SUPERLINK_ENTRY), "unexpected command"
     return [expand(a, env) for a in container.get("args", [])]
 
 

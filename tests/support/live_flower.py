@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import tomli_w
 
-from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_bin
+from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_bin, venv_python
 from tests.support.kube import container_argv, pod_for
 from tests.support.processes import PortMap, Processes, process_env, run_bounded
 from tests.support.real_render import Mounted, Rendered, pod_files, render_fresh, started_containers
@@ -186,9 +186,14 @@ def live_superlink(version: str, workdir: Path) -> Iterator[LiveSuperLink]:
         health_port = ports[int(health.rsplit(":", 1)[1])] if health else None
         ca_file = workdir / "ca.crt"
         ca_file.write_text(r.outputs["caCertificate"])
-        proc = procs.start(
-            "superlink", [str(venv_bin(version) / "flower-superlink"), *args], process_env(version, root / "app")
+        # The rendered command where there is one (the state wrapper before Flower 1.31;
+        # the image's `python` is Flower's), else the image's entrypoint.
+        command = (
+            [str(venv_python(version)), *c["command"][1:]]
+            if "command" in c
+            else [str(venv_bin(version) / "flower-superlink")]
         )
+        proc = procs.start("superlink", [*command, *args], process_env(version, root / "app"))
         link = LiveSuperLink(version, r, procs, root, ports, ca_file, api_ports, health_port, http)
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
@@ -200,9 +205,8 @@ def live_superlink(version: str, workdir: Path) -> Iterator[LiveSuperLink]:
                 pass
             assert time.monotonic() < deadline, f"SuperLink not ready in {READY_TIMEOUT}s:\n{procs.log('superlink')}"
             time.sleep(0.2)
-        # Flower 1.26 creates its state on the first API call, without a lock: its
-        # SuperExec's first call and a test's at once can fail or crash it (SIGSEGV); later
-        # Flower creates it under a lock before serving. Hand it out once the state exists.
+        # Through the rendered wrapper the state exists before the ports open (1.26); this
+        # check keeps the claim honest for every version.
         database = Path(args[args.index("--database") + 1])
         while not state_created(database):
             assert proc.poll() is None, f"flower-superlink exited {proc.returncode}:\n{procs.log('superlink')}"
