@@ -60,6 +60,11 @@ What it does, as Kubernetes would:
   `Cluster.pods` (a completed pod is never Ready). `update(manifests)` applies a later
   render of the same stack: objects updated, removed ones deleted (a Job with its pods),
   new Jobs created; a changed, new or removed long-running workload is refused.
+- **Between clusters** (wan.py). Several clusters (one per stack or organisation) meet
+  on a WAN: each node gets a leg on a shared bridge and routes its pods to it (only to
+  it: no pod reaches another cluster's pods); a Service of type LoadBalancer gets a WAN
+  address where forwarder.py relays its ports to the backing pod (TCP, TLS passed
+  through), and a public name for it resolves in the clusters it is published to.
 - **Probes.** From the node namespace to the pod IP (prober.py): gRPC health (SERVING),
   HTTP(S) GET (200-399, certificate not verified), with initialDelaySeconds,
   timeoutSeconds, failureThreshold, successThreshold. Liveness every periodSeconds;
@@ -84,7 +89,7 @@ Modules: host.py (can it run here, tools, signals), network.py (namespaces, brid
 subnet), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's
 paths), containers.py (supervision, restarts, probes), pods.py (controllers' pods, the
 container launch), jobs.py (the Job controller), cluster.py (objects, pods, DNS,
-clients, cleanup).
+clients, cleanup), wan.py (between clusters: routes, load balancers, public names).
 """
 
 from tests.e2e.harness.cluster import CREATED, Cluster, close_all, install_cleanup_handlers, leftovers

@@ -110,6 +110,10 @@ class Cluster:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.pods: dict[str, Pod] = {}
         self.jobs: dict[str, Job] = {}  # by Job name; their pods are not in `pods` (jobs.py)
+        # Names public DNS answers for this cluster's pods (add_host), e.g. another
+        # cluster's load balancer; and routes every pod and client gets (add_route).
+        self.extra_hosts: dict[str, str] = {}
+        self.routes: list[tuple[str, str]] = []
         self._closed = False
         self._close_lock = threading.Lock()
         self._ips = 10
@@ -176,7 +180,22 @@ class Cluster:
         add_netns(netns)
         self.netns.append(netns)
         attach_to_bridge(netns, self.node_ns, self.bridge, veth, ip, self.subnet.prefixlen)
+        for cidr, via in self.routes:
+            run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
         return ip
+
+    def add_route(self, cidr: str, via: str) -> None:
+        """A route every pod and client of this cluster has (and later ones get)."""
+        self.routes.append((cidr, via))
+        for netns in self.netns:
+            if netns != self.node_ns:
+                run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
+
+    def add_host(self, name: str, ip: str) -> None:
+        """`name` resolves to `ip` in every pod and client of this cluster (a public DNS
+        record, e.g. another cluster's load balancer)."""
+        self.extra_hosts[name] = ip
+        self.write_dns()
 
     # -- the API server part
     def apply(self, manifests: Iterable[dict[str, Any]]) -> None:
@@ -210,7 +229,8 @@ class Cluster:
     # -- cluster DNS
     def hosts_for(self, namespace: str, own: Optional[Pod] = None) -> str:
         """/etc/hosts for a pod (or client) in `namespace`."""
-        return dns.hosts_file(self.objects, self.pods.values(), namespace, own)
+        hosts = dns.hosts_file(self.objects, self.pods.values(), namespace, own)
+        return hosts + "".join(f"{ip}\t{name}\n" for name, ip in sorted(self.extra_hosts.items()))
 
     def job_pods(self) -> list[Pod]:
         return [p for job in self.jobs.values() for p in job.pods]
