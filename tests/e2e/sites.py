@@ -36,15 +36,18 @@ cluster, with the hub's exported flwrConfig and CA) must complete with one node 
 admitted site in every round, while the intruder is refused and the misconfigured site
 fails its TLS handshake.
 
-Timeouts, from Flower's own behaviour (constants below): a SuperNode that is refused
-(unknown key: UNAUTHENTICATED) or fails its TLS handshake gives up at once and exits
-(flwr.common.retry_invoker: only UNAVAILABLE without a handshake failure is retried, with
-exponential back-off capped at MAX_RETRY_DELAY = 20 s); the kubelet restarts it (this
-harness: back-off 1 s doubling to 8 s, reset after 16 s of running). So a site admitted
-after it started comes online at its next restart: at most 8 s of back-off plus one
-SuperNode start (3-10 s on a busy 2-core machine) after the registration Job completed.
-`flwr supernode list` shows a node online from its first heartbeat (activation), long
-before the 30 s heartbeat interval (HEARTBEAT_DEFAULT_INTERVAL) matters.
+Timeouts, from Flower's own behaviour (constants below): a SuperNode whose key is not
+registered is refused at activation (1.26: gRPC FAILED_PRECONDITION "No SuperNode found
+with the given public key"; 1.41: HTTP 412, "[code: 2004] Failed to activate SuperNode")
+and one that fails its TLS handshake (CERTIFICATE_VERIFY_FAILED) gives up at once: it
+exits (1.41: exit code 305) instead of retrying (flwr.common.retry_invoker retries only
+UNAVAILABLE without a handshake failure, with back-off capped at MAX_RETRY_DELAY = 20 s).
+The kubelet restarts it (this harness: back-off 1 s doubling to 8 s, reset after 16 s of
+running; a kubelet's reaches 5 min). So a site admitted after it started comes online at
+its next restart: at most 8 s of back-off plus one SuperNode start (3-10 s on a busy
+2-core machine) after the registration Job completed, and an intruder shows its refusal
+within the same time. `flwr supernode list` shows a node online from its activation,
+long before the 30 s heartbeat interval (HEARTBEAT_DEFAULT_INTERVAL) matters.
 """
 
 from __future__ import annotations
