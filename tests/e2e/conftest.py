@@ -11,7 +11,7 @@ import pytest
 from tests.e2e import harness  # imports neither scenarios nor stack (rewritten below)
 
 # Scenario functions run in lane threads, but their asserts should read like tests'.
-pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.stack")
+pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.stack", "tests.e2e.sites")
 
 HERE = Path(__file__).resolve().parent
 _SKIP: list = []  # computed once: [reason or None]
@@ -93,7 +93,8 @@ def pytest_terminal_summary(terminalreporter):
                 tr.write_line(f"            incident: {text}")
     tr.write_line(
         "(a scenario's time counts from the end of the previous one on the same federation; "
-        "the first on a federation includes starting it: 1 (subprocess), 2 (process), 5 (negative). "
+        "the first on a federation includes starting it: 1 (subprocess), 2 (process), 5 (negative), "
+        "6 (sites: a hub and four site clusters). "
         "Both versions run side by side.)"
     )
     if harness.EXPOSED:

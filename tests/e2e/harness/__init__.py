@@ -48,6 +48,23 @@ What it does, as Kubernetes would:
 - **Restarts.** restartPolicy Always: a container that exits is started again after a
   back-off of 1 s, doubling, capped at 8 s (the kubelet: 10 s ... 5 min), reset once it
   ran twice the cap. Logs of every container incarnation go to one file per container.
+  restartPolicy OnFailure restarts it only after a failure, Never not at all: the pod is
+  then Succeeded (every container exited 0) or Failed.
+- **Jobs** (jobs.py). A Job's pods run to completion (restartPolicy Never): one pod at a
+  time, `<job>-<5 chars>` with the `job-name` labels; a failed pod is followed by a new
+  one (fresh volumes and address) after a back-off of 1 s doubling (the controller: 10 s
+  ... 6 min) until one exits 0 (Complete), `backoffLimit` pods failed or
+  `activeDeadlineSeconds` passed (Failed); every pod's log is kept. Jobs are made by
+  `create_pods()` but started only by `start_jobs()` (whoever deploys orders them: Pulumi
+  creates a Job once what it depends on is ready), and their pods are not in
+  `Cluster.pods` (a completed pod is never Ready). `update(manifests)` applies a later
+  render of the same stack: objects updated, removed ones deleted (a Job with its pods),
+  new Jobs created; a changed, new or removed long-running workload is refused.
+- **Between clusters** (wan.py). Several clusters (one per stack or organisation) meet
+  on a WAN: each node gets a leg on a shared bridge and routes its pods to it (only to
+  it: no pod reaches another cluster's pods); a Service of type LoadBalancer gets a WAN
+  address where forwarder.py relays its ports to the backing pod (TCP, TLS passed
+  through), and a public name for it resolves in the clusters it is published to.
 - **Probes.** From the node namespace to the pod IP (prober.py): gRPC health (SERVING),
   HTTP(S) GET (200-399, certificate not verified), with initialDelaySeconds,
   timeoutSeconds, failureThreshold, successThreshold. Liveness every periodSeconds;
@@ -71,7 +88,8 @@ PodDisruptionBudgets, ServiceAccounts and RBAC.
 Modules: host.py (can it run here, tools, signals), network.py (namespaces, bridge,
 subnet), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's
 paths), containers.py (supervision, restarts, probes), pods.py (controllers' pods, the
-container launch), cluster.py (objects, pods, DNS, clients, cleanup).
+container launch), jobs.py (the Job controller), cluster.py (objects, pods, DNS,
+clients, cleanup), wan.py (between clusters: routes, load balancers, public names).
 """
 
 from tests.e2e.harness.cluster import CREATED, Cluster, close_all, install_cleanup_handlers, leftovers

@@ -23,7 +23,8 @@ from typing import Any, Optional
 
 from tests.e2e.harness import dns
 from tests.e2e.harness.containers import Prober
-from tests.e2e.harness.host import ID_PREFIX, NotReady, children, kill, ns_exec, run_cmd
+from tests.e2e.harness.host import ID_PREFIX, HarnessError, NotReady, children, kill, ns_exec, run_cmd
+from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.network import NETNS_INODES, add_netns, attach_to_bridge, netns_pids, our_netns, pick_subnet
 from tests.e2e.harness.pods import Pod, pods_for
 from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
@@ -108,6 +109,11 @@ class Cluster:
         self.netns: list[str] = []
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.pods: dict[str, Pod] = {}
+        self.jobs: dict[str, Job] = {}  # by Job name; their pods are not in `pods` (jobs.py)
+        # Names public DNS answers for this cluster's pods (add_host), e.g. another
+        # cluster's load balancer; and routes every pod and client gets (add_route).
+        self.extra_hosts: dict[str, str] = {}
+        self.routes: list[tuple[str, str]] = []
         self._closed = False
         self._close_lock = threading.Lock()
         self._ips = 10
@@ -174,7 +180,22 @@ class Cluster:
         add_netns(netns)
         self.netns.append(netns)
         attach_to_bridge(netns, self.node_ns, self.bridge, veth, ip, self.subnet.prefixlen)
+        for cidr, via in self.routes:
+            run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
         return ip
+
+    def add_route(self, cidr: str, via: str) -> None:
+        """A route every pod and client of this cluster has (and later ones get)."""
+        self.routes.append((cidr, via))
+        for netns in self.netns:
+            if netns != self.node_ns:
+                run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
+
+    def add_host(self, name: str, ip: str) -> None:
+        """`name` resolves to `ip` in every pod and client of this cluster (a public DNS
+        record, e.g. another cluster's load balancer)."""
+        self.extra_hosts[name] = ip
+        self.write_dns()
 
     # -- the API server part
     def apply(self, manifests: Iterable[dict[str, Any]]) -> None:
@@ -191,9 +212,13 @@ class Cluster:
 
     # -- the controllers' part
     def create_pods(self) -> list[Pod]:
-        """Pods of every workload (not started), their sandboxes and DNS."""
+        """Pods of every workload (not started), their sandboxes and DNS; Jobs (not
+        started: start_jobs)."""
         made = []
         for w in self.workloads():
+            if w["kind"] == "Job":
+                self.jobs[w["metadata"]["name"]] = Job(self, w)
+                continue
             for pod in pods_for(self, w):
                 self.pods[pod.name] = pod
                 pod.create_sandbox()
@@ -204,12 +229,16 @@ class Cluster:
     # -- cluster DNS
     def hosts_for(self, namespace: str, own: Optional[Pod] = None) -> str:
         """/etc/hosts for a pod (or client) in `namespace`."""
-        return dns.hosts_file(self.objects, self.pods.values(), namespace, own)
+        hosts = dns.hosts_file(self.objects, self.pods.values(), namespace, own)
+        return hosts + "".join(f"{ip}\t{name}\n" for name, ip in sorted(self.extra_hosts.items()))
+
+    def job_pods(self) -> list[Pod]:
+        return [p for job in self.jobs.values() for p in job.pods]
 
     def write_dns(self) -> None:
         """(Re)write every pod's and client's hosts file in place (ip netns exec bind-
         mounts the file, so running processes see the new content)."""
-        targets = [(p.netns, p.namespace, p) for p in self.pods.values()]
+        targets = [(p.netns, p.namespace, p) for p in [*self.pods.values(), *self.job_pods()]]
         targets += [(netns, ns, None) for netns, ns in self.clients]
         for netns, ns, pod in targets:
             dns.write_netns_files(netns, ns, self.hosts_for(ns, pod), self.hosts_dirs)
@@ -219,6 +248,45 @@ class Cluster:
         for p in list(pods if pods is not None else self.pods.values()):
             p.prepare_volumes()
             p.start()
+
+    def start_jobs(self, names: Optional[Iterable[str]] = None) -> list[Job]:
+        """Start the Jobs (all not yet started, or those named): each makes its pod."""
+        jobs = [self.jobs[n] for n in names] if names is not None else list(self.jobs.values())
+        for job in jobs:
+            job.start()
+        return jobs
+
+    def update(self, manifests: Iterable[dict[str, Any]]) -> list[Job]:
+        """A later deployment of the same stack (`pulumi up` again): objects rendered
+        again are updated, objects no longer rendered deleted (a deleted Job's pods with
+        it), new Jobs created (not started; returned). A running pod keeps what it
+        mounted (Secret updates after start are not emulated), so a changed spec of a
+        long-running workload (a rolling update), a new or a removed one is refused."""
+        new = {(m["kind"], m["metadata"]["name"]): copy.deepcopy(m) for m in manifests}
+        for key in [k for k in self.objects if k not in new]:
+            kind, name = key
+            if kind == "Job":
+                self.jobs.pop(name).stop()
+            elif kind in WORKLOAD_KINDS:
+                raise HarnessError(f"{kind} {name} removed: deleting a workload is not emulated")
+            del self.objects[key]
+        added = []
+        for key, m in new.items():
+            kind, name = key
+            old = self.objects.get(key)
+            if kind in WORKLOAD_KINDS and kind != "Job":
+                if old is None:
+                    raise HarnessError(f"{kind} {name} added: a new workload after the first apply is not emulated")
+                if old["spec"] != m["spec"]:
+                    raise HarnessError(f"{kind} {name} changed: a rolling update is not emulated")
+            if kind == "Job" and old is not None and old["spec"] != m["spec"]:
+                raise HarnessError(f"Job {name} changed: a Job's pod template is immutable")
+            self.objects[key] = m
+            if kind == "Job" and name not in self.jobs:
+                self.jobs[name] = Job(self, m)
+                added.append(self.jobs[name])
+        self.write_dns()
+        return added
 
     def delete_pod(self, pod: Pod) -> None:
         """The pod goes: its containers are killed, its emptyDirs and Secret volumes
@@ -253,7 +321,7 @@ class Cluster:
 
     def logs(self, pods: Optional[Iterable[Pod]] = None, tail: int = 40) -> str:
         out = []
-        for p in pods if pods is not None else self.pods.values():
+        for p in pods if pods is not None else [*self.pods.values(), *self.job_pods()]:
             for c in [*p.init_containers, *p.containers]:
                 out.append(f"----- {p.name}/{c.name} (restarts {c.restarts}) -----\n{c.log(tail)}")
         return "\n".join(out)
@@ -360,14 +428,16 @@ class Cluster:
                 return
             self._closed = True
         try:
-            for p in self.pods.values():
+            for job in self.jobs.values():
+                job.halt()
+            for p in [*self.pods.values(), *self.job_pods()]:
                 p._stopping.set()
                 for c in [*p.init_containers, *p.containers]:
                     c._stop.set()
                     c.kill()
             if getattr(self, "prober", None) is not None:
                 self.prober.close()
-            for p in self.pods.values():
+            for p in [*self.pods.values(), *self.job_pods()]:
                 for c in [*p.init_containers, *p.containers]:
                     c.stop()
             for ns in self.netns:

@@ -105,7 +105,13 @@ class Container:
         self.pod = pod
         self.spec = spec
         self.init = init  # an init container: done once it exits 0
-        self.succeeded = threading.Event()
+        # The pod's restartPolicy: Always (the default) restarts a container whatever its
+        # exit; OnFailure only after a failure; Never not at all (a Job's pods).
+        self.restart_policy = pod.spec.get("restartPolicy", "Always")
+        if self.restart_policy not in ("Always", "OnFailure", "Never"):
+            raise HarnessError(f"{pod.name}: restartPolicy {self.restart_policy} is not a Kubernetes policy")
+        self.succeeded = threading.Event()  # exited 0 and will not run again
+        self.finished = threading.Event()  # exited and will not run again (see exit_codes[-1])
         self.name = spec["name"]
         self.log_path = pod.cluster.logdir / f"{pod.name}_{self.name}.log"
         self.restarts = 0
@@ -177,8 +183,12 @@ class Container:
                 log.write(f"=== exited {code} after {ran:.1f}s\n".encode())
             if self._stop.is_set():
                 return
-            if self.init and code == 0:
+            if code == 0 and (self.init or self.restart_policy != "Always"):
                 self.succeeded.set()
+                self.finished.set()
+                return
+            if self.restart_policy == "Never":  # the pod has failed
+                self.finished.set()
                 return
             self.restarts += 1
             if ran >= 2 * BACKOFF_CAP:
@@ -316,7 +326,15 @@ class Container:
         return "\n".join(lines[-tail:])
 
     def describe(self) -> str:
-        state = "running" if self.running else "completed" if self.succeeded.is_set() else "waiting"
+        state = (
+            "running"
+            if self.running
+            else "completed"
+            if self.succeeded.is_set()
+            else "failed"
+            if self.finished.is_set()
+            else "waiting"
+        )
         probe = f", readiness: {self.readiness.last}" if "readinessProbe" in self.spec else ""
         return (
             f"{self.pod.name}/{self.name}: {state}, ready={self.is_ready()}, restarts={self.restarts}, "

@@ -178,7 +178,7 @@ class Pod:
         for c in self.init_containers:
             c.start()
             while not c.succeeded.wait(0.2):
-                if self._stopping.is_set():
+                if self._stopping.is_set() or c.finished.is_set():  # finished, not succeeded: the pod failed
                     return
         if not self._stopping.is_set():
             for c in self.containers:
@@ -198,6 +198,16 @@ class Pod:
 
     def is_ready(self) -> bool:
         return bool(self.containers) and all(c.is_ready() for c in self.containers)
+
+    @property
+    def phase(self) -> str:
+        """Pending, Running, Succeeded (every container exited 0 and none runs again) or
+        Failed (a container failed and runs no more: restartPolicy Never)."""
+        if any(c.finished.is_set() and not c.succeeded.is_set() for c in [*self.init_containers, *self.containers]):
+            return "Failed"
+        if self.containers and all(c.succeeded.is_set() for c in self.containers):
+            return "Succeeded"
+        return "Running" if any(c.running for c in self.containers) else "Pending"
 
     def describe(self) -> str:
         return "\n".join(c.describe() for c in [*self.init_containers, *self.containers])
@@ -220,6 +230,8 @@ def pods_for(cluster: Cluster, w: dict[str, Any]) -> list[Pod]:
             }
             out.append(Pod(cluster, w, pod_name, pl, NODES[k % len(NODES)], k, pod_name, w["spec"].get("serviceName")))
         return out
+    if w["kind"] == "Job":
+        raise HarnessError(f"Job {name}: its pods are the Job controller's (jobs.py), made one at a time")
     if w["kind"] == "Deployment":
         return [
             Pod(

@@ -1,0 +1,549 @@
+"""Sites end to end: a hub and the sites it admits, each its own stack, its own render
+and its own cluster, run on the harness with real Flower (test_e2e_sites.py reports it
+per Flower version).
+
+The stacks (configs below, as a team would write them):
+
+- `hub` (role hub): the SuperLink only, TLS generated, node authentication, a
+  LoadBalancer Service and `superlink.externalAddress: fl.example.test` (so that name is
+  in the server certificate); later `sites: [{name, fromStack}]` for the two sites it
+  admits.
+- `hospital-a`, `hospital-b` (role site): one SuperNode each, dialling the hub named by
+  `supernodes.superlink.certificate.fromStack` (address, port and CA from the hub stack's
+  outputs); `partition-id` 0 and 1 of 2.
+- `intruder` (role site, negative control): the same, but the hub does not list it.
+- `misconfigured` (role site, negative control): the hub's address and port, but a CA
+  that is not the hub's in `certificate.pem`.
+
+Each stack is rendered by itself (components.offline.run_program, real key material),
+reading the others' outputs only through `stack_outputs`, exactly what
+`render --stack-outputs org/proj/stack=FILE.json` and a pulumi.StackReference supply.
+The order is a real team's: the hub is deployed, the sites are deployed (reading the
+hub's outputs), the hub is deployed again with the sites' keys (reading their outputs).
+Pulumi keeps a stack's generated keys and certificates across its `up`s (its state):
+`PulumiState` does the same, so the second hub render has the first one's CA and
+server certificate (asserted).
+
+Each stack runs in a cluster of its own (own node, bridge, subnet, cluster DNS); the
+clusters meet only on a WAN (harness/wan.py): the hub's LoadBalancer Service gets a WAN
+address (a TCP relay to the SuperLink pod, TLS passed through), and public DNS answers
+`fl.example.test` with it in the sites' clusters. A site can resolve neither the hub's
+in-cluster Service name nor route to the hub's pods (checked). The keys reach the
+SuperLink only through what the hub rendered: its node-registration Job runs as a Job's
+pod in the hub's cluster (harness/jobs.py), created once the SuperLink is Ready (what
+Pulumi does: the Job depends on the SuperLink). Then `flwr run` (a user in the hub's
+cluster, with the hub's exported flwrConfig and CA) must complete with one node of each
+admitted site in every round, while the intruder is refused and the misconfigured site
+fails its TLS handshake.
+
+Timeouts, from Flower's own behaviour (constants below): a SuperNode whose key is not
+registered is refused at activation (1.26: gRPC FAILED_PRECONDITION "No SuperNode found
+with the given public key"; 1.41: HTTP 412, "[code: 2004] Failed to activate SuperNode")
+and one that fails its TLS handshake (CERTIFICATE_VERIFY_FAILED) gives up at once: it
+exits (1.41: exit code 305) instead of retrying (flwr.common.retry_invoker retries only
+UNAVAILABLE without a handshake failure, with back-off capped at MAX_RETRY_DELAY = 20 s).
+The kubelet restarts it (this harness: back-off 1 s doubling to 8 s, reset after 16 s of
+running; a kubelet's reaches 5 min). So a site admitted after it started comes online at
+its next restart: at most 8 s of back-off plus one SuperNode start (3-10 s on a busy
+2-core machine) after the registration Job completed, and an intruder shows its refusal
+within the same time. `flwr supernode list` shows a node online from its activation,
+long before the 30 s heartbeat interval (HEARTBEAT_DEFAULT_INTERVAL) matters.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import re
+import sys
+import threading
+import time
+import tomllib
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from components.offline import run_program
+from tests.e2e.harness import Cluster, NotReady
+from tests.e2e.harness.jobs import Job
+from tests.e2e.harness.wan import Wan
+from tests.e2e.scenarios import Outcome, assert_completed, run_id
+from tests.e2e.stack import _RENDER_LOCK, Federation, Rendered
+from tests.support.flower import venv
+from tests.support.tls_provider import RealTlsProvider, _unwrap
+
+ORG = "acme/flower-federation"
+HUB = "hub"
+ADMITTED = ("hospital-a", "hospital-b")
+INTRUDER = "intruder"
+MISCONFIGURED = "misconfigured"
+EXTERNAL_HOST = "fl.example.test"  # the hub's public name (public DNS, the certificate)
+HUB_NAME = "fl"
+HUB_NAMESPACE = "flower-hub"
+SITE_NAMESPACE = "flower"
+POOL = "ward"
+
+SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
+JOB_TIMEOUT = 90  # a Ready SuperLink: one pass of the script (Python + flwr imports, 3-10 s on a busy CPU)
+# Registration Job complete -> an admitted site online: its next restart (<= 8 s back-off)
+# plus one SuperNode start and activation, doubled for a loaded machine.
+ONLINE_TIMEOUT = 75
+# A refused / misconfigured SuperNode shows it in its first attempt (one start).
+NEGATIVE_TIMEOUT = 45
+RUN_TIMEOUT = 120  # two rounds: each SuperNode polls every 3 s; ClientApps start per round
+CLI_TIMEOUT = 60
+
+# Flower's answer to a SuperNode whose public key is not registered (node auth), as each
+# version words it in the SuperNode's log.
+REFUSED = re.compile(r"Failed to activate SuperNode|FAILED_PRECONDITION|UNAUTHENTICATED|PERMISSION_DENIED")
+# The SuperLink's side of it (both versions); 1.41 also logs the key it did not find.
+UNKNOWN_KEY = "No SuperNode found with the given public key"
+# A SuperNode that does not trust the server's certificate (gRPC's and Python's wording).
+UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed")
+
+
+def line_of(text: str, match: re.Match) -> str:
+    """The log line a match is on, trimmed."""
+    start = text.rfind("\n", 0, match.start()) + 1
+    end = text.find("\n", match.end())
+    return text[start : end if end >= 0 else None].strip()[:160]
+
+
+def stack_name(name: str) -> str:
+    return f"{ORG}/{name}"
+
+
+def pem_body(openssh_key: str) -> str:
+    """The first base64 line of a public key's PEM (SubjectPublicKeyInfo), as Flower logs keys."""
+    key = serialization.load_ssh_public_key(openssh_key.encode())
+    pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return pem.splitlines()[1]
+
+
+# --- the stacks' configs ------------------------------------------------------------------
+
+
+def hub_config(version: str, sites: tuple[str, ...] = ()) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "role": "hub",
+        "name": HUB_NAME,
+        "namespace": HUB_NAMESPACE,
+        "version": version,
+        "nodeAuth": {"enabled": True},
+        "superlink": {"service": {"type": "LoadBalancer"}, "externalAddress": EXTERNAL_HOST},
+    }
+    if sites:
+        raw["sites"] = [{"name": s, "fromStack": stack_name(s)} for s in sites]
+    return raw
+
+
+def site_config(
+    version: str, name: str, partition: tuple[int, int], superlink: Optional[dict[str, Any]] = None
+) -> dict[str, Any]:
+    """A site with one SuperNode; `superlink` defaults to everything from the hub stack."""
+    return {
+        "role": "site",
+        "name": name,
+        "namespace": SITE_NAMESPACE,
+        "version": version,
+        "nodeAuth": {"enabled": True},
+        "supernodes": {
+            "superlink": superlink or {"certificate": {"fromStack": stack_name(HUB)}},
+            "pools": [
+                {
+                    "name": POOL,
+                    "replicas": 1,
+                    "nodeConfig": {"partition-id": partition[1], "num-partitions": partition[0]},
+                }
+            ],
+        },
+    }
+
+
+def other_ca() -> str:
+    """A CA certificate that is not the hub's (what a site pasted from the wrong place)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "someone else's CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+
+class PulumiState:
+    """A stack's state across `pulumi up`s, for the generated key material: a resource
+    whose inputs did not change keeps its outputs (same keys, same certificates); one
+    whose inputs changed is replaced (new ones). The provider behind it is real."""
+
+    def __init__(self) -> None:
+        self.real = RealTlsProvider()
+        self.kept: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+
+    def __call__(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        digest = json.dumps(_unwrap(inputs), sort_keys=True, default=str)
+        kept = self.kept.get((typ, name))
+        if kept is not None and kept[0] == digest:
+            return dict(kept[1])
+        out = self.real(typ, name, inputs)
+        self.kept[(typ, name)] = (digest, out)
+        return dict(out)
+
+
+def render_stack(
+    name: str, raw: dict[str, Any], state: PulumiState, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
+) -> Rendered:
+    """One stack's render, reading other stacks' outputs only from `stack_outputs`
+    ({org/project/stack: outputs as `pulumi stack output --json --show-secrets`})."""
+    with _RENDER_LOCK:  # the Pulumi SDK's lazy imports are not thread-safe (lanes render at once)
+        run = run_program(
+            {"federation": copy.deepcopy(raw)}, name, provider=state, stack_outputs=copy.deepcopy(stack_outputs or {})
+        )
+        return Rendered(raw, run.manifests(show_secrets=True), run.stack_outputs_json(show_secrets=True))
+
+
+def workload(rendered: Rendered, kind: str, name: str) -> dict[str, Any]:
+    return next(m for m in rendered.manifests if m["kind"] == kind and m["metadata"]["name"] == name)
+
+
+def secret_text(rendered: Rendered, name: str, key: str) -> str:
+    m = workload(rendered, "Secret", name)
+    return m.get("stringData", {}).get(key) or ""
+
+
+# --- the deployments ------------------------------------------------------------------------
+
+
+class Hub(Federation):
+    """The hub's cluster and a `flwr` user in it: stack.Federation's CLI, runs and
+    listings (`sh`, `flwr`, `supernodes`, `run_app`, `runs`), over a hub deployed here
+    step by step (not Federation.__init__, which renders and starts a whole federation)."""
+
+    def __init__(self, version: str, rendered: Rendered, cluster: Cluster):
+        self.version = version
+        self.rendered = rendered
+        self.manifests = rendered.manifests
+        self.outputs = rendered.outputs
+        doc = tomllib.loads(self.outputs["flwrConfig"])
+        self.connection = doc["superlink"]["default"]
+        self.registered = False
+        self.register_runs = 0
+        self.superlink_first = False
+        self._rest_started = True
+        self.phases: list[str] = []
+        self.incidents: list[str] = []
+        self._crashes_seen: dict[tuple[str, str], int] = {}
+        self.cluster = cluster
+        self.cli_netns = cluster.add_client("cli", HUB_NAMESPACE)
+        self._prepare_cli(doc)
+
+
+@dataclass
+class Site:
+    name: str
+    rendered: Rendered
+    cluster: Cluster
+
+    @property
+    def pod(self):  # noqa: ANN201  (a harness Pod)
+        (pod,) = self.cluster.pods.values()
+        return pod
+
+    def log(self) -> str:
+        return self.pod.containers[0].log(100000) if self.pod.containers else ""
+
+    def node_id(self) -> Optional[str]:
+        ids = re.findall(r"SuperNode ID: (\d+)", self.log())
+        return ids[-1] if ids else None
+
+
+@dataclass
+class SitesRun:
+    """One version's hub, sites and WAN, and what happened (for the report)."""
+
+    version: str
+    phases: list[str] = field(default_factory=list)
+    incidents: list[str] = field(default_factory=list)
+    wan: Optional[Wan] = None
+    hub: Optional[Hub] = None
+    sites: dict[str, Site] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    _t: float = field(default_factory=time.monotonic)
+
+    def phase(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases.append(f"{name} {now - self._t:.1f}s")
+        self._t = now
+
+    def clusters(self) -> list[Cluster]:
+        return [c for c in [self.hub.cluster if self.hub else None, *(s.cluster for s in self.sites.values())] if c]
+
+    def explain(self) -> str:
+        out = [traceback.format_exc(), "--- jobs ---", *(j.describe() for j in self.jobs)]
+        for c in self.clusters():
+            out += [f"--- cluster {c.label} ---", *(p.describe() for p in c.pods.values()), c.logs(tail=40)]
+        for j in self.jobs:
+            out.append(j.log(60))
+        if self.wan is not None:
+            out += ["--- load balancer ---", self.wan.balancer_log(f"{HUB_NAME}-superlink")[-2000:]]
+        return "\n".join(out)
+
+    def close(self) -> None:
+        for c in self.clusters():
+            c.close()
+        if self.wan is not None:
+            self.wan.close()
+
+
+def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str) -> Site:
+    cluster = Cluster(run.version, venv(run.version), name)
+    site = Site(name, rendered, cluster)
+    run.sites[name] = site
+    cluster.apply(rendered.manifests)
+    cluster.create_pods()
+    run.wan.connect(cluster)
+    run.wan.publish(cluster, EXTERNAL_HOST, lb_ip)
+    cluster.start_pods()
+    return site
+
+
+def wait_job(job: Job, timeout: float) -> str:
+    if not job.wait(timeout):
+        raise NotReady(f"{job.describe()} not finished within {timeout:.0f}s:\n{job.log()}")
+    log = job.log()
+    assert job.status == "Complete", f"{job.describe()}:\n{log}"
+    return log
+
+
+def registered_by_job(log: str) -> dict[str, str]:
+    """{key comment (site/pool/slot): node id} the registration Job's log reports."""
+    return dict(re.findall(r"node-registration: registered (\S+) as node (\d+)", log))
+
+
+REACH_PROBE = """
+import json, socket, sys
+names, dials = json.loads(sys.argv[1])
+out = {"resolves": {}, "connects": {}}
+for n in names:
+    try:
+        out["resolves"][n] = socket.gethostbyname(n)
+    except OSError as exc:
+        out["resolves"][n] = None
+for host, port in dials:
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        out["connects"][f"{host}:{port}"] = "ok"
+    except OSError as exc:
+        out["connects"][f"{host}:{port}"] = type(exc).__name__ + ": " + str(exc)
+print(json.dumps(out))
+"""
+
+
+def reach_from(cluster: Cluster, names: list[str], dials: list[tuple[str, int]]) -> dict[str, Any]:
+    """What a process in `cluster` (a client netns with the pods' DNS and routes) resolves and can connect to."""
+    netns = next((n for n, _ in cluster.clients if n.endswith("-probe")), None) or cluster.add_client(
+        "probe", SITE_NAMESPACE
+    )
+    res = cluster.exec_in(
+        netns,
+        [sys.executable, "-c", REACH_PROBE, json.dumps([names, dials])],
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        mounts=[],
+        cwd="/",
+        timeout=30,
+        name="probe",
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise NotReady(f"{what}: not within {timeout:.0f}s")
+        time.sleep(every)
+
+
+def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) -> None:
+    v = run.version
+    hub_state = PulumiState()
+
+    # 1. The hub's first `pulumi up`: no site admitted yet.
+    hub_v1 = render_stack(HUB, hub_config(v), hub_state)
+    run.wan = Wan()
+    hub_cluster = Cluster(v, venv(v), HUB)
+    hub_cluster.apply(hub_v1.manifests)
+    hub_cluster.create_pods()
+    run.hub = hub = Hub(v, hub_v1, hub_cluster)
+    lb_ip = run.wan.expose(hub_cluster, f"{HUB_NAME}-superlink")
+    fleet_port = int(hub_v1.outputs["superlink"]["externalAddress"].rsplit(":", 1)[1])
+    assert hub_v1.outputs["superlink"]["externalAddress"] == f"{EXTERNAL_HOST}:{fleet_port}", hub_v1.outputs
+    if gate is not None:
+        gate.acquire()
+    try:
+        hub_cluster.start_pods()
+        hub_cluster.wait_pods_ready([hub.superlink], SUPERLINK_READY_TIMEOUT)
+    finally:
+        if gate is not None:
+            gate.release()
+    (job_v1,) = hub_cluster.start_jobs()  # Pulumi creates the Job once the SuperLink is ready
+    run.jobs.append(job_v1)
+    log_v1 = wait_job(job_v1, JOB_TIMEOUT)
+    assert "done: 0 trusted keys" in log_v1, log_v1
+    run.phase("hub up (SuperLink Ready, registration Job with no site)")
+
+    # 2. The sites' `pulumi up`s: each reads the hub stack's outputs.
+    hub_outputs = {stack_name(HUB): hub_v1.outputs}
+    configs = {
+        ADMITTED[0]: site_config(v, ADMITTED[0], (2, 0)),
+        ADMITTED[1]: site_config(v, ADMITTED[1], (2, 1)),
+        INTRUDER: site_config(v, INTRUDER, (1, 0)),
+        MISCONFIGURED: site_config(
+            v,
+            MISCONFIGURED,
+            (1, 0),
+            {"address": EXTERNAL_HOST, "port": fleet_port, "certificate": {"pem": other_ca()}},
+        ),
+    }
+    rendered = {name: render_stack(name, raw, PulumiState(), hub_outputs) for name, raw in configs.items()}
+    for name, r in rendered.items():
+        sts = workload(r, "StatefulSet", f"{name}-supernode-{POOL}")
+        args = sts["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--superlink") + 1] == f"{EXTERNAL_HOST}:{fleet_port}", args
+    for name in ADMITTED + (INTRUDER,):
+        assert secret_text(rendered[name], f"{name}-ca", "ca.crt") == hub_v1.outputs["caCertificate"], name
+    for name in configs:
+        deploy_site(run, name, rendered[name], lb_ip)
+    run.phase("sites up (4 clusters, read the hub's outputs)")
+
+    # 3. The hub's second `pulumi up`: it admits the two sites, reading their outputs.
+    site_outputs = {stack_name(s): rendered[s].outputs for s in ADMITTED}
+    hub_v2 = render_stack(HUB, hub_config(v, ADMITTED), hub_state, site_outputs)
+    assert hub_v2.outputs["caCertificate"] == hub_v1.outputs["caCertificate"], "the hub's CA changed across ups"
+    sts = f"{HUB_NAME}-superlink"
+    assert workload(hub_v2, "StatefulSet", sts) == workload(hub_v1, "StatefulSet", sts), "the SuperLink would roll"
+    trusted = workload(hub_v2, "ConfigMap", f"{HUB_NAME}-node-registration")["data"]["trusted-keys"]
+    for s in ADMITTED:
+        for key in rendered[s].outputs["nodeAuth"]["publicKeys"][POOL].values():
+            assert key.strip() in trusted, f"{s}'s key is not in the hub's trusted keys:\n{trusted}"
+    for s in (INTRUDER, MISCONFIGURED):
+        for key in rendered[s].outputs["nodeAuth"]["publicKeys"][POOL].values():
+            assert key.split()[1] not in trusted, f"{s}'s key is trusted"
+    (job_v2,) = hub_cluster.update(hub_v2.manifests)
+    assert job_v2.name != job_v1.name and job_v1.name not in hub_cluster.jobs, (job_v1.name, job_v2.name)
+    hub_cluster.start_jobs([job_v2.name])
+    run.jobs.append(job_v2)
+    log_v2 = wait_job(job_v2, JOB_TIMEOUT)
+    by_key = registered_by_job(log_v2)
+    expected_keys = {f"{s}/{POOL}/0" for s in ADMITTED}
+    assert set(by_key) == expected_keys, f"the Job registered {by_key}, expected {expected_keys}:\n{log_v2}"
+    superlink = hub.superlink.containers[0]
+    marks = {INTRUDER: len(run.sites[INTRUDER].log()), HUB: len(superlink.log(100000))}
+    run.phase("hub up again (registration Job: the two sites' keys)")
+
+    # 4. The admitted sites come online by themselves (their next restart).
+    def both_online() -> Optional[list[dict[str, Any]]]:
+        if not all(run.sites[s].pod.is_ready() and run.sites[s].node_id() for s in ADMITTED):
+            return None
+        try:
+            nodes = hub.supernodes()
+        except NotReady:
+            return None
+        online = {str(n["node-id"]) for n in nodes if n.get("status") == "online"}
+        return nodes if online >= {by_key[k] for k in expected_keys} else None
+
+    nodes = wait_for("both admitted sites online", both_online, ONLINE_TIMEOUT, every=3)
+    run.phase("both sites online")
+    listed = {str(n["node-id"]): n.get("status") for n in nodes}
+    assert set(listed) == set(by_key.values()), f"listed {listed}, registered by the Job {by_key}"
+    for s in ADMITTED:
+        assert run.sites[s].node_id() == by_key[f"{s}/{POOL}/0"], (s, run.sites[s].node_id(), by_key)
+
+    # 5. Negative controls, seen while the admitted sites are online.
+    intruder, misconfigured = run.sites[INTRUDER], run.sites[MISCONFIGURED]
+    after = ""
+
+    def refused() -> Optional[re.Match]:
+        nonlocal after
+        after = intruder.log()[marks[INTRUDER] :]
+        return REFUSED.search(after)
+
+    refusal = wait_for("the intruder refused after the registration", refused, NEGATIVE_TIMEOUT)
+    assert intruder.node_id() is None, "the intruder got a node id"
+    on_hub = superlink.log(100000)[marks[HUB] :]
+    assert UNKNOWN_KEY in on_hub, f"the SuperLink did not log refusing an unknown key:\n{on_hub[-3000:]}"
+    if "with public key: b'" in on_hub:  # 1.41 names the key: the intruder's
+        (intruder_key,) = rendered[INTRUDER].outputs["nodeAuth"]["publicKeys"][POOL].values()
+        assert pem_body(intruder_key) in on_hub, f"the refused key is not the intruder's:\n{on_hub[-3000:]}"
+    untrusted = misconfigured.log()
+    tls = wait_for("the misconfigured site's TLS failure", lambda: UNTRUSTED.search(untrusted), 0)
+    evidence = f"intruder: {line_of(after, refusal)!r}, misconfigured: {line_of(untrusted, tls)!r}"
+    assert misconfigured.node_id() is None, "the misconfigured site got a node id"
+    nodes = hub.supernodes()
+    assert {str(n["node-id"]) for n in nodes} == set(by_key.values()), f"other nodes listed: {nodes}"
+    # Only through the load balancer: the hub's in-cluster name does not resolve from a
+    # site, its SuperLink pod is not routable, the public name and port are.
+    site_a = run.sites[ADMITTED[0]].cluster
+    internal = f"{HUB_NAME}-superlink.{HUB_NAMESPACE}.svc.cluster.local"
+    seen = reach_from(site_a, [internal, EXTERNAL_HOST], [(hub.superlink.ip, fleet_port), (EXTERNAL_HOST, fleet_port)])
+    assert seen["resolves"] == {internal: None, EXTERNAL_HOST: lb_ip}, seen
+    assert seen["connects"][f"{EXTERNAL_HOST}:{fleet_port}"] == "ok", seen
+    assert seen["connects"][f"{hub.superlink.ip}:{fleet_port}"] != "ok", seen
+    relayed = run.wan.balancer_log(f"{HUB_NAME}-superlink")
+    for s in ADMITTED:
+        assert f"{run.sites[s].pod.ip}:" in relayed, f"{s} did not come through the load balancer:\n{relayed}"
+    for s in (INTRUDER, MISCONFIGURED):  # done: their crash loops only cost CPU now
+        run.sites[s].cluster.close()
+    restarts = {s: run.sites[s].pod.containers[0].restarts for s in ADMITTED}
+    run.phase(
+        f"negative controls ({evidence}, hub: {UNKNOWN_KEY!r}; admitted sites restarted before admission: {restarts})"
+    )
+
+    # 6. A federated run across both sites, by a user of the hub.
+    result = hub.run_app({"min-nodes": 2}, timeout=RUN_TIMEOUT)
+    expected = {f"{s}-supernode-{POOL}-0": [2, i] for i, s in enumerate(ADMITTED)}
+    assert_completed(result, expected)
+    rid = run_id(result)
+    runs = {str(r["run-id"]): r["status"] for r in hub.runs()}
+    assert runs.get(rid) == "finished:completed", f"run {rid}: {runs}"
+    run.phase("run (2 rounds, both sites)")
+
+
+def run_scenario(version: str, gate: Optional[threading.Semaphore] = None) -> Outcome:
+    """The scenario for one Flower version, as an Outcome (passed / failed)."""
+    outcome = Outcome("6")
+    run = SitesRun(version)
+    start = time.monotonic()
+    try:
+        scenario_sites(run, gate)
+    except BaseException:
+        outcome.status, outcome.error = "failed", run.explain()
+    else:
+        outcome.status = "passed"
+    finally:
+        run.close()
+        outcome.seconds = time.monotonic() - start
+        outcome.phases, outcome.incidents = run.phases, run.incidents
+    return outcome
