@@ -137,7 +137,12 @@ def hub_config(version: str, sites: tuple[str, ...] = ()) -> dict[str, Any]:
         "namespace": HUB_NAMESPACE,
         "version": version,
         "nodeAuth": {"enabled": True},
-        "superlink": {"service": {"type": "LoadBalancer"}, "externalAddress": EXTERNAL_HOST},
+        # HTTP era: Fleet and Control share the exposed port, which the hub must accept.
+        "superlink": {
+            "service": {"type": "LoadBalancer"},
+            "externalAddress": EXTERNAL_HOST,
+            "exposeControlApi": True,
+        },
     }
     if sites:
         raw["sites"] = [{"name": s, "fromStack": stack_name(s)} for s in sites]
