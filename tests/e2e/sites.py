@@ -34,7 +34,10 @@ pod in the hub's cluster (harness/jobs.py), created once the SuperLink is Ready 
 Pulumi does: the Job depends on the SuperLink). Then `flwr run` (a user in the hub's
 cluster, with the hub's exported flwrConfig and CA) must complete with one node of each
 admitted site in every round, while the intruder is refused and the misconfigured site
-fails its TLS handshake.
+fails its TLS handshake. Last, the hub drops hospital-b (a third `pulumi up`): the Job
+revokes its node, which is refused from then on while hospital-a stays online; and
+trusting hospital-b's same key again (a fourth) fails the Job at once, naming the key
+(Flower never registers a revoked key again; the Job's podFailurePolicy).
 
 Timeouts, from Flower's own behaviour (constants below): a SuperNode whose key is not
 registered is refused at activation (1.26: gRPC FAILED_PRECONDITION "No SuperNode found
@@ -325,12 +328,28 @@ def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str) -> Sit
     return site
 
 
-def wait_job(job: Job, timeout: float) -> str:
+def wait_job(job: Job, timeout: float, status: str = "Complete") -> str:
     if not job.wait(timeout):
         raise NotReady(f"{job.describe()} not finished within {timeout:.0f}s:\n{job.log()}")
     log = job.log()
-    assert job.status == "Complete", f"{job.describe()}:\n{log}"
+    assert job.status == status, f"{job.describe()}, expected {status}:\n{log}"
     return log
+
+
+def hub_up(run: SitesRun, raw: dict[str, Any], state: PulumiState, outputs: dict[str, dict[str, Any]]) -> Job:
+    """Another `pulumi up` of the hub: same CA, same SuperLink, a new registration Job
+    (created once the SuperLink is Ready, which it is), returned started."""
+    rendered = render_stack(HUB, raw, state, outputs)
+    before = run.hub.rendered
+    assert rendered.outputs["caCertificate"] == before.outputs["caCertificate"], "the hub's CA changed across ups"
+    sts = f"{HUB_NAME}-superlink"
+    assert workload(rendered, "StatefulSet", sts) == workload(before, "StatefulSet", sts), "the SuperLink would roll"
+    (job,) = run.hub.cluster.update(rendered.manifests)
+    assert all(j.name == job.name for j in run.hub.cluster.jobs.values()), "the previous Job was not deleted"
+    run.hub.rendered = rendered
+    run.hub.cluster.start_jobs([job.name])
+    run.jobs.append(job)
+    return job
 
 
 def registered_by_job(log: str) -> dict[str, str]:
@@ -440,21 +459,15 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
 
     # 3. The hub's second `pulumi up`: it admits the two sites, reading their outputs.
     site_outputs = {stack_name(s): rendered[s].outputs for s in ADMITTED}
-    hub_v2 = render_stack(HUB, hub_config(v, ADMITTED), hub_state, site_outputs)
-    assert hub_v2.outputs["caCertificate"] == hub_v1.outputs["caCertificate"], "the hub's CA changed across ups"
-    sts = f"{HUB_NAME}-superlink"
-    assert workload(hub_v2, "StatefulSet", sts) == workload(hub_v1, "StatefulSet", sts), "the SuperLink would roll"
-    trusted = workload(hub_v2, "ConfigMap", f"{HUB_NAME}-node-registration")["data"]["trusted-keys"]
+    job_v2 = hub_up(run, hub_config(v, ADMITTED), hub_state, site_outputs)
+    assert job_v2.name != job_v1.name, job_v1.name
+    trusted = workload(hub.rendered, "ConfigMap", f"{HUB_NAME}-node-registration")["data"]["trusted-keys"]
     for s in ADMITTED:
         for key in rendered[s].outputs["nodeAuth"]["publicKeys"][POOL].values():
             assert key.strip() in trusted, f"{s}'s key is not in the hub's trusted keys:\n{trusted}"
     for s in (INTRUDER, MISCONFIGURED):
         for key in rendered[s].outputs["nodeAuth"]["publicKeys"][POOL].values():
             assert key.split()[1] not in trusted, f"{s}'s key is trusted"
-    (job_v2,) = hub_cluster.update(hub_v2.manifests)
-    assert job_v2.name != job_v1.name and job_v1.name not in hub_cluster.jobs, (job_v1.name, job_v2.name)
-    hub_cluster.start_jobs([job_v2.name])
-    run.jobs.append(job_v2)
     log_v2 = wait_job(job_v2, JOB_TIMEOUT)
     by_key = registered_by_job(log_v2)
     expected_keys = {f"{s}/{POOL}/0" for s in ADMITTED}
@@ -529,6 +542,37 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     runs = {str(r["run-id"]): r["status"] for r in hub.runs()}
     assert runs.get(rid) == "finished:completed", f"run {rid}: {runs}"
     run.phase("run (2 rounds, both sites)")
+
+    # 7. The hub's third `pulumi up` no longer lists hospital-b: the Job revokes its node,
+    # which is refused from then on; hospital-a stays online.
+    kept, dropped = ADMITTED
+    dropped_site, dropped_id = run.sites[dropped], by_key[f"{dropped}/{POOL}/0"]
+    mark = len(dropped_site.log())
+    job_v3 = hub_up(run, hub_config(v, (kept,)), hub_state, {stack_name(kept): rendered[kept].outputs})
+    log_v3 = wait_job(job_v3, JOB_TIMEOUT)
+    assert f"revoked node {dropped_id}" in log_v3, log_v3
+    assert "done: 1 trusted keys; 0 registered, 1 revoked, 1 unchanged" in log_v3, log_v3
+
+    def dropped_refused() -> Optional[re.Match]:
+        return REFUSED.search(dropped_site.log()[mark:])
+
+    wait_for(f"{dropped} refused once revoked", dropped_refused, NEGATIVE_TIMEOUT)
+    status = {str(n["node-id"]): n.get("status") for n in hub.supernodes()}
+    assert status.get(by_key[f"{kept}/{POOL}/0"]) == "online", status
+    assert status.get(dropped_id) != "online", status
+    run.phase(f"hub up without {dropped} (its node revoked, refused from then on)")
+
+    # 8. Trusting hospital-b's same key again cannot work (Flower never registers a
+    # revoked key again): the Job says so at once and fails (its podFailurePolicy),
+    # instead of retrying until its deadline; nothing changes on the SuperLink.
+    job_v4 = hub_up(run, hub_config(v, ADMITTED), hub_state, site_outputs)
+    log_v4 = wait_job(job_v4, JOB_TIMEOUT, status="Failed")
+    assert "PodFailurePolicy" in job_v4.reason and len(job_v4.pods) == 1, job_v4.describe()
+    assert f"REFUSED: trusted keys revoked earlier (nodes {dropped_id}): {dropped}/{POOL}/0" in log_v4, log_v4
+    assert "registered" not in log_v4.split("REFUSED", 1)[0], log_v4
+    after = {str(n["node-id"]): n.get("status") for n in hub.supernodes()}
+    assert after.get(by_key[f"{kept}/{POOL}/0"]) == "online" and after.get(dropped_id) != "online", after
+    run.phase(f"hub up trusting {dropped}'s revoked key again: Job failed at once, saying why")
 
 
 def run_scenario(version: str, gate: Optional[threading.Semaphore] = None) -> Outcome:
