@@ -2,27 +2,11 @@
 and its own cluster, run on the harness with real Flower (test_e2e_sites.py reports it
 per Flower version).
 
-The stacks (configs below, as a team would write them):
-
-- `hub` (role hub): the SuperLink only, TLS generated, node authentication, a
-  LoadBalancer Service and `superlink.externalAddress: fl.example.test` (so that name is
-  in the server certificate); later `sites: [{name, fromStack}]` for the two sites it
-  admits.
-- `hospital-a`, `hospital-b` (role site): one SuperNode each, dialling the hub named by
-  `supernodes.superlink.certificate.fromStack` (address, port and CA from the hub stack's
-  outputs); `partition-id` 0 and 1 of 2.
-- `intruder` (role site, negative control): the same, but the hub does not list it.
-- `misconfigured` (role site, negative control): the hub's address and port, but a CA
-  that is not the hub's in `certificate.pem`.
-
-Each stack is rendered by itself (components.offline.run_program, real key material),
-reading the others' outputs only through `stack_outputs`, exactly what
-`render --stack-outputs org/proj/stack=FILE.json` and a pulumi.StackReference supply.
-The order is a real team's: the hub is deployed, the sites are deployed (reading the
-hub's outputs), the hub is deployed again with the sites' keys (reading their outputs).
-Pulumi keeps a stack's generated keys and certificates across its `up`s (its state):
-`PulumiState` does the same, so the second hub render has the first one's CA and
-server certificate (asserted).
+The stacks (a hub, two admitted sites, an intruder and a misconfigured site) and how
+each is rendered by itself are in site_stacks.py. The order is a real team's: the hub
+is deployed, the sites are deployed (reading the hub's outputs), the hub is deployed
+again with the sites' keys (reading their outputs), with the same CA, server certificate
+and SuperLink (asserted: Pulumi state).
 
 Each stack runs in a cluster of its own (own node, bridge, subnet, cluster DNS); the
 clusters meet only on a WAN (harness/wan.py): the hub's LoadBalancer Service gets a WAN
@@ -55,8 +39,6 @@ long before the 30 s heartbeat interval (HEARTBEAT_DEFAULT_INTERVAL) matters.
 
 from __future__ import annotations
 
-import copy
-import datetime
 import json
 import re
 import sys
@@ -68,30 +50,32 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
-from components.offline import run_program
 from tests.e2e.harness import Cluster, NotReady
 from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.wan import Wan
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
-from tests.e2e.stack import _RENDER_LOCK, Federation, Rendered
+from tests.e2e.site_stacks import (
+    ADMITTED,
+    EXTERNAL_HOST,
+    HUB,
+    HUB_NAME,
+    HUB_NAMESPACE,
+    INTRUDER,
+    MISCONFIGURED,
+    POOL,
+    SITE_NAMESPACE,
+    PulumiState,
+    hub_config,
+    other_ca,
+    pem_body,
+    render_stack,
+    secret_text,
+    site_config,
+    stack_name,
+    workload,
+)
+from tests.e2e.stack import Federation, Rendered
 from tests.support.flower import venv
-from tests.support.tls_provider import RealTlsProvider, _unwrap
-
-ORG = "acme/flower-federation"
-HUB = "hub"
-ADMITTED = ("hospital-a", "hospital-b")
-INTRUDER = "intruder"
-MISCONFIGURED = "misconfigured"
-EXTERNAL_HOST = "fl.example.test"  # the hub's public name (public DNS, the certificate)
-HUB_NAME = "fl"
-HUB_NAMESPACE = "flower-hub"
-SITE_NAMESPACE = "flower"
-POOL = "ward"
 
 SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
 JOB_TIMEOUT = 90  # a Ready SuperLink: one pass of the script (Python + flwr imports, 3-10 s on a busy CPU)
@@ -101,7 +85,6 @@ ONLINE_TIMEOUT = 75
 # A refused / misconfigured SuperNode shows it in its first attempt (one start).
 NEGATIVE_TIMEOUT = 45
 RUN_TIMEOUT = 120  # two rounds: each SuperNode polls every 3 s; ClientApps start per round
-CLI_TIMEOUT = 60
 
 # Flower's answer to a SuperNode whose public key is not registered (node auth), as each
 # version words it in the SuperNode's log.
@@ -117,119 +100,6 @@ def line_of(text: str, match: re.Match) -> str:
     start = text.rfind("\n", 0, match.start()) + 1
     end = text.find("\n", match.end())
     return text[start : end if end >= 0 else None].strip()[:160]
-
-
-def stack_name(name: str) -> str:
-    return f"{ORG}/{name}"
-
-
-def pem_body(openssh_key: str) -> str:
-    """The first base64 line of a public key's PEM (SubjectPublicKeyInfo), as Flower logs keys."""
-    key = serialization.load_ssh_public_key(openssh_key.encode())
-    pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return pem.splitlines()[1]
-
-
-# --- the stacks' configs ------------------------------------------------------------------
-
-
-def hub_config(version: str, sites: tuple[str, ...] = ()) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "role": "hub",
-        "name": HUB_NAME,
-        "namespace": HUB_NAMESPACE,
-        "version": version,
-        "nodeAuth": {"enabled": True},
-        "superlink": {"service": {"type": "LoadBalancer"}, "externalAddress": EXTERNAL_HOST},
-    }
-    if sites:
-        raw["sites"] = [{"name": s, "fromStack": stack_name(s)} for s in sites]
-    return raw
-
-
-def site_config(
-    version: str, name: str, partition: tuple[int, int], superlink: Optional[dict[str, Any]] = None
-) -> dict[str, Any]:
-    """A site with one SuperNode; `superlink` defaults to everything from the hub stack."""
-    return {
-        "role": "site",
-        "name": name,
-        "namespace": SITE_NAMESPACE,
-        "version": version,
-        "nodeAuth": {"enabled": True},
-        "supernodes": {
-            "superlink": superlink or {"certificate": {"fromStack": stack_name(HUB)}},
-            "pools": [
-                {
-                    "name": POOL,
-                    "replicas": 1,
-                    "nodeConfig": {"partition-id": partition[1], "num-partitions": partition[0]},
-                }
-            ],
-        },
-    }
-
-
-def other_ca() -> str:
-    """A CA certificate that is not the hub's (what a site pasted from the wrong place)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "someone else's CA")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
-
-
-# --- rendering ------------------------------------------------------------------------------
-
-
-class PulumiState:
-    """A stack's state across `pulumi up`s, for the generated key material: a resource
-    whose inputs did not change keeps its outputs (same keys, same certificates); one
-    whose inputs changed is replaced (new ones). The provider behind it is real."""
-
-    def __init__(self) -> None:
-        self.real = RealTlsProvider()
-        self.kept: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-
-    def __call__(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-        digest = json.dumps(_unwrap(inputs), sort_keys=True, default=str)
-        kept = self.kept.get((typ, name))
-        if kept is not None and kept[0] == digest:
-            return dict(kept[1])
-        out = self.real(typ, name, inputs)
-        self.kept[(typ, name)] = (digest, out)
-        return dict(out)
-
-
-def render_stack(
-    name: str, raw: dict[str, Any], state: PulumiState, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
-) -> Rendered:
-    """One stack's render, reading other stacks' outputs only from `stack_outputs`
-    ({org/project/stack: outputs as `pulumi stack output --json --show-secrets`})."""
-    with _RENDER_LOCK:  # the Pulumi SDK's lazy imports are not thread-safe (lanes render at once)
-        run = run_program(
-            {"federation": copy.deepcopy(raw)}, name, provider=state, stack_outputs=copy.deepcopy(stack_outputs or {})
-        )
-        return Rendered(raw, run.manifests(show_secrets=True), run.stack_outputs_json(show_secrets=True))
-
-
-def workload(rendered: Rendered, kind: str, name: str) -> dict[str, Any]:
-    return next(m for m in rendered.manifests if m["kind"] == kind and m["metadata"]["name"] == name)
-
-
-def secret_text(rendered: Rendered, name: str, key: str) -> str:
-    m = workload(rendered, "Secret", name)
-    return m.get("stringData", {}).get(key) or ""
 
 
 # --- the deployments ------------------------------------------------------------------------
