@@ -59,13 +59,16 @@ def _probe(component: str, default_enabled: bool = True) -> dict[str, Param]:
 
 def _service_account(component: str) -> dict[str, Param]:
     return {
-        f"{component}.automountServiceAccountToken": Param(True, to=f"{POD}.spec.automountServiceAccountToken"),
+        f"{component}.automountServiceAccountToken": Param(
+            True, to=f"{POD}.spec.automountServiceAccountToken", via="automount"
+        ),
         f"{component}.serviceAccount.enabled": Param(
             True, refuse="every workload gets a ServiceAccount of its own (without an API token)"
         ),
         f"{component}.serviceAccount.annotations": Param({}, refuse=NO_COUNTERPART_YET),
         f"{component}.serviceAccount.labels": Param({}, refuse=NO_COUNTERPART_YET),
-        # The pod's own automountServiceAccountToken decides; ours is false.
+        # The pod's own automountServiceAccountToken decides (the chart sets it on every pod): this one
+        # changes nothing, whatever its value.
         f"{component}.serviceAccount.automountServiceAccountToken": Param(
             True, to=f"{POD}.spec.automountServiceAccountToken", via="automount"
         ),

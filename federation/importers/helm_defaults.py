@@ -35,7 +35,7 @@ def differences(steps: Steps) -> list[str]:
         if chart_default("networkPolicy.allowExternal"):
             text = (
                 "Ingress: the chart admits its ClientAppIo API (9094) from anywhere (networkPolicy.allowExternal: "
-                "true) and puts it on a Service; here no Service, and the API "
+                "true) through a ClusterIP Service; here the pool's Service is headless (stable pod names) and the API "
             )
             if steps.distributed:
                 text += "takes only the pool's own SuperExecs. " + steps.set_preserved(f"{NETPOL}.allowExternal", True)
