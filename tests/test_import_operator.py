@@ -123,6 +123,7 @@ def test_fields_the_operator_never_saw_are_refused_or_dropped(tmp_path, capsys):
         spec__nodeAuth={"enabled": True}, spec__superlink__persistence={"size": "5Gi"}, metadata__labels={"a": "b"}
     )
     doc["spec"]["supernodes"]["pools"][0]["cluster"] = "edge"
+    doc["spex"] = {"mode": "DaemonSet"}
     path = write(tmp_path, "cr.yaml", doc)
     code, out, err = run_import(capsys, "operator", path)
     assert code == 1 and out == ""
@@ -132,6 +133,7 @@ def test_fields_the_operator_never_saw_are_refused_or_dropped(tmp_path, capsys):
         f"spec.superlink.persistence: {crd}",
         f"spec.supernodes.pools[0].cluster: {crd}",
         "metadata.labels: belongs to the CR object itself, which has no counterpart here",
+        "spex: not part of a Federation object",
     ]:
         assert f"  - {line}" in err, err
     code, out, err = run_import(capsys, "operator", path, "--allow-drop")
@@ -178,7 +180,11 @@ def test_a_kubectl_get_copy_imports(tmp_path, capsys):
     code, out, err = run_import(capsys, "operator", write(tmp_path, "cr.yaml", doc))
     assert code == 0, err
     assert stack_config(out)["namespace"] == "ml"
-    assert "Ignored: status (what the operator reports, not what it is asked)." in header(out)
+    assert (
+        "Ignored: status, metadata.resourceVersion, metadata.uid, "
+        "metadata.annotations[kubectl.kubernetes.io/last-applied-configuration] (what the API server and the "
+        "operator record, not what the CR asks)." in header(out)
+    )
 
 
 def test_defaults_that_differ_are_said_and_preserved_on_request(tmp_path, capsys):

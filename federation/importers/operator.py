@@ -122,9 +122,17 @@ def import_cr(doc: Any, *, where: str, command: str, allow_drop: bool = False, p
         stack.set((key,), value, f"spec.{key}")
     _node_config(kept, stack)
     stack.differences += differences(kept, stack, preserve)
-    ignored = sorted(k for k in doc if k not in ("apiVersion", "kind", "metadata", "spec"))
+    for key in sorted(k for k in doc if k not in ("apiVersion", "kind", "metadata", "spec", "status")):
+        stack.refuse(str(key), "not part of a Federation object")
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    server = sorted(k for k in meta if k in SERVER_METADATA) + (
+        [f"metadata.annotations[{LAST_APPLIED}]"] if LAST_APPLIED in (meta.get("annotations") or {}) else []
+    )
+    ignored = (["status"] if "status" in doc else []) + [k if "[" in k else f"metadata.{k}" for k in server]
     if ignored:
-        stack.notes.append(f"Ignored: {', '.join(ignored)} (what the operator reports, not what it is asked).")
+        stack.notes.append(
+            f"Ignored: {', '.join(ignored)} (what the API server and the operator record, not what the CR asks)."
+        )
     stack.settle(allow_drop)
     validate(stack)
     return stack
