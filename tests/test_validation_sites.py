@@ -178,3 +178,21 @@ def test_a_hub_needs_no_pools_and_a_site_no_superlink() -> None:
     assert plan.role == "hub" and plan.clusters == [""] and not plan.spec.supernodes.pools
     site_plan = load_plan(site(address="fl.example.org", port=443, certificate={"pem": PEM}), "dev")
     assert not site_plan.runs_superlink and str(site_plan.remote.endpoint) == "fl.example.org:443"
+
+
+@pytest.mark.parametrize("placement", ["sidecar", "distributed"])
+def test_a_site_runs_process_isolation_without_a_superlink_image(placement: str) -> None:
+    # The operator's superexecImage rule is about the SuperLink's SuperExec, which a site does not run
+    # (the SuperNode chart's "Isolated Setup" is a site in process isolation).
+    from federation.plan import load_plan
+
+    raw = base(isolation="process", placement=placement, role="site")
+    raw.pop("superlink")
+    raw["supernodes"]["superlink"] = {"address": "fl.example.org", "certificate": {"pem": PEM}}
+    plan = load_plan(raw, "dev")
+    assert plan.process_isolation and plan.distributed is (placement == "distributed")
+    raw["superlink"] = {"superexecImage": "flwr/superexec:1.41.0"}
+    assert_problems(
+        config_error(raw),
+        ["federation.superlink.superexecImage: a site runs no SuperLink: its SuperNodes dial supernodes.superlink"],
+    )
