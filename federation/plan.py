@@ -329,6 +329,8 @@ def _pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
             msg = e["msg"]
             if e["type"] in ("model_type", "dict_type"):
                 msg = "must be a mapping"
+            elif e["type"] == "literal_error":  # say what was found, not only what was expected
+                msg = f"{msg}, not {e['input']!r}"
             elif loc == ("version",) and e["type"] == "string_type":
                 msg = f'must be a string; quote it in YAML, e.g. version: "{e["input"]}.0"'
             out.append(problem(loc, msg))

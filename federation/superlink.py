@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from . import access, pods, probes
+from . import access, pods, probes, resources
 from .dialects import (
     ANY_ADDRESS,
     HEALTH_PORT,
@@ -65,7 +65,7 @@ def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Contai
         probe_settings=plan.superlink_probes,
         wiring=wiring,
         env=list(sl.env) or None,
-        resources=sl.superexec_resources,
+        resources=resources.serverapp_superexec(plan),
         mounts=ca_mounts(plan) if _serverapp_ca(plan) else [],
     )
 
@@ -104,7 +104,7 @@ def _superlink_container(plan: FederationPlan) -> Container:
         plan.superlink_image,
         args,
         env=list(sl.env) or None,
-        resources=sl.resources,
+        resources=resources.superlink(plan),
         mounts=mounts + list(sl.volume_mounts),
         health=health,
     )
@@ -150,7 +150,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
     pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
-    pod = pods.apply_pod_template(pod, sl.pod_template)
+    pod = pods.apply_pod_template(pod, sl.pod_template, resources.added_container(plan))
     service: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",

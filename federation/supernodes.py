@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import access, nodeauth, pods, probes
+from . import access, nodeauth, pods, probes, resources
 from .config import Pool
 from .dialects import ANY_ADDRESS, HEALTH_PORT, LOOPBACK, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, health_server_args
 from .kube import Container, Manifest, PodTemplate
@@ -78,7 +78,7 @@ def _clientapp_superexec(
         probe_settings=plan.supernode_probes,
         wiring=wiring,
         env=pods.merge_env(env, plan.spec.supernodes.env, pool.env) or None,
-        resources=pool.superexec_resources,
+        resources=resources.clientapp_superexec(plan, pool),
         mounts=list(pool.superexec_volume_mounts),
     )
 
@@ -112,7 +112,7 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         plan.supernode_image(pool),
         args,
         env=_supernode_env(plan, pool) or None,
-        resources=pool.supernode_resources,
+        resources=resources.supernode(plan, pool),
         mounts=mounts + list(pool.volume_mounts),
         health=probes.grpc_health(plan.version, HEALTH_PORT, plan.supernode_probes),
     )
@@ -132,7 +132,7 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     pod = template(plan, plan.labels(SUPERNODE, pool.name), containers, volumes, service_account=workload)
     if not plan.distributed:  # else the GPU goes to the SuperExec's own pods
         _apply_gpu(pool, containers[-1] if plan.process_isolation else supernode, pod)
-    pod = pods.apply_pod_template(pod, pool.pod_template)
+    pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
     if not plan.stateful and plan.node_auth:
         _only_nodes_with_keys(pod, nodeauth.slots(plan, pool))
     return pod
@@ -247,7 +247,7 @@ def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload:
         api_token=wiring.enabled,
     )
     _apply_gpu(pool, c, pod)
-    pod = pods.apply_pod_template(pod, pool.pod_template)
+    pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
     sa = access.service_account(plan, name, SUPEREXEC_CLIENTAPP, pool.name, api_token=wiring.enabled)
     return (
         [sa]

@@ -41,7 +41,7 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
             for path, msg in fragment_errors(value, schema):
                 yield problem((key,) + path, msg)
             if key == "defaultResources":
-                yield from _quantities((key,), value)
+                yield from quantities((key,), value)
     supernodes = as_dict(raw.get("supernodes"))
     yield from list_fragment(("supernodes", "env"), supernodes.get("env"), "envvar-v1.json")
     yield from _reserved_env(("supernodes", "env"), supernodes.get("env"))
@@ -53,7 +53,7 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
             if isinstance(value, dict):
                 for path, msg in fragment_errors(value, schema):
                     yield problem(at + (key,) + path, msg)
-                yield from _quantities(at + (key,), value)
+                yield from quantities(at + (key,), value)
         yield from _reserved_env(at + ("env",), section.get("env"))
         yield from _volume_refs(at, section)
         yield from _pod_template(
@@ -61,7 +61,7 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
         )
 
 
-def _quantities(at: At, resources: Raw) -> Iterator[Problem]:
+def quantities(at: At, resources: Raw) -> Iterator[Problem]:
     for section in ("limits", "requests"):
         for name, amount in as_dict(resources.get(section)).items():
             if isinstance(amount, bool) or not QUANTITY.match(str(amount)):

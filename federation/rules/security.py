@@ -133,7 +133,7 @@ def executor(raw: Raw, isolation: str) -> Iterator[Problem]:
     executor = as_dict(raw.get("executor"))
     kind = executor.get("type", DEFAULTS.executor.type)
     if kind != "kubernetes":
-        for key in ("image", "config"):
+        for key in ("image", "config", "resourcesPreset"):
             if executor.get(key):
                 yield problem(("executor", key), "only used with executor.type: kubernetes")
         return
