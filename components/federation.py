@@ -17,17 +17,20 @@ from typing import Optional
 import pulumi
 
 from federation.manifests import (
+    APPIO,
     FEDERATION,
     REGISTRATION,
     SUPERLINK,
     TLS,
     Manifests,
+    appio_owner,
     node_keys_owner,
     pool_owner,
 )
 from federation.plan import FederationPlan
 from federation.rules.sites import AMBIENT as AMBIENT_CLUSTER
 
+from .appio import AppIoComponent
 from .cluster import ClusterComponent
 from .kubernetes import register
 from .registration import RegistrationComponent
@@ -76,23 +79,37 @@ class FederationComponent(pulumi.ComponentResource):
                 superlink_checksum=self.tls.superlink_checksum,
                 client_checksum=self.tls.client_checksum,
             )
+            if plan.runtime_trust is not None and self.tls.runtime_ca_checksum is not None:
+                rollout.runtime[plan.runtime_trust.ca_secret] = self.tls.runtime_ca_checksum
         self.access = [register(m, in_cluster(home.name, depends)) for m in shared if m["kind"] != "Namespace"]
         ready = {home.name: [*depends, *self.access]}
         self.clusters = {}
         for cluster in others:
+            other_cas = {}
+            if plan.runtime_trust is not None and self.tls is not None and self.tls.runtime_ca_pem is not None:
+                other_cas[plan.runtime_trust.ca_secret] = self.tls.runtime_ca_pem
             component = ClusterComponent(
                 f"{name}-cluster-{cluster.name or AMBIENT_CLUSTER}",
                 cluster,
                 self.tls.ca_pem if self.tls else None,
                 in_cluster(cluster.name, [self.tls] if self.tls else []),
+                other_cas,
             )
             self.clusters[cluster.name] = component
             ready[cluster.name] = [component]
 
+        signer = self.tls.signer if self.tls else None
         self.superlink: Optional[SuperLinkComponent] = None
         if plan.runs_superlink:
+            superlink_ready = list(ready[home.name])
+            appio_objects = home.owned_by(APPIO)
+            if appio_objects:
+                auth = AppIoComponent(
+                    f"{name}-superlink-appio", plan, None, appio_objects, None, in_cluster(home.name, superlink_ready)
+                )
+                superlink_ready.append(auth)
             self.superlink = SuperLinkComponent(
-                f"{name}-superlink", plan, home.owned_by(SUPERLINK), rollout, in_cluster(home.name, ready[home.name])
+                f"{name}-superlink", plan, home.owned_by(SUPERLINK), rollout, in_cluster(home.name, superlink_ready)
             )
         self.pools = {}
         for cluster in rendered.clusters:
@@ -106,6 +123,8 @@ class FederationComponent(pulumi.ComponentResource):
                     key_secrets[0] if key_secrets else None,
                     rollout,
                     in_cluster(cluster.name, ready[cluster.name]),
+                    appio_objects=cluster.owned_by(appio_owner(p.name)),
+                    signer=signer,
                 )
         self.registration: Optional[RegistrationComponent] = None
         registration = home.owned_by(REGISTRATION)

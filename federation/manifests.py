@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
-from . import access, network, nodeauth, pss, registration, superlink, supernodes, trust
+from . import access, appio, network, nodeauth, pss, registration, superlink, supernodes, trust
 from .kube import WORKLOAD_KINDS, Manifest, ObjectKey, PodTemplate, pod_template
 from .naming import SERVERAPP_ROLE
 from .plan import FederationPlan
@@ -31,7 +31,8 @@ DEFAULT_CLUSTER = ""
 
 class Owner(NamedTuple):
     """The component that registers an object: `federation` (namespace, shared RBAC),
-    `tls`, `superlink`, or a pool's `pool` / `node-keys` component."""
+    `tls`, `superlink`, or a pool's `pool` / `node-keys` component; `appio` (the
+    SuperLink's, or a pool's) the SuperExec hop's certificate and auth secret."""
 
     component: str
     pool: Optional[str] = None
@@ -52,6 +53,13 @@ def pool_owner(pool: str) -> Owner:
 
 def node_keys_owner(pool: str) -> Owner:
     return Owner("node-keys", pool)
+
+
+APPIO = Owner("appio")
+
+
+def appio_owner(pool: str) -> Owner:
+    return Owner("appio", pool)
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,7 @@ def render(plan: FederationPlan) -> Manifests:
         entries += [Entry(TLS, m) for m in _trust_objects(plan, here)]
         entries += [Entry(FEDERATION, m) for m in access.federation_objects(plan)]
         if here:
+            entries += [Entry(APPIO, m) for m in appio.superlink_objects(plan)]
             entries += [Entry(SUPERLINK, m) for m in superlink_side]
             entries += [Entry(SUPERLINK, m) for pool, m in policies if pool is None and not _registration(plan, m)]
             entries += [Entry(REGISTRATION, m) for m in registering]
@@ -129,6 +138,7 @@ def render(plan: FederationPlan) -> Manifests:
         for pool in pools_here:
             if plan.node_auth:
                 entries.append(Entry(node_keys_owner(pool.name), nodeauth.key_secret(plan, pool)))
+            entries += [Entry(appio_owner(pool.name), m) for m in appio.pool_objects(plan, pool)]
             entries += [Entry(pool_owner(pool.name), m) for m in pools[pool.name]]
             entries += [Entry(pool_owner(pool.name), m) for owner_pool, m in policies if owner_pool == pool.name]
         check_invariants(plan, [e.manifest for e in entries])
@@ -145,7 +155,10 @@ def _trust_objects(plan: FederationPlan, superlink_here: bool) -> list[Manifest]
     a federation only the CA Secret its pools trust (unless the user provides it)."""
     if plan.trust is None:
         return []
-    if superlink_here or not plan.trust.serves:
+    if not plan.trust.serves:  # a site: its pools' Runtime API CA too, in every cluster
+        own_ca = plan.runtime_trust is not None and plan.runtime_trust.own_ca
+        return trust.objects(plan) + ([appio.own_ca_secret(plan)] if own_ca else [])
+    if superlink_here:
         return trust.objects(plan)
     return [trust.trust_secret(plan)] if plan.trust.creates_ca_secret else []
 
@@ -217,6 +230,9 @@ def _mounted_sources(plan: FederationPlan, objects: list[Manifest]) -> list[str]
     # cert-manager writes the Secret a Certificate names.
     rendered |= {("Secret", m["spec"]["secretName"]) for m in objects if m["kind"] == "Certificate"}
     external = {("Secret", name) for name in (plan.trust.external_secrets if plan.trust else ())}
+    runtime = plan.runtime_trust
+    if runtime is not None and runtime.source == "existingSecret":  # the user's, per pool
+        external |= {("Secret", name) for _, name in runtime.pool_secrets}
     external |= set(volume_sources(_config_volumes(plan)))
     broken = []
     for m in objects:
