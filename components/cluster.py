@@ -22,10 +22,7 @@ class ClusterComponent(pulumi.ComponentResource):
         cluster: ClusterManifests,
         ca_pem: Optional[pulumi.Output[str]],
         opts: Optional[pulumi.ResourceOptions] = None,
-        other_cas: Optional[dict[str, pulumi.Output[str]]] = None,
     ):
-        """`other_cas`: CA certificates of Secrets other than the federation's CA, by
-        Secret name (a site's own Runtime API CA)."""
         super().__init__("flower-federation:index:Cluster", name, None, opts)
         # Named after the cluster, never its position, so which cluster is home never renames them.
         prefix = f"{cluster.name or AMBIENT_CLUSTER}/"
@@ -36,8 +33,7 @@ class ClusterComponent(pulumi.ComponentResource):
         ]
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=list(self.resources))
         for secret in cluster.owned_by(TLS):
-            pem = (other_cas or {}).get(secret["metadata"]["name"], ca_pem)
-            fields = {"stringData": {"ca.crt": pem}} if pem is not None and "stringData" not in secret else None
+            fields = {"stringData": {"ca.crt": ca_pem}} if ca_pem is not None and "stringData" not in secret else None
             self.resources.append(register(secret, in_namespace, prefix=prefix, fields=fields))
         self.resources += [register(m, in_namespace, prefix=prefix) for m in shared if m["kind"] != "Namespace"]
         self.register_outputs({"cluster": cluster.name})

@@ -79,21 +79,15 @@ class FederationComponent(pulumi.ComponentResource):
                 superlink_checksum=self.tls.superlink_checksum,
                 client_checksum=self.tls.client_checksum,
             )
-            if plan.runtime_trust is not None and self.tls.runtime_ca_checksum is not None:
-                rollout.runtime[plan.runtime_trust.ca_secret] = self.tls.runtime_ca_checksum
         self.access = [register(m, in_cluster(home.name, depends)) for m in shared if m["kind"] != "Namespace"]
         ready = {home.name: [*depends, *self.access]}
         self.clusters = {}
         for cluster in others:
-            other_cas = {}
-            if plan.runtime_trust is not None and self.tls is not None and self.tls.runtime_ca_pem is not None:
-                other_cas[plan.runtime_trust.ca_secret] = self.tls.runtime_ca_pem
             component = ClusterComponent(
                 f"{name}-cluster-{cluster.name or AMBIENT_CLUSTER}",
                 cluster,
                 self.tls.ca_pem if self.tls else None,
                 in_cluster(cluster.name, [self.tls] if self.tls else []),
-                other_cas,
             )
             self.clusters[cluster.name] = component
             ready[cluster.name] = [component]

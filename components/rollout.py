@@ -27,8 +27,7 @@ class Rollout:
     client_checksum: Optional[pulumi.Output[str]] = None  # the CA clients trust
     # node-keys Secret name -> checksum of that pool's public keys
     node_keys: dict[str, pulumi.Output[str]] = field(default_factory=dict)
-    # Runtime API Secret name (a pool's certificate, a site's own CA) -> checksum; a pool's
-    # certificate checksum covers its CA too, so it wins where a pod mounts both.
+    # A pool's Runtime API certificate Secret -> checksum (of it and its CA).
     runtime: dict[str, pulumi.Output[str]] = field(default_factory=dict)
 
     def annotations(self, m: Manifest) -> Optional[dict[str, pulumi.Output[str]]]:

@@ -59,7 +59,7 @@ class SuperNodePoolComponent(pulumi.ComponentResource):
             depends.append(hop)
             if hop.checksum is not None and plan.runtime_trust is not None:
                 secret = plan.runtime_trust.pool_secret(pool.name)
-                rollout = dataclasses.replace(rollout, runtime={secret: hop.checksum, **rollout.runtime})
+                rollout = dataclasses.replace(rollout, runtime={**rollout.runtime, secret: hop.checksum})
         child = pulumi.ResourceOptions(parent=self, depends_on=depends)
         self.resources = [register(m, child, pod_annotations=rollout.annotations(m)) for m in objects]
         self.kind = pulumi.Output.from_input(plan.spec.mode)

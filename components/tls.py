@@ -39,11 +39,8 @@ class TlsTrustComponent(pulumi.ComponentResource):
     # The CA certificate clients trust, for the CA Secrets of other clusters (None: the
     # user's own CA Secret, which they provide in each cluster).
     ca_pem: Optional[pulumi.Output[str]]
-    # The CA that signs generated Runtime API certificates (the federation's, or a site's
-    # own), its certificate for other clusters' copies, and that certificate's checksum.
+    # The generated CA, which also signs the pools' Runtime API certificates.
     signer: Optional[Signer]
-    runtime_ca_pem: Optional[pulumi.Output[str]]
-    runtime_ca_checksum: Optional[pulumi.Output[str]]
 
     def __init__(
         self, name: str, plan: FederationPlan, objects: list[Manifest], opts: Optional[pulumi.ResourceOptions] = None
@@ -60,8 +57,6 @@ class TlsTrustComponent(pulumi.ComponentResource):
         self.ca_certificate: Optional[pulumi.Output[str]] = None
         self.ca_pem = None
         self.signer = None
-        self.runtime_ca_pem = None
-        self.runtime_ca_checksum = None
         source = plan.trust.source
         if source == "remote" and plan.trust.trust_source == "pem":
             # A site trusting the hub's CA as given (config or the hub stack's output):
@@ -116,9 +111,6 @@ class TlsTrustComponent(pulumi.ComponentResource):
                 self.client_checksum = pulumi.Output.unsecret(
                     ca_data.apply(lambda d: trust.checksum([_decode(d, ca_key)]))
                 )
-        runtime = plan.runtime_trust
-        if runtime is not None and runtime.own_ca:
-            self._own_runtime_ca(name, child, runtime.ca_secret)
         self.register_outputs({"superlinkChecksum": self.superlink_checksum, "clientChecksum": self.client_checksum})
 
     def _generate(self, name: str, child: pulumi.ResourceOptions) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
@@ -179,38 +171,6 @@ class TlsTrustComponent(pulumi.ComponentResource):
         self.resources += [ca_key, ca, server_key, csr, cert, server, ca_secret]
         self.signer = Signer(pulumi.Output.secret(ca_key.private_key_pem), ca.cert_pem)
         return cert.cert_pem, ca.cert_pem
-
-    def _own_runtime_ca(self, name: str, child: pulumi.ResourceOptions, secret: str) -> None:
-        """A site's CA for its pools' Runtime API: the hub's CA key is not in this stack,
-        and this hop never leaves the site, so a CA of the site's own signs it."""
-        gen = self._plan.spec.tls.generate
-        key = tls.PrivateKey(
-            f"{name}-runtime-ca-key",
-            algorithm=trust.SERVER_KEY_ALGORITHM,
-            ecdsa_curve=trust.SERVER_KEY_CURVE,
-            opts=child,
-        )
-        ca = tls.SelfSignedCert(
-            f"{name}-runtime-ca",
-            private_key_pem=key.private_key_pem,
-            is_ca_certificate=True,
-            subject=tls.SelfSignedCertSubjectArgs(
-                common_name=f"{self._plan.name} Flower Runtime API CA", organization="flower-federation"
-            ),
-            validity_period_hours=gen.ca_validity_hours,
-            early_renewal_hours=min(gen.early_renewal_hours, gen.ca_validity_hours - 1),
-            allowed_uses=CA_USES,
-            opts=child,
-        )
-        # A CA certificate is public: plain in the Secret's inputs, as the site's hub CA is.
-        self.resources += [
-            key,
-            ca,
-            register(self._object("Secret", secret), child, fields={"stringData": {"ca.crt": ca.cert_pem}}),
-        ]
-        self.signer = Signer(pulumi.Output.secret(key.private_key_pem), ca.cert_pem)
-        self.runtime_ca_pem = pulumi.Output.unsecret(ca.cert_pem)
-        self.runtime_ca_checksum = self.runtime_ca_pem.apply(lambda pem: trust.checksum([pem]))
 
     def _object(self, kind: str, name: str) -> Manifest:
         return self._objects[(kind, name)]

@@ -4,7 +4,7 @@ SuperNode's Runtime API (a pool) or the SuperLink's (Flower 1.40+, process isola
 - TLS: each pool's SuperNodes serve their Runtime API with a certificate of the pool's
   (`N-supernode-P-runtime-tls`), signed by the federation's CA (generate), issued by the
   federation's cert-manager issuer (certManager), or the user's (existingSecret,
-  `pools[].runtimeApiSecret`); a site signs with a CA of its own (`N-runtime-ca`). The
+  `pools[].runtimeApiSecret`). SuperExecs verify it with the federation's CA. The
   SuperLink side needs nothing new: its Runtime API shares the TLS port.
 - SuperExec auth: a random secret per pool (`N-supernode-P-superexec-auth`) and one for
   the SuperLink (`N-superlink-superexec-auth`), mounted as a file into the server and its
@@ -22,8 +22,6 @@ from .config import Pool
 from .dialects import LOOPBACK, ServerTls
 from .kube import Manifest
 from .layout import (
-    RUNTIME_CA_DIR,
-    RUNTIME_CA_VOLUME,
     RUNTIME_TLS_DIR,
     RUNTIME_TLS_VOLUME,
     SUPEREXEC_AUTH_DIR,
@@ -108,16 +106,6 @@ def pool_certificate(plan: FederationPlan, pool: Pool) -> Manifest:
     }
 
 
-def own_ca_secret(plan: FederationPlan) -> Manifest:
-    """A site's CA for its pools' Runtime API (key ca.crt, public); the shell fills it."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": plan.meta(_runtime(plan).ca_secret, SUPERNODE),
-    }
-
-
 def auth_secret(plan: FederationPlan, owner: str, component: str, pool: Optional[str]) -> Manifest:
     """A SuperExec auth secret (key `secret`), filled by the shell from pulumi-random."""
     return {
@@ -187,23 +175,6 @@ def runtime_tls_mounts(plan: FederationPlan) -> list[dict[str, Any]]:
     if plan.runtime_trust is None:
         return []
     return [{"name": RUNTIME_TLS_VOLUME, "mountPath": RUNTIME_TLS_DIR, "readOnly": True}]
-
-
-def own_ca_volumes(plan: FederationPlan) -> list[dict[str, Any]]:
-    """A site's Runtime API CA (the federation's CA is mounted as `ca` already)."""
-    runtime = plan.runtime_trust
-    if runtime is None or not runtime.own_ca:
-        return []
-    items = [{"key": runtime.ca_key, "path": "ca.crt"}]
-    return [
-        {"name": RUNTIME_CA_VOLUME, "secret": {"secretName": runtime.ca_secret, "defaultMode": 0o444, "items": items}}
-    ]
-
-
-def own_ca_mounts(plan: FederationPlan) -> list[dict[str, Any]]:
-    if plan.runtime_trust is None or not plan.runtime_trust.own_ca:
-        return []
-    return [{"name": RUNTIME_CA_VOLUME, "mountPath": RUNTIME_CA_DIR, "readOnly": True}]
 
 
 def auth_volumes(plan: FederationPlan, secret: str) -> list[dict[str, Any]]:

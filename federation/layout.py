@@ -33,12 +33,9 @@ CA_FILE = f"{CA_DIR}/ca.crt"
 NODE_KEY_VOLUME = "node-auth"
 NODE_KEY_DIR = "/etc/flower/node-auth"
 # The Runtime API a SuperNode serves its SuperExec (HTTP era, process isolation): its
-# certificate and key; the CA a SuperExec verifies it with when that is not the
-# federation's (a site's own); the SuperExec auth secret both sides sign/verify with.
+# certificate and key; the SuperExec auth secret both sides sign/verify with.
 RUNTIME_TLS_VOLUME = "runtime-tls"
 RUNTIME_TLS_DIR = "/etc/flower/runtime-tls"
-RUNTIME_CA_VOLUME = "runtime-ca"
-RUNTIME_CA_DIR = "/etc/flower/runtime-ca"
 SUPEREXEC_AUTH_VOLUME = "superexec-auth"
 SUPEREXEC_AUTH_DIR = "/etc/flower/superexec-auth"
 SUPEREXEC_AUTH_KEY = "secret"
@@ -66,7 +63,6 @@ RESERVED_VOLUMES = frozenset(
         TLS_VOLUME,
         CA_VOLUME,
         RUNTIME_TLS_VOLUME,
-        RUNTIME_CA_VOLUME,
         SUPEREXEC_AUTH_VOLUME,
         NODE_KEY_VOLUME,
         EXECUTOR_CONFIG_VOLUME,
@@ -82,7 +78,6 @@ RESERVED_MOUNT_PATHS = frozenset(
         TLS_DIR,
         CA_DIR,
         RUNTIME_TLS_DIR,
-        RUNTIME_CA_DIR,
         SUPEREXEC_AUTH_DIR,
         NODE_KEY_DIR,
         EXECUTOR_CONFIG_DIR,

@@ -155,10 +155,7 @@ def _trust_objects(plan: FederationPlan, superlink_here: bool) -> list[Manifest]
     a federation only the CA Secret its pools trust (unless the user provides it)."""
     if plan.trust is None:
         return []
-    if not plan.trust.serves:  # a site: its pools' Runtime API CA too, in every cluster
-        own_ca = plan.runtime_trust is not None and plan.runtime_trust.own_ca
-        return trust.objects(plan) + ([appio.own_ca_secret(plan)] if own_ca else [])
-    if superlink_here:
+    if superlink_here or not plan.trust.serves:
         return trust.objects(plan)
     return [trust.trust_secret(plan)] if plan.trust.creates_ca_secret else []
 

@@ -74,11 +74,6 @@ class Names:
         """A pool's Runtime API certificate (and its cert-manager Certificate)."""
         return f"{self.pool(pool)}-runtime-tls"
 
-    @property
-    def runtime_ca_secret(self) -> str:
-        """A site's own CA for its pools' Runtime API (the hub's CA key is not there)."""
-        return f"{self.federation}-runtime-ca"
-
     def superexec_auth_secret(self, owner: str) -> str:
         """The SuperExec auth secret of a pool's workload or of the SuperLink."""
         return f"{owner}-superexec-auth"

@@ -22,7 +22,7 @@ from .config import Federation, Model, Pool, Probes
 from .dialects import APPIO_PROTECTION_SINCE, REGISTRATION_JOB_SINCE, Dialect, FlowerVersion, Ports
 from .errors import ConfigError, Problem, problem
 from .kube import ObjectMeta
-from .layout import CA_FILE, RUNTIME_CA_DIR
+from .layout import CA_FILE
 from .naming import Names, common_labels
 from .sites import Endpoint, RemoteSuperLink, StackOutputs, external_endpoint, remote_superlink, site_keys
 
@@ -67,15 +67,14 @@ class Trust:
 class RuntimeTrust:
     """TLS on the Runtime API each SuperNode serves its ClientApp SuperExec (Flower 1.40+,
     process isolation). `source` says who makes each pool's certificate: generate, us
-    (pulumi-tls), signed by the federation's CA, or on a site by a CA of the site's own
-    (`own_ca`: the hub's CA key is not there); certManager, a Certificate per pool from
+    (pulumi-tls), signed by the federation's CA; certManager, a Certificate per pool from
     the federation's issuer; existingSecret, the user (`pools[].runtimeApiSecret`).
-    SuperExecs verify it with `ca_secret`/`ca_key`."""
+    SuperExecs verify it with the federation's CA (`ca_secret`/`ca_key`), which they
+    mount anyway."""
 
     source: str
     ca_secret: str
     ca_key: str
-    own_ca: bool
     pool_secrets: tuple[tuple[str, str], ...]
 
     def pool_secret(self, pool: str) -> str:
@@ -197,9 +196,7 @@ class FederationPlan:
     def runtime_ca_file(self) -> Optional[str]:
         """The CA file a ClientApp SuperExec verifies its SuperNode's Runtime API with
         (None: that API is plaintext)."""
-        if self.runtime_trust is None:
-            return None
-        return f"{RUNTIME_CA_DIR}/ca.crt" if self.runtime_trust.own_ca else CA_FILE
+        return None if self.runtime_trust is None else CA_FILE
 
     @property
     def kubernetes_executor(self) -> bool:
@@ -358,17 +355,16 @@ def _trust(spec: Federation, names: Names) -> Trust:
 def _runtime_trust(
     spec: Federation, names: Names, trust: Optional[Trust], version: FlowerVersion
 ) -> Optional[RuntimeTrust]:
-    if trust is None or spec.isolation_mode != "process" or version < APPIO_PROTECTION_SINCE:
+    # A site never gets here: the operator's rule wants superlink.superexecImage for
+    # process isolation, and a site has no `superlink`.
+    if trust is None or not trust.serves or spec.isolation_mode != "process" or version < APPIO_PROTECTION_SINCE:
         return None
     pools = spec.supernodes.pools
-    if not trust.serves:  # a site
-        secrets = tuple((p.name, names.runtime_tls_secret(p.name)) for p in pools)
-        return RuntimeTrust("generate", names.runtime_ca_secret, "ca.crt", True, secrets)
     if trust.source == "existingSecret":
         secrets = tuple((p.name, str(p.runtime_api_secret)) for p in pools)
     else:
         secrets = tuple((p.name, names.runtime_tls_secret(p.name)) for p in pools)
-    return RuntimeTrust(trust.source, trust.ca_secret, trust.ca_key, False, secrets)
+    return RuntimeTrust(trust.source, trust.ca_secret, trust.ca_key, secrets)
 
 
 def _pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:

@@ -63,19 +63,6 @@ def _supernode_env(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
     return pods.merge_env(system, plan.spec.supernodes.env, pool.env)
 
 
-def _runtime_ca_mounts(plan: FederationPlan) -> list[dict[str, Any]]:
-    """The CA a pool's Runtime API is verified with: the federation's, or a site's own."""
-    if plan.runtime_trust is None:
-        return []
-    return appio.own_ca_mounts(plan) if plan.runtime_trust.own_ca else ca_mounts(plan)
-
-
-def _runtime_ca_volumes(plan: FederationPlan) -> list[dict[str, Any]]:
-    if plan.runtime_trust is None:
-        return []
-    return appio.own_ca_volumes(plan) if plan.runtime_trust.own_ca else ca_volumes(plan)
-
-
 def _clientapp_superexec(
     plan: FederationPlan, pool: Pool, appio_address: str, env: list[dict[str, Any]], wiring: ExecutorWiring
 ) -> Container:
@@ -93,7 +80,10 @@ def _clientapp_superexec(
         wiring=wiring,
         env=pods.merge_env(env, plan.spec.supernodes.env, pool.env) or None,
         resources=pool.superexec_resources,
-        mounts=_runtime_ca_mounts(plan) + appio.auth_mounts(plan) + list(pool.superexec_volume_mounts),
+        # The federation's CA verifies the pool's Runtime API certificate.
+        mounts=(ca_mounts(plan) if plan.runtime_trust else [])
+        + appio.auth_mounts(plan)
+        + list(pool.superexec_volume_mounts),
         auth_secret_file=appio.auth_file(plan),
     )
 
@@ -115,7 +105,7 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         runtime_tls=appio.runtime_server_tls(plan),
         auth_secret_file=appio.auth_file(plan),
     )
-    mounts = ca_mounts(plan) + appio.runtime_tls_mounts(plan) + appio.own_ca_mounts(plan) + appio.auth_mounts(plan)
+    mounts = ca_mounts(plan) + appio.runtime_tls_mounts(plan) + appio.auth_mounts(plan)
     if plan.node_auth:
         args += ["--auth-supernode-private-key", nodeauth.private_key_path(plan)]
         mounts.append(nodeauth.key_mount())
@@ -148,7 +138,6 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     volumes = (
         ca_volumes(plan)
         + appio.runtime_tls_volumes(plan, pool)
-        + appio.own_ca_volumes(plan)
         + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
         + ([nodeauth.key_volume(plan, pool)] if plan.node_auth else [])
         + list(pool.volumes)
@@ -266,7 +255,7 @@ def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload:
         plan,
         plan.labels(SUPEREXEC_CLIENTAPP, pool.name),
         [c],
-        _runtime_ca_volumes(plan)
+        (ca_volumes(plan) if plan.runtime_trust else [])
         + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
         + list(pool.volumes)
         + wiring.volumes,
