@@ -31,7 +31,9 @@ EVIDENCE_TIMEOUT = 60
 POOLS = [("ok", 1), ("w", 1), ("n", 1)]
 AUTH_REFUSED = "SuperExec authentication failed"
 TLS_REFUSED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed", re.I)
-RUN_CONFIG = {"num-server-rounds": 1, "min-nodes": len(POOLS), "round-timeout": 8.0}
+# The refused two never reply: the round ends at its timeout, long enough for `ok`'s
+# ClientApp process to start and answer on a loaded machine.
+RUN_CONFIG = {"num-server-rounds": 1, "min-nodes": len(POOLS), "round-timeout": 15.0}
 
 
 def raw_config(version: str) -> dict[str, Any]:
