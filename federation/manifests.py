@@ -193,6 +193,13 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
 
 def _selectors(plan: FederationPlan, objects: list[Manifest]) -> list[str]:
     pod_labels = [t["metadata"]["labels"] for m in objects if (t := pod_template(m)) is not None]
+    # What the StatefulSet controller adds to each pod (pair policies select by it).
+    pod_labels += [
+        {**m["spec"]["template"]["metadata"]["labels"], network.POD_NAME_LABEL: f"{m['metadata']['name']}-{k}"}
+        for m in objects
+        if m["kind"] == "StatefulSet"
+        for k in range(m["spec"].get("replicas") or 0)
+    ]
     if plan.kubernetes_executor:  # pods the executor starts carry these
         roles = [SERVERAPP_ROLE] + [p.name for p in plan.spec.supernodes.pools]
         pod_labels += [network.task_labels(plan, role) for role in roles]

@@ -17,6 +17,7 @@ from cryptography import x509
 from components.offline import SECRET_PLACEHOLDER, run_program
 from federation import manifests
 from federation.errors import ConfigError
+from federation.network import POD_NAME_LABEL
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS
 from tests.support.kube import started_containers
 from tests.support.manifests import workloads
@@ -90,26 +91,34 @@ def test_grpc_era_process_isolation_is_unchanged_plaintext_appio(flower):
 
 
 @pytest.mark.parametrize("placement", ["sidecar", "distributed"])
-def test_grpc_era_appio_is_confined_to_its_pool(placement):
-    """The plaintext ClientAppIo (9094) and ServerAppIo (9091) ports: reachable only from
-    the SuperExecs that serve them (their pool's, the ServerApp's), never from another
-    pool, a SuperLink, a SuperNode or a pod of another app; in sidecar placement from no
-    other pod at all."""
+def test_grpc_era_appio_is_confined_to_its_pod_pair(placement):
+    """The plaintext ClientAppIo (9094) and ServerAppIo (9091) ports: SuperNode k takes
+    9094 from SuperExec k of its pool alone (not its siblings, not another pool, a
+    SuperLink or a pod of another app); the SuperLink takes 9091 from the ServerApp
+    SuperExec alone; in sidecar placement neither from any other pod."""
     raw = base(GRPC_ERA, isolation="process", placement=placement)
     objects = core_objects(raw)
     name = raw["name"]
 
-    def labels(component: str, pool: str | None = None) -> dict[str, str]:
+    def labels(component: str, pool: str | None = None, pod: str | None = None) -> dict[str, str]:
         out = {"app.kubernetes.io/instance": name, "app.kubernetes.io/component": component}
-        return {**out, "flower.flwr.ai/pool": pool} if pool else out
+        out = {**out, "flower.flwr.ai/pool": pool} if pool else out
+        return {**out, POD_NAME_LABEL: pod} if pod else out
 
     strangers = [labels("superlink"), labels("superexec-serverapp"), {"app": "other"}]
     for pool, other in (("alpha", "beta"), ("beta", "alpha")):
-        node = labels("supernode", pool)
-        own = labels("superexec-clientapp", pool)
-        assert allowed(objects, node, "ingress", own, 9094, "TCP", NS) == (placement == "distributed")
-        for stranger in [*strangers, labels("superexec-clientapp", other), labels("supernode", other)]:
-            assert not allowed(objects, node, "ingress", stranger, 9094, "TCP", NS), (pool, stranger)
+        replicas = next(p["replicas"] for p in raw["supernodes"]["pools"] if p["name"] == pool)
+        for k in range(replicas):
+            node = labels("supernode", pool, f"sec-supernode-{pool}-{k}")
+            for j in range(replicas):
+                superexec = labels("superexec-clientapp", pool, f"sec-superexec-{pool}-{j}")
+                pair = placement == "distributed" and j == k
+                assert allowed(objects, node, "ingress", superexec, 9094, "TCP", NS) == pair, (pool, k, j)
+                if placement == "distributed":  # (sidecar: no SuperExec pods of their own)
+                    assert allowed(objects, superexec, "egress", node, 9094, "TCP", NS) == pair, (pool, j, k)
+            others = [labels("superexec-clientapp", other, f"sec-superexec-{other}-0"), labels("supernode", other)]
+            for stranger in [*strangers, *others, labels("supernode", pool, f"sec-supernode-{pool}-{k}")]:
+                assert not allowed(objects, node, "ingress", stranger, 9094, "TCP", NS), (pool, stranger)
     superlink = labels("superlink")
     serverapp = labels("superexec-serverapp")
     assert allowed(objects, superlink, "ingress", serverapp, 9091, "TCP", NS) == (placement == "distributed")

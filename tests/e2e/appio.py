@@ -127,7 +127,8 @@ def run(version: str) -> list[str]:
         assert not TLS_REFUSED.search(ok.log(100000)) and ok.restarts == 0, ok.describe()
 
         result = fed.run_app(RUN_CONFIG)
-        assert_completed(result, {f"{NAME}-supernode-ok-0": [1, 0]}, rounds=1)
+        # The ClientApp names the pod it ran in: the SuperExec's, across the pod network.
+        assert_completed(result, {f"{NAME}-superexec-ok-0": [1, 0]}, rounds=1)
         assert ran_in(result, "flwr-clientapp") == {(f"{NAME}-superexec-ok-0", "superexec-clientapp")}, result.ran
         (serverapp,) = fed.pods("superexec-serverapp")
         assert ran_in(result, "flwr-serverapp") == {(serverapp.name, "superexec-serverapp")}, result.ran
