@@ -135,15 +135,18 @@ def superexec_container(
     env: Optional[list[dict[str, Any]]],
     resources: dict[str, Any],
     mounts: list[Mount],
+    auth_secret_file: Optional[str] = None,
 ) -> Container:
     """A SuperExec (`plugin` serverapp or clientapp) dialling `appio_address`, verifying
-    it with `ca_file` where that API is served over TLS."""
+    it with `ca_file` where that API is served over TLS and signing its requests with
+    `auth_secret_file` where the API checks them."""
     args = (
         plan.dialect.superexec_args(
             plugin=plugin,
             appio_address=appio_address,
             ca_file=ca_file,
             runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
+            auth_secret_file=auth_secret_file,
         )
         + health_server_args(plan.version, health_port)
         + wiring.args

@@ -96,6 +96,9 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         "networkPolicy": {"allowExternalEgress": True},
         "disruptionBudget": {"minAvailable": 1},
     }
+    pools = [pool, {"name": "cpu", "replicas": 1, "images": {"superexecClientApp": "flwr/superexec:1.41.0"}}]
+    if tls.get("source") == "existingSecret":  # the user's own Runtime API certificates too
+        pools = [{**p, "runtimeApiSecret": f"my-runtime-{p['name']}"} for p in pools]
     return {
         "name": "all",
         "namespace": NS,
@@ -129,7 +132,7 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         },
         "supernodes": {
             "env": [{"name": "ALL_NODES", "value": "1"}],
-            "pools": [pool, {"name": "cpu", "replicas": 1, "images": {"superexecClientApp": "flwr/superexec:1.41.0"}}],
+            "pools": pools,
         },
         "cli": {"address": "flower.example.org:8000"},
     }

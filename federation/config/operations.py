@@ -26,8 +26,8 @@ class NetworkPolicy(Model):
         default=None,
         description=(
             "Default `false`. SuperLink: accept the Fleet API from anywhere (SuperNodes in other clusters; in the HTTP era "
-            "Fleet and Control share the port). A pool, with distributed SuperExec only: accept the SuperNodes' plaintext "
-            "ClientAppIo/Runtime API (9094) from anywhere."
+            "Fleet and Control share the port). A pool, with distributed SuperExec only: accept the SuperNodes' "
+            "ClientAppIo/Runtime API (9094; plaintext in the gRPC era) from anywhere."
         ),
     )
     allow_external_egress: Optional[bool] = Field(

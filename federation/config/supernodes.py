@@ -139,6 +139,15 @@ class Pool(Model):
     disruption_budget: DisruptionBudget = Field(
         default=DisruptionBudget(), description=("PodDisruptionBudget `N-supernode-P` over the pool's SuperNodes.")
     )
+    runtime_api_secret: Optional[str] = Field(
+        default=None,
+        description=(
+            "Required with `tls.source: existingSecret`, `isolationMode: process` and Flower 1.40+, else forbidden: the "
+            "kubernetes.io/tls Secret (`tls.crt`, `tls.key`) the pool's SuperNodes serve their Runtime API with, signed "
+            "by the CA the federation trusts; SANs: `localhost`, `127.0.0.1`, the pool's Service names and "
+            '`*.N-supernode-P.NS.svc.<clusterDomain>` (the error lists them). See "The SuperExec hop".'
+        ),
+    )
 
 
 class SuperNodes(Model):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
+from ..dialects import APPIO_PROTECTION_SINCE, Dialect
 from ..errors import Problem, problem
 from .fragments import list_fragment
-from .raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, get
+from .raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, effective_name, get
 
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(h|m|s|ms|us|ns))+$")
 
@@ -82,6 +83,45 @@ def tls(raw: Raw) -> Iterator[Problem]:
                 ipaddress.ip_address(ip)
             except ValueError:
                 yield problem(("tls", "ipAddresses", j), f"'{ip}' is not an IP address")
+
+
+def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
+    """`pools[].runtimeApiSecret`: each pool's Runtime API certificate when the user
+    manages TLS (tls.source existingSecret) and the hop can carry TLS (process
+    isolation, Flower 1.40+); anywhere else it would be ignored, so it is an error."""
+    needed = (
+        raw.get("insecure") is not True
+        and raw.get("role", DEFAULTS.role) != "site"
+        and get(raw, "tls", "source", default=DEFAULTS.tls.source) == "existingSecret"
+        and raw.get("isolationMode", DEFAULTS.isolation_mode) == "process"
+        and dialect is not None
+        and dialect.version >= APPIO_PROTECTION_SINCE
+    )
+    name = effective_name(raw, stack)
+    namespace = raw.get("namespace", DEFAULTS.namespace)
+    domain = raw.get("clusterDomain", DEFAULTS.cluster_domain)
+    for i, pool in pools:
+        at = ("supernodes", "pools", i, "runtimeApiSecret")
+        secret = pool.get("runtimeApiSecret")
+        if needed and not secret:
+            svc = f"{name}-supernode-{pool.get('name')}"
+            yield problem(
+                at,
+                "required with tls.source existingSecret and isolationMode process (Flower 1.40+): the "
+                "kubernetes.io/tls Secret this pool's SuperNodes serve their Runtime API with, signed by the CA "
+                f"the federation trusts, with SANs localhost, 127.0.0.1, {svc}, {svc}.{namespace}, "
+                f"{svc}.{namespace}.svc, {svc}.{namespace}.svc.{domain} and *.{svc}.{namespace}.svc.{domain}",
+            )
+        elif secret and not needed:
+            yield problem(
+                at,
+                f"'{secret}' would be ignored: only used with tls.source existingSecret, isolationMode process and "
+                "Flower 1.40+ (otherwise the certificate is made for you, or the hop has no TLS)",
+            )
+        elif isinstance(secret, str) and not (
+            DNS_NAME.match(secret) and not secret.startswith("*") and len(secret) <= 253
+        ):
+            yield problem(at, f"'{secret}' is not a Secret name")
 
 
 def node_auth(raw: Raw, mode: str) -> Iterator[Problem]:
