@@ -258,3 +258,10 @@ def test_superlink_pod_template_instance_label():
             "selector labels are set by flower-federation",
         ),
     ]
+
+
+@pytest.mark.parametrize("key", ["volumes", "volumeClaimTemplates"])
+def test_a_volume_or_claim_that_is_not_a_mapping_is_reported(key):
+    # Found by the config fuzzer: the reserved-name check read `.get` of a string (a traceback).
+    raw = cfg(sts_pool("a", **{key: ["data"]}))
+    assert problems(raw) == [(f"federation.supernodes.pools[0].{key}[0]", "'data' is not of type 'object'")]

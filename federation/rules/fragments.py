@@ -90,8 +90,10 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
     declared |= {v.get("name") for v in as_list(get(section, "podTemplate", "spec", "volumes")) if isinstance(v, dict)}
     for key in ("volumes", "volumeClaimTemplates"):
         for j, v in enumerate(as_list(section.get(key))):
+            if not isinstance(v, dict):
+                continue  # the schema check reports it
             vname = v.get("name") if key == "volumes" else get(v, "metadata", "name")
-            if isinstance(v, dict) and vname in RESERVED_VOLUMES:
+            if vname in RESERVED_VOLUMES:
                 path = at + (key, j) + (("name",) if key == "volumes" else ("metadata", "name"))
                 yield problem(path, f"volume name '{vname}' is used by flower-federation")
     for key in ("volumeMounts", "superexecVolumeMounts"):
