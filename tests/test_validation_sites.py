@@ -178,3 +178,25 @@ def test_a_hub_needs_no_pools_and_a_site_no_superlink() -> None:
     assert plan.role == "hub" and plan.clusters == [""] and not plan.spec.supernodes.pools
     site_plan = load_plan(site(address="fl.example.org", port=443, certificate={"pem": PEM}), "dev")
     assert not site_plan.runs_superlink and str(site_plan.remote.endpoint) == "fl.example.org:443"
+
+
+@pytest.mark.parametrize("placement", ["sidecar", "distributed"])
+def test_a_site_in_process_isolation_needs_no_serverapp_superexec(placement: str) -> None:
+    # Found by the config fuzzer: the operator's rule asked a site for superlink.superexecImage,
+    # which the site rule refuses, so no site could run process isolation.
+    from federation.plan import load_plan
+
+    raw = site(address="fl.example.org", certificate={"pem": PEM})
+    raw.update(isolationMode="process", superexecPlacement=placement)
+    for pool in raw["supernodes"]["pools"]:
+        pool["images"] = {"superexecClientApp": "flwr/superexec:1.41.0"}
+    plan = load_plan(raw, "dev")
+    assert plan.process_isolation and plan.distributed == (placement == "distributed")
+    del raw["supernodes"]["pools"][0]["images"]
+    assert_problems(
+        config_error(raw),
+        [
+            "federation.supernodes.pools[0].images.superexecClientApp: spec.supernodes.pools[*].images.superexecClientApp "
+            "is required when isolationMode=process"
+        ],
+    )
