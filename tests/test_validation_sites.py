@@ -200,3 +200,20 @@ def test_a_site_in_process_isolation_needs_no_serverapp_superexec(placement: str
             "is required when isolationMode=process"
         ],
     )
+
+
+def test_load_balancer_source_ranges_must_be_cidrs() -> None:
+    # Found by the config fuzzer: any string reached the Service, which the API server refuses.
+    raw = hub(
+        superlink={
+            "externalAddress": "fl.example.org",
+            "service": {"type": "LoadBalancer", "loadBalancerSourceRanges": ["198.51.100.0/24", "nope", "10.0.0.1"]},
+        }
+    )
+    assert_problems(
+        config_error(raw),
+        [
+            "federation.superlink.service.loadBalancerSourceRanges[1]: 'nope' is not a CIDR (e.g. 198.51.100.0/24)",
+            "federation.superlink.service.loadBalancerSourceRanges[2]: '10.0.0.1' is not a CIDR (e.g. 198.51.100.0/24)",
+        ],
+    )

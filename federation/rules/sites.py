@@ -56,6 +56,17 @@ def split_host_port(text: str) -> tuple[str, Optional[int]]:
     return host, int(port_text)
 
 
+def is_cidr(value: Any) -> bool:
+    """An IP range as the API server parses one (Go's net.ParseCIDR): address and prefix."""
+    if not isinstance(value, str) or "/" not in value:
+        return False
+    try:
+        ipaddress.ip_network(value, strict=False)
+        return True
+    except ValueError:
+        return False
+
+
 def valid_host(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -108,6 +119,12 @@ def roles(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Proble
                 "superlink.externalAddress, superlink.ingress or tls.dnsNames",
             )
     yield from _external_address(raw)
+    for i, cidr in enumerate(as_list(get(raw, "superlink", "service", "loadBalancerSourceRanges"))):
+        if isinstance(cidr, str) and not is_cidr(cidr):
+            yield problem(
+                ("superlink", "service", "loadBalancerSourceRanges", i),
+                f"'{cidr}' is not a CIDR (e.g. 198.51.100.0/24)",
+            )
     yield from _sites(raw, role)
     yield from _clusters(raw, pools)
 
