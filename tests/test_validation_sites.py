@@ -217,3 +217,12 @@ def test_load_balancer_source_ranges_must_be_cidrs() -> None:
             "federation.superlink.service.loadBalancerSourceRanges[2]: '10.0.0.1' is not a CIDR (e.g. 198.51.100.0/24)",
         ],
     )
+
+
+def test_site_cidrs_need_a_prefix() -> None:
+    # They become NetworkPolicy ipBlocks, which the API server refuses without one.
+    raw = site(address="fl.example.org", certificate={"pem": PEM}, cidrs=["203.0.113.9", "203.0.113.0/24"])
+    assert_problems(
+        config_error(raw),
+        ["federation.supernodes.superlink.cidrs[0]: '203.0.113.9' is not a CIDR (e.g. 203.0.113.0/24)"],
+    )

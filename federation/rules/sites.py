@@ -233,9 +233,7 @@ def _site(raw: Raw) -> Iterator[Problem]:
             "createNamespace: false (or give the CA as certificate.pem)",
         )
     for i, cidr in enumerate(as_list(remote.get("cidrs"))):
-        try:
-            ipaddress.ip_network(cidr, strict=False)
-        except (TypeError, ValueError):
+        if not is_cidr(cidr):  # a NetworkPolicy ipBlock: an address alone is refused there
             yield problem(at + ("cidrs", i), f"'{cidr}' is not a CIDR (e.g. 203.0.113.0/24)")
 
 
