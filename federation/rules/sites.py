@@ -16,7 +16,7 @@ from ..errors import Problem, problem
 from ..naming import DNS_LABEL_MAX
 from ..sshkeys import public_key_problem
 from .raw import DEFAULTS, Pools, Raw, as_dict, as_list, get
-from .security import DNS_NAME
+from .security import DNS_NAME, is_cidr
 
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # `org/project/stack` (or `project/stack`, `stack`), as `pulumi.StackReference` takes it.
@@ -54,17 +54,6 @@ def split_host_port(text: str) -> tuple[str, Optional[int]]:
     if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
         raise ValueError(text)
     return host, int(port_text)
-
-
-def is_cidr(value: Any) -> bool:
-    """An IP range as the API server parses one (Go's net.ParseCIDR): address and prefix."""
-    if not isinstance(value, str) or "/" not in value:
-        return False
-    try:
-        ipaddress.ip_network(value, strict=False)
-        return True
-    except ValueError:
-        return False
 
 
 def valid_host(host: str) -> bool:
