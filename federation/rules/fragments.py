@@ -55,6 +55,7 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
                     yield problem(at + (key,) + path, msg)
                 yield from _quantities(at + (key,), value)
         yield from _reserved_env(at + ("env",), section.get("env"))
+        yield from _duplicates(at, section)
         yield from _volume_refs(at, section)
         yield from _pod_template(
             at + ("podTemplate",), section.get("podTemplate"), "superlink" if kind == "superlink" else "supernode"
@@ -80,6 +81,27 @@ def _reserved_env(at: At, env: Any) -> Iterator[Problem]:
     for j, item in enumerate(as_list(env)):
         if isinstance(item, dict) and item.get("name") in RESERVED_ENV:
             yield problem(at + (j, "name"), f"{item['name']} is set by flower-federation (node config placeholders)")
+
+
+# Lists whose items the API server wants unique within a pod (or container): by this key.
+_UNIQUE: dict[str, tuple[tuple[str, ...], str]] = {
+    "volumes": (("name",), "volume name"),
+    "volumeClaimTemplates": (("metadata", "name"), "claim name"),
+    "volumeMounts": (("mountPath",), "mountPath"),
+    "superexecVolumeMounts": (("mountPath",), "mountPath"),
+}
+
+
+def _duplicates(at: At, section: Raw) -> Iterator[Problem]:
+    for key, (field, what) in _UNIQUE.items():
+        seen: dict[str, int] = {}
+        for j, item in enumerate(as_list(section.get(key))):
+            value = get(item, *field)
+            if not isinstance(value, str):
+                continue
+            if value in seen:
+                yield problem(at + (key, j, *field), f"duplicate {what} '{value}' (also {key}[{seen[value]}])")
+            seen.setdefault(value, j)
 
 
 def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
