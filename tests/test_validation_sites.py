@@ -196,3 +196,29 @@ def test_a_site_runs_process_isolation_without_a_superlink_image(placement: str)
         config_error(raw),
         ["federation.superlink.superexecImage: a site runs no SuperLink: its SuperNodes dial supernodes.superlink"],
     )
+
+
+def test_load_balancer_source_ranges_must_be_cidrs() -> None:
+    # Found by the config fuzzer: any string reached the Service, which the API server refuses.
+    raw = hub(
+        superlink={
+            "externalAddress": "fl.example.org",
+            "service": {"type": "LoadBalancer", "loadBalancerSourceRanges": ["198.51.100.0/24", "nope", "10.0.0.1"]},
+        }
+    )
+    assert_problems(
+        config_error(raw),
+        [
+            "federation.superlink.service.loadBalancerSourceRanges[1]: 'nope' is not a CIDR (e.g. 198.51.100.0/24)",
+            "federation.superlink.service.loadBalancerSourceRanges[2]: '10.0.0.1' is not a CIDR (e.g. 198.51.100.0/24)",
+        ],
+    )
+
+
+def test_site_cidrs_need_a_prefix() -> None:
+    # They become NetworkPolicy ipBlocks, which the API server refuses without one.
+    raw = site(address="fl.example.org", certificate={"pem": PEM}, cidrs=["203.0.113.9", "203.0.113.0/24"])
+    assert_problems(
+        config_error(raw),
+        ["federation.supernodes.superlink.cidrs[0]: '203.0.113.9' is not a CIDR (e.g. 203.0.113.0/24)"],
+    )

@@ -78,7 +78,9 @@ class SuperLink(Model):
     )
     superexec_image: Optional[str] = Field(
         default=None,
-        description=("ServerApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."),
+        description=(
+            "ServerApp SuperExec image: required in `process` isolation (a site runs none), forbidden in `subprocess`."
+        ),
     )
     resources_preset: Optional[ResourcesPreset] = Field(
         default=None,

@@ -24,6 +24,17 @@ def go_duration_seconds(text: str) -> float:
     return sum(float(n) * units[u] for n, _, u in re.findall(r"([0-9]+(\.[0-9]+)?)(h|ms|us|ns|m|s)", text))
 
 
+def is_cidr(value: Any) -> bool:
+    """An IP range as the API server parses one (Go's net.ParseCIDR): address and prefix."""
+    if not isinstance(value, str) or "/" not in value:
+        return False
+    try:
+        ipaddress.ip_network(value, strict=False)
+        return True
+    except ValueError:
+        return False
+
+
 def tls(raw: Raw) -> Iterator[Problem]:
     tls = raw.get("tls")
     if not isinstance(tls, dict):
@@ -155,8 +166,34 @@ def network_policies(raw: Raw, pools: Pools) -> Iterator[Problem]:
         yield from list_fragment(
             at + ("extraEgress",), np.get("extraEgress"), "networkpolicyegressrule-networking-v1.json"
         )
+        yield from _ip_blocks(at + ("extraIngress",), np.get("extraIngress"), "from")
+        yield from _ip_blocks(at + ("extraEgress",), np.get("extraEgress"), "to")
         if np.get("ingressNSPodMatchLabels") and not np.get("ingressNSMatchLabels"):
             yield problem(at + ("ingressNSPodMatchLabels",), "only used together with ingressNSMatchLabels")
+
+
+def _ip_blocks(at: At, rules: Any, peers_key: str) -> Iterator[Problem]:
+    """ipBlocks as the API server checks them beyond the schema: `cidr` and each `except`
+    a CIDR, each `except` strictly inside `cidr`."""
+    for i, rule in enumerate(as_list(rules)):
+        for j, peer in enumerate(as_list(as_dict(rule).get(peers_key))):
+            block = as_dict(as_dict(peer).get("ipBlock"))
+            where = at + (i, peers_key, j, "ipBlock")
+            cidr = block.get("cidr")
+            if isinstance(cidr, str) and not is_cidr(cidr):
+                yield problem(where + ("cidr",), f"'{cidr}' is not a CIDR (e.g. 10.0.0.0/8)")
+            for k, inner in enumerate(as_list(block.get("except"))):
+                if not isinstance(inner, str):
+                    continue
+                if not is_cidr(inner):
+                    yield problem(where + ("except", k), f"'{inner}' is not a CIDR (e.g. 10.1.0.0/16)")
+                elif isinstance(cidr, str) and is_cidr(cidr) and not _strictly_inside(inner, cidr):
+                    yield problem(where + ("except", k), f"'{inner}' is not strictly inside cidr '{cidr}'")
+
+
+def _strictly_inside(inner: str, outer: str) -> bool:
+    a, b = ipaddress.ip_network(inner, strict=False), ipaddress.ip_network(outer, strict=False)
+    return a.version == b.version and a != b and a.subnet_of(b)  # type: ignore[arg-type]
 
 
 def probes(raw: Raw) -> Iterator[Problem]:
