@@ -50,7 +50,10 @@ from tests.support.real_render import check_mounted, render_fresh
 # The Job's deadline (rendered: 540 s), shortened: a ready SuperLink needs one attempt.
 TIMEOUT_SECONDS = 20
 # The negative control's deadline: the script gives up when its next retry would pass it.
-WRONG_CA_TIMEOUT_SECONDS = 3
+# Long enough that a slow first attempt (importing flwr on a loaded machine) still leaves
+# room for the retry the test asserts; with a ready SuperLink and the wrong CA every
+# attempt fails at its TLS handshake.
+WRONG_CA_TIMEOUT_SECONDS = 12
 LOG = re.compile(r"^node-registration: (.*)$", re.MULTILINE)
 DONE = re.compile(r"done: (\d+) trusted keys; (\d+) registered, (\d+) revoked, (\d+) unchanged")
 REGISTERED = re.compile(r"registered (\S+) as node (\d+)")
