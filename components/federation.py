@@ -17,17 +17,20 @@ from typing import Optional
 import pulumi
 
 from federation.manifests import (
+    APPIO,
     FEDERATION,
     REGISTRATION,
     SUPERLINK,
     TLS,
     Manifests,
+    appio_owner,
     node_keys_owner,
     pool_owner,
 )
 from federation.plan import FederationPlan
 from federation.rules.sites import AMBIENT as AMBIENT_CLUSTER
 
+from .appio import AppIoComponent
 from .cluster import ClusterComponent
 from .kubernetes import register
 from .registration import RegistrationComponent
@@ -89,10 +92,18 @@ class FederationComponent(pulumi.ComponentResource):
             self.clusters[cluster.name] = component
             ready[cluster.name] = [component]
 
+        signer = self.tls.signer if self.tls else None
         self.superlink: Optional[SuperLinkComponent] = None
         if plan.runs_superlink:
+            superlink_ready = list(ready[home.name])
+            appio_objects = home.owned_by(APPIO)
+            if appio_objects:
+                auth = AppIoComponent(
+                    f"{name}-superlink-appio", plan, None, appio_objects, None, in_cluster(home.name, superlink_ready)
+                )
+                superlink_ready.append(auth)
             self.superlink = SuperLinkComponent(
-                f"{name}-superlink", plan, home.owned_by(SUPERLINK), rollout, in_cluster(home.name, ready[home.name])
+                f"{name}-superlink", plan, home.owned_by(SUPERLINK), rollout, in_cluster(home.name, superlink_ready)
             )
         self.pools = {}
         for cluster in rendered.clusters:
@@ -106,6 +117,8 @@ class FederationComponent(pulumi.ComponentResource):
                     key_secrets[0] if key_secrets else None,
                     rollout,
                     in_cluster(cluster.name, ready[cluster.name]),
+                    appio_objects=cluster.owned_by(appio_owner(p.name)),
+                    signer=signer,
                 )
         self.registration: Optional[RegistrationComponent] = None
         registration = home.owned_by(REGISTRATION)

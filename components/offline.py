@@ -36,6 +36,7 @@ _PLACEHOLDER_OUTPUTS = {
     "tls:index/selfSignedCert:SelfSignedCert": ("certPem",),
     "tls:index/certRequest:CertRequest": ("certRequestPem",),
     "tls:index/locallySignedCert:LocallySignedCert": ("certPem",),
+    "random:index/randomPassword:RandomPassword": ("result", "bcryptHash"),
 }
 SECRET_TYPE = "kubernetes:core/v1:Secret"
 

@@ -14,7 +14,7 @@ from typing import Optional
 
 import pulumi
 
-from federation import nodeauth, trust
+from federation import appio, nodeauth, trust
 from federation.kube import Manifest, pod_template
 from federation.manifests import volume_sources
 from federation.plan import Trust
@@ -27,6 +27,8 @@ class Rollout:
     client_checksum: Optional[pulumi.Output[str]] = None  # the CA clients trust
     # node-keys Secret name -> checksum of that pool's public keys
     node_keys: dict[str, pulumi.Output[str]] = field(default_factory=dict)
+    # A pool's Runtime API certificate Secret -> checksum (of it and its CA).
+    runtime: dict[str, pulumi.Output[str]] = field(default_factory=dict)
 
     def annotations(self, m: Manifest) -> Optional[dict[str, pulumi.Output[str]]]:
         template = pod_template(m)
@@ -42,4 +44,7 @@ class Rollout:
         for secret, checksum in self.node_keys.items():
             if secret in secrets:
                 out[nodeauth.CHECKSUM_ANNOTATION] = checksum
+        for secret, checksum in self.runtime.items():
+            if secret in secrets:
+                out.setdefault(appio.RUNTIME_CHECKSUM_ANNOTATION, checksum)
         return out or None

@@ -17,6 +17,7 @@ from federation.config import Pool
 from federation.kube import Manifest
 from federation.plan import FederationPlan
 
+from .appio import AppIoComponent, Signer
 from .kubernetes import register
 from .node_keys import NodeKeysComponent
 from .rollout import Rollout
@@ -36,8 +37,12 @@ class SuperNodePoolComponent(pulumi.ComponentResource):
         key_secret: Optional[Manifest],
         rollout: Rollout,
         opts: Optional[pulumi.ResourceOptions] = None,
+        appio_objects: Optional[list[Manifest]] = None,
+        signer: Optional[Signer] = None,
     ):
-        """`key_secret` is the pool's node-keys Secret as rendered (node auth only)."""
+        """`key_secret` is the pool's node-keys Secret as rendered (node auth only);
+        `appio_objects` what protects its SuperExec hop (appio.pool_objects), `signer`
+        the CA that signs a generated Runtime API certificate."""
         super().__init__("flower-federation:index:SuperNodePool", name, None, opts)
         depends: list[pulumi.Resource] = []
         self.public_keys = None
@@ -47,6 +52,14 @@ class SuperNodePoolComponent(pulumi.ComponentResource):
             self.public_keys = keys.public_keys
             checksum = keys.public_keys.apply(nodeauth.keys_checksum)
             rollout = dataclasses.replace(rollout, node_keys={key_secret["metadata"]["name"]: checksum})
+        if appio_objects:
+            hop = AppIoComponent(
+                f"{name}-appio", plan, pool, appio_objects, signer, pulumi.ResourceOptions(parent=self)
+            )
+            depends.append(hop)
+            if hop.checksum is not None and plan.runtime_trust is not None:
+                secret = plan.runtime_trust.pool_secret(pool.name)
+                rollout = dataclasses.replace(rollout, runtime={**rollout.runtime, secret: hop.checksum})
         child = pulumi.ResourceOptions(parent=self, depends_on=depends)
         self.resources = [register(m, child, pod_annotations=rollout.annotations(m)) for m in objects]
         self.kind = pulumi.Output.from_input(plan.spec.mode)

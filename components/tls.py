@@ -25,6 +25,7 @@ from federation import trust
 from federation.kube import Manifest
 from federation.plan import FederationPlan, Trust
 
+from .appio import Signer
 from .kubernetes import register
 
 SERVER_USES = ["digital_signature", "key_encipherment", "server_auth"]
@@ -38,6 +39,8 @@ class TlsTrustComponent(pulumi.ComponentResource):
     # The CA certificate clients trust, for the CA Secrets of other clusters (None: the
     # user's own CA Secret, which they provide in each cluster).
     ca_pem: Optional[pulumi.Output[str]]
+    # The generated CA, which also signs the pools' Runtime API certificates.
+    signer: Optional[Signer]
 
     def __init__(
         self, name: str, plan: FederationPlan, objects: list[Manifest], opts: Optional[pulumi.ResourceOptions] = None
@@ -53,6 +56,7 @@ class TlsTrustComponent(pulumi.ComponentResource):
         self.resources: list[pulumi.Resource] = []
         self.ca_certificate: Optional[pulumi.Output[str]] = None
         self.ca_pem = None
+        self.signer = None
         source = plan.trust.source
         if source == "remote" and plan.trust.trust_source == "pem":
             # A site trusting the hub's CA as given (config or the hub stack's output):
@@ -165,6 +169,7 @@ class TlsTrustComponent(pulumi.ComponentResource):
             self._object("Secret", self._trust.ca_secret), secret_opts, fields={"stringData": {"ca.crt": ca_pem}}
         )
         self.resources += [ca_key, ca, server_key, csr, cert, server, ca_secret]
+        self.signer = Signer(pulumi.Output.secret(ca_key.private_key_pem), ca.cert_pem)
         return cert.cert_pem, ca.cert_pem
 
     def _object(self, kind: str, name: str) -> Manifest:

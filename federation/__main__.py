@@ -7,6 +7,9 @@ offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's m
     python -m federation validate [--stack NAME | --config-file FILE]
     python -m federation schema [--write]
     python -m federation docs [--write]
+    python -m federation import helm VALUES.yaml [--release NAME] [--namespace NS]
+                                 [--allow-drop] [--preserve-behaviour] [--output-dir DIR]
+    python -m federation import operator CR.yaml [--allow-drop] [--preserve-behaviour] [--output-dir DIR]
 """
 
 from __future__ import annotations
@@ -227,6 +230,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--write", action="store_true", help=f"write it to {target} instead")
         p.set_defaults(fn=fn)
+    from .importers.cli import add_parser as add_import_parser
+
+    add_import_parser(sub)
     args = parser.parse_args(argv)
     try:
         code: int = args.fn(args)

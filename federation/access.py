@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import yaml
 
-from . import network, pods
+from . import network, pods, resources
 from .kube import Manifest
 from .layout import EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_FILE, WRITABLE_PATHS
 from .naming import TASK_EXECUTOR
@@ -89,10 +89,14 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: str) -> di
             {"name": "scratch", "mountPath": path, "subPath": sub} for sub, path in WRITABLE_PATHS.items()
         ],
     }
-    if plan.spec.default_resources:
-        config["resources"] = plan.spec.default_resources
+    task_resources = resources.task_pods(plan)  # `resources` of the user's config merged in there
+    if task_resources:
+        config["resources"] = task_resources
     for key, value in user.items():
-        config[key] = {**config.get(key, {}), **value} if key == "labels" and isinstance(value, dict) else value
+        if key == "labels" and isinstance(value, dict):
+            config[key] = {**config.get(key, {}), **value}
+        elif key != "resources":
+            config[key] = value
     return config
 
 

@@ -78,7 +78,7 @@ class ServicePort:
 
 @dataclass(frozen=True)
 class ServerTls:
-    """Where a SuperLink pod finds its TLS files."""
+    """Where a server (the SuperLink; a SuperNode's Runtime API) finds its TLS files."""
 
     ca_file: str
     cert_file: str
@@ -118,6 +118,13 @@ NODE_AUTH_SINCE = FlowerVersion(1, 23, 0)
 REGISTRATION_JOB_SINCE = FlowerVersion(1, 26, 0)
 # SuperExec --executor kubernetes --executor-config.
 KUBERNETES_EXECUTOR_SINCE = FlowerVersion(1, 32, 0)
+# The hop between a SuperExec and the API it dials (the SuperNode's Runtime API, the
+# SuperLink's Runtime API): from the HTTP era the SuperNode serves it over TLS
+# (--ssl-certfile/--ssl-keyfile/--ssl-ca-certfile) and SuperLink, SuperNode and SuperExec
+# share a secret that signs every SuperExec request (--superexec-auth-secret-file, HMAC).
+# 1.32-1.34 have the gRPC-era forerunners (--appio-ssl-*), which no real parser here
+# checks, so the gRPC era keeps its AppIo hops plaintext, confined by NetworkPolicy.
+APPIO_PROTECTION_SINCE = FlowerVersion(1, 40, 0)
 
 
 def health_server_args(version: FlowerVersion, port: int) -> list[str]:
@@ -175,7 +182,9 @@ class Dialect:
         database: Optional[str],
         tls: Optional[ServerTls],
         runtime_dependency_installation: bool,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
+        """`auth_secret_file`: the SuperExec auth secret its SuperExec signs with."""
         raise NotImplementedError
 
     def supernode_args(
@@ -186,7 +195,11 @@ class Dialect:
         isolation: str,
         appio_bind: str,
         runtime_dependency_installation: bool,
+        runtime_tls: Optional[ServerTls] = None,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
+        """`runtime_tls`: serve the Runtime API over TLS with these files;
+        `auth_secret_file`: the auth secret its SuperExec signs with."""
         raise NotImplementedError
 
     def superexec_args(
@@ -196,9 +209,10 @@ class Dialect:
         appio_address: str,
         ca_file: Optional[str],
         runtime_dependency_installation: bool,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
         """`plugin` is `serverapp` or `clientapp`. `ca_file` is set when the API the
-        SuperExec dials is served over TLS."""
+        SuperExec dials is served over TLS; `auth_secret_file` when it signs its requests."""
         raise NotImplementedError
 
 
@@ -217,6 +231,15 @@ def _tls_server_args(tls: Optional[ServerTls]) -> list[str]:
 
 def _tls_client_args(ca_file: Optional[str]) -> list[str]:
     return ["--insecure"] if ca_file is None else ["--root-certificates", ca_file]
+
+
+def _auth_secret_args(auth_secret_file: Optional[str]) -> list[str]:
+    return [] if auth_secret_file is None else ["--superexec-auth-secret-file", auth_secret_file]
+
+
+def _no_appio_protection(*values: object) -> None:
+    # The gRPC era has no such flags that a real parser here checks (APPIO_PROTECTION_SINCE).
+    assert all(v is None for v in values), "AppIo TLS and SuperExec auth need the HTTP era"
 
 
 class GrpcEra(Dialect):
@@ -248,7 +271,9 @@ class GrpcEra(Dialect):
         database: Optional[str],
         tls: Optional[ServerTls],
         runtime_dependency_installation: bool,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
+        _no_appio_protection(auth_secret_file)
         args = _tls_server_args(tls) + [
             "--isolation",
             isolation,
@@ -271,7 +296,10 @@ class GrpcEra(Dialect):
         isolation: str,
         appio_bind: str,
         runtime_dependency_installation: bool,
+        runtime_tls: Optional[ServerTls] = None,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
+        _no_appio_protection(runtime_tls, auth_secret_file)
         return (
             _tls_client_args(ca_file)
             + [
@@ -286,10 +314,17 @@ class GrpcEra(Dialect):
         )
 
     def superexec_args(
-        self, *, plugin: str, appio_address: str, ca_file: Optional[str], runtime_dependency_installation: bool
+        self,
+        *,
+        plugin: str,
+        appio_address: str,
+        ca_file: Optional[str],
+        runtime_dependency_installation: bool,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
-        # gRPC-era AppIo APIs are plaintext by design (flower-superexec 1.2x has no
+        # gRPC-era AppIo APIs are plaintext (flower-superexec 1.2x has no
         # --root-certificates); they stay in the pod or behind a restricted Service.
+        _no_appio_protection(auth_secret_file)
         return ["--insecure", "--plugin-type", plugin, "--appio-api-address", appio_address] + self._deps(
             "superexec", runtime_dependency_installation
         )
@@ -322,6 +357,7 @@ class HttpEra(Dialect):
         database: Optional[str],
         tls: Optional[ServerTls],
         runtime_dependency_installation: bool,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
         # --host defaults to 127.0.0.1, which no other pod can reach.
         args = _tls_server_args(tls) + [
@@ -334,7 +370,7 @@ class HttpEra(Dialect):
         ]
         if database:
             args += ["--database", database]
-        return args + self._deps("superlink", runtime_dependency_installation)
+        return args + _auth_secret_args(auth_secret_file) + self._deps("superlink", runtime_dependency_installation)
 
     def supernode_args(
         self,
@@ -344,7 +380,11 @@ class HttpEra(Dialect):
         isolation: str,
         appio_bind: str,
         runtime_dependency_installation: bool,
+        runtime_tls: Optional[ServerTls] = None,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
+        # --insecure/--root-certificates: toward the SuperLink; --ssl-*: the Runtime API
+        # this SuperNode serves its SuperExec (all three, or Flower refuses to start).
         args = _tls_client_args(ca_file) + [
             "--superlink",
             superlink_address,
@@ -355,14 +395,30 @@ class HttpEra(Dialect):
             "--port",
             str(SUPERNODE_APPIO_PORT),
         ]
-        return args + self._deps("supernode", runtime_dependency_installation)
+        if runtime_tls is not None:
+            args += [
+                "--ssl-certfile",
+                runtime_tls.cert_file,
+                "--ssl-keyfile",
+                runtime_tls.key_file,
+                "--ssl-ca-certfile",
+                runtime_tls.ca_file,
+            ]
+        return args + _auth_secret_args(auth_secret_file) + self._deps("supernode", runtime_dependency_installation)
 
     def superexec_args(
-        self, *, plugin: str, appio_address: str, ca_file: Optional[str], runtime_dependency_installation: bool
+        self,
+        *,
+        plugin: str,
+        appio_address: str,
+        ca_file: Optional[str],
+        runtime_dependency_installation: bool,
+        auth_secret_file: Optional[str] = None,
     ) -> list[str]:
         return (
             _tls_client_args(ca_file)
             + ["--runtime-api-address", appio_address]
+            + _auth_secret_args(auth_secret_file)
             + self._deps("superexec", runtime_dependency_installation)
         )
 

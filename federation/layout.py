@@ -32,6 +32,14 @@ CA_DIR = "/etc/flower/ca"
 CA_FILE = f"{CA_DIR}/ca.crt"
 NODE_KEY_VOLUME = "node-auth"
 NODE_KEY_DIR = "/etc/flower/node-auth"
+# The Runtime API a SuperNode serves its SuperExec (HTTP era, process isolation): its
+# certificate and key; the SuperExec auth secret both sides sign/verify with.
+RUNTIME_TLS_VOLUME = "runtime-tls"
+RUNTIME_TLS_DIR = "/etc/flower/runtime-tls"
+SUPEREXEC_AUTH_VOLUME = "superexec-auth"
+SUPEREXEC_AUTH_DIR = "/etc/flower/superexec-auth"
+SUPEREXEC_AUTH_KEY = "secret"
+SUPEREXEC_AUTH_FILE = f"{SUPEREXEC_AUTH_DIR}/{SUPEREXEC_AUTH_KEY}"
 EXECUTOR_CONFIG_VOLUME = "executor-config"
 EXECUTOR_CONFIG_DIR = "/etc/flower/executor"
 EXECUTOR_CONFIG_FILE = "executor.yaml"
@@ -54,6 +62,8 @@ RESERVED_VOLUMES = frozenset(
         STATE_VOLUME,
         TLS_VOLUME,
         CA_VOLUME,
+        RUNTIME_TLS_VOLUME,
+        SUPEREXEC_AUTH_VOLUME,
         NODE_KEY_VOLUME,
         EXECUTOR_CONFIG_VOLUME,
         REGISTRATION_VOLUME,
@@ -67,6 +77,8 @@ RESERVED_MOUNT_PATHS = frozenset(
         STATE_DIR,
         TLS_DIR,
         CA_DIR,
+        RUNTIME_TLS_DIR,
+        SUPEREXEC_AUTH_DIR,
         NODE_KEY_DIR,
         EXECUTOR_CONFIG_DIR,
         REGISTRATION_DIR,

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
-from . import access, network, nodeauth, pss, registration, superlink, supernodes, trust
+from . import access, appio, network, nodeauth, pss, registration, superlink, supernodes, trust
 from .kube import WORKLOAD_KINDS, Manifest, ObjectKey, PodTemplate, pod_template
 from .naming import SERVERAPP_ROLE
 from .plan import FederationPlan
@@ -31,7 +31,8 @@ DEFAULT_CLUSTER = ""
 
 class Owner(NamedTuple):
     """The component that registers an object: `federation` (namespace, shared RBAC),
-    `tls`, `superlink`, or a pool's `pool` / `node-keys` component."""
+    `tls`, `superlink`, or a pool's `pool` / `node-keys` component; `appio` (the
+    SuperLink's, or a pool's) the SuperExec hop's certificate and auth secret."""
 
     component: str
     pool: Optional[str] = None
@@ -52,6 +53,13 @@ def pool_owner(pool: str) -> Owner:
 
 def node_keys_owner(pool: str) -> Owner:
     return Owner("node-keys", pool)
+
+
+APPIO = Owner("appio")
+
+
+def appio_owner(pool: str) -> Owner:
+    return Owner("appio", pool)
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,7 @@ def render(plan: FederationPlan) -> Manifests:
         entries += [Entry(TLS, m) for m in _trust_objects(plan, here)]
         entries += [Entry(FEDERATION, m) for m in access.federation_objects(plan)]
         if here:
+            entries += [Entry(APPIO, m) for m in appio.superlink_objects(plan)]
             entries += [Entry(SUPERLINK, m) for m in superlink_side]
             entries += [Entry(SUPERLINK, m) for pool, m in policies if pool is None and not _registration(plan, m)]
             entries += [Entry(REGISTRATION, m) for m in registering]
@@ -129,6 +138,7 @@ def render(plan: FederationPlan) -> Manifests:
         for pool in pools_here:
             if plan.node_auth:
                 entries.append(Entry(node_keys_owner(pool.name), nodeauth.key_secret(plan, pool)))
+            entries += [Entry(appio_owner(pool.name), m) for m in appio.pool_objects(plan, pool)]
             entries += [Entry(pool_owner(pool.name), m) for m in pools[pool.name]]
             entries += [Entry(pool_owner(pool.name), m) for owner_pool, m in policies if owner_pool == pool.name]
         check_invariants(plan, [e.manifest for e in entries])
@@ -183,6 +193,13 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
 
 def _selectors(plan: FederationPlan, objects: list[Manifest]) -> list[str]:
     pod_labels = [t["metadata"]["labels"] for m in objects if (t := pod_template(m)) is not None]
+    # What the StatefulSet controller adds to each pod (pair policies select by it).
+    pod_labels += [
+        {**m["spec"]["template"]["metadata"]["labels"], network.POD_NAME_LABEL: f"{m['metadata']['name']}-{k}"}
+        for m in objects
+        if m["kind"] == "StatefulSet"
+        for k in range(m["spec"].get("replicas") or 0)
+    ]
     if plan.kubernetes_executor:  # pods the executor starts carry these
         roles = [SERVERAPP_ROLE] + [p.name for p in plan.spec.supernodes.pools]
         pod_labels += [network.task_labels(plan, role) for role in roles]
@@ -217,6 +234,9 @@ def _mounted_sources(plan: FederationPlan, objects: list[Manifest]) -> list[str]
     # cert-manager writes the Secret a Certificate names.
     rendered |= {("Secret", m["spec"]["secretName"]) for m in objects if m["kind"] == "Certificate"}
     external = {("Secret", name) for name in (plan.trust.external_secrets if plan.trust else ())}
+    runtime = plan.runtime_trust
+    if runtime is not None and runtime.source == "existingSecret":  # the user's, per pool
+        external |= {("Secret", name) for _, name in runtime.pool_secrets}
     external |= set(volume_sources(_config_volumes(plan)))
     broken = []
     for m in objects:

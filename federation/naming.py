@@ -70,6 +70,14 @@ class Names:
     def certificate(self) -> str:
         return f"{self.federation}-superlink"
 
+    def runtime_tls_secret(self, pool: str) -> str:
+        """A pool's Runtime API certificate (and its cert-manager Certificate)."""
+        return f"{self.pool(pool)}-runtime-tls"
+
+    def superexec_auth_secret(self, owner: str) -> str:
+        """The SuperExec auth secret of a pool's workload or of the SuperLink."""
+        return f"{owner}-superexec-auth"
+
     def node_keys_secret(self, pool: str) -> str:
         return f"{self.pool(pool)}-node-keys"
 

@@ -5,6 +5,12 @@ component's policy takes its ingress rules from the links that end at it and its
 rules from the links that start at it, so the two sides can never disagree. A policy
 selects a component's pods for both Ingress and Egress, which makes everything not
 linked a default deny.
+
+A plaintext hop Flower cannot protect (the gRPC-era ClientAppIo API, with distributed
+SuperExecs) is confined further, to its pod pair: SuperNode k takes it only from
+SuperExec k and SuperExec k sends it only to SuperNode k, through an Ingress and an
+Egress policy per replica that select the pods by the `statefulset.kubernetes.io/pod-name`
+label the StatefulSet controller puts on each pod.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ API_SERVER_PORTS = (443, 6443)
 # Package indexes for runtime dependency installation (`uv sync`).
 PACKAGE_INDEX_PORTS = (443,)
 TASK_ROLE_LABEL = "flower.flwr.ai/task-role"
+# Set by the StatefulSet controller on every pod it makes: `<statefulset>-<ordinal>`.
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,9 @@ class Link:
     target: Component | Peer
     ports: tuple[tuple[int, str], ...]
     why: str = field(default="", compare=False)
+    # StatefulSet replica k of `source` to replica k of `target` only: both sides' rules
+    # come from per-replica pair policies (`_pair_policies`), not their own.
+    pairwise: bool = field(default=False, compare=False)
 
 
 def _freeze(value: Any) -> Any:
@@ -258,7 +269,17 @@ def _pool(plan: FederationPlan, pool: Pool, comp: Callable[..., Component]) -> t
             pool=pool.name,
         )
         components.append(superexec)
-        links.append(Link(superexec, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExec dials its SuperNode"))
+        # gRPC era: plaintext, so only SuperExec k may reach SuperNode k. HTTP era: TLS
+        # and SuperExec auth (appio.py) protect it; the pool's SuperExecs may reach it.
+        links.append(
+            Link(
+                superexec,
+                supernode,
+                _tcp(SUPERNODE_APPIO_PORT),
+                "SuperExec dials its SuperNode",
+                pairwise=plan.grpc_era,
+            )
+        )
         if supernode.settings.allow_external:
             links.append(Link(ANYWHERE, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExecs outside the cluster"))
         for source in _sources(supernode.settings):
@@ -300,13 +321,17 @@ def policies(plan: FederationPlan) -> list[tuple[Optional[str], Manifest]]:
     for c in components:
         if not c.settings.enabled:
             continue
-        ingress = [_rule("from", link.source, link.ports) for link in links if _ends_at(link.target, c)]
+        ingress = [
+            _rule("from", link.source, link.ports) for link in links if _ends_at(link.target, c) and not link.pairwise
+        ]
         ingress += list(c.settings.extra_ingress or [])
         egress: list[dict[str, Any]]
         if c.settings.allow_external_egress:
             egress = [{}]
         else:
-            egress = [_rule("to", link.target, link.ports) for link in links if _ends_at(link.source, c)]
+            egress = [
+                _rule("to", link.target, link.ports) for link in links if _ends_at(link.source, c) and not link.pairwise
+            ]
             egress += list(c.settings.extra_egress or [])
         selector = dict(c.labels)
         policy: Manifest = {
@@ -321,4 +346,36 @@ def policies(plan: FederationPlan) -> list[tuple[Optional[str], Manifest]]:
             },
         }
         out.append((c.pool, policy))
+        for link in links:
+            if link.pairwise and c in (link.source, link.target):
+                out += [(c.pool, p) for p in _pair_policies(plan, link, "Ingress" if link.target == c else "Egress")]
+    return out
+
+
+def _pair_policies(plan: FederationPlan, link: Link, side: str) -> list[Manifest]:
+    """One policy per replica k: `Ingress` to replica k of the target (a pool's
+    SuperNodes) from replica k of the source (its SuperExecs) alone, or `Egress` from
+    source k to target k alone."""
+    source, target = link.source, link.target
+    assert isinstance(source, Component) and isinstance(target, Component)
+    own, other = (target, source) if side == "Ingress" else (source, target)
+    pool = next(p for p in plan.spec.supernodes.pools if p.name == target.pool)
+    ports = [{"port": p, "protocol": proto} for p, proto in link.ports]
+    component = own.selector["app.kubernetes.io/component"]
+    out: list[Manifest] = []
+    for k in range(pool.replicas or 0):
+        peer = {"podSelector": {"matchLabels": {**other.selector, POD_NAME_LABEL: f"{other.key}-{k}"}}}
+        rule = {"from" if side == "Ingress" else "to": [peer], "ports": ports}
+        out.append(
+            {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": plan.meta(f"{own.key}-{k}-pair", component, pool.name),
+                "spec": {
+                    "podSelector": {"matchLabels": {**own.selector, POD_NAME_LABEL: f"{own.key}-{k}"}},
+                    "policyTypes": [side],
+                    side.lower(): [rule],
+                },
+            }
+        )
     return out

@@ -19,7 +19,7 @@ import pydantic
 
 from . import probes, rules
 from .config import Federation, Model, Pool, Probes
-from .dialects import REGISTRATION_JOB_SINCE, Dialect, FlowerVersion, Ports
+from .dialects import APPIO_PROTECTION_SINCE, REGISTRATION_JOB_SINCE, Dialect, FlowerVersion, Ports
 from .errors import ConfigError, Problem, problem
 from .kube import ObjectMeta
 from .layout import CA_FILE
@@ -64,6 +64,24 @@ class Trust:
 
 
 @dataclass(frozen=True)
+class RuntimeTrust:
+    """TLS on the Runtime API each SuperNode serves its ClientApp SuperExec (Flower 1.40+,
+    process isolation). `source` says who makes each pool's certificate: generate, us
+    (pulumi-tls), signed by the federation's CA; certManager, a Certificate per pool from
+    the federation's issuer; existingSecret, the user (`pools[].runtimeApiSecret`).
+    SuperExecs verify it with the federation's CA (`ca_secret`/`ca_key`), which they
+    mount anyway."""
+
+    source: str
+    ca_secret: str
+    ca_key: str
+    pool_secrets: tuple[tuple[str, str], ...]
+
+    def pool_secret(self, pool: str) -> str:
+        return dict(self.pool_secrets)[pool]
+
+
+@dataclass(frozen=True)
 class FederationPlan:
     spec: Federation
     name: str
@@ -82,6 +100,7 @@ class FederationPlan:
     # Public keys of other organisations' SuperNodes to admit, by site name (inline or
     # resolved from the site stacks' outputs).
     site_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    runtime_trust: Optional[RuntimeTrust] = None
 
     @property
     def role(self) -> str:
@@ -166,6 +185,18 @@ class FederationPlan:
     @property
     def sidecar_superexec(self) -> bool:
         return self.process_isolation and not self.distributed
+
+    @property
+    def superexec_auth(self) -> bool:
+        """SuperExecs sign their requests with a shared secret the API they dial checks
+        (one per pool, one for the SuperLink): Flower 1.40+, process isolation."""
+        return self.process_isolation and self.version >= APPIO_PROTECTION_SINCE
+
+    @property
+    def runtime_ca_file(self) -> Optional[str]:
+        """The CA file a ClientApp SuperExec verifies its SuperNode's Runtime API with
+        (None: that API is plaintext)."""
+        return None if self.runtime_trust is None else CA_FILE
 
     @property
     def kubernetes_executor(self) -> bool:
@@ -284,6 +315,7 @@ def load_plan(
     key_problems, admitted = site_keys(spec, stack_outputs)
     if remote_problems or key_problems:
         raise ConfigError(sorted(set(remote_problems + key_problems), key=_sort_key))
+    trust = None if spec.insecure else _trust(spec, names)
     keys = None
     if uses_supplied_keys:
         keys = {pool: {str(slot): text for slot, text in slots.items()} for pool, slots in node_auth_keys.items()}
@@ -293,7 +325,7 @@ def load_plan(
         version=dialect.version,
         dialect=dialect,
         ports=ports,
-        trust=None if spec.insecure else _trust(spec, names),
+        trust=trust,
         names=names,
         superlink_probes=probes.inherit(spec.probes, spec.superlink.probes),
         supernode_probes=probes.inherit(spec.probes, spec.supernodes.probes),
@@ -301,6 +333,7 @@ def load_plan(
         remote=remote,
         external=external_endpoint(spec, ports.fleet) if spec.role != "site" else None,
         site_keys=admitted,
+        runtime_trust=_runtime_trust(spec, names, trust, dialect.version),
     )
 
 
@@ -319,6 +352,21 @@ def _trust(spec: Federation, names: Names) -> Trust:
     return Trust(server, names.ca_secret, "ca.crt", tls.source, trust_source)
 
 
+def _runtime_trust(
+    spec: Federation, names: Names, trust: Optional[Trust], version: FlowerVersion
+) -> Optional[RuntimeTrust]:
+    # A site never gets here: the operator's rule wants superlink.superexecImage for
+    # process isolation, and a site has no `superlink`.
+    if trust is None or not trust.serves or spec.isolation_mode != "process" or version < APPIO_PROTECTION_SINCE:
+        return None
+    pools = spec.supernodes.pools
+    if trust.source == "existingSecret":
+        secrets = tuple((p.name, str(p.runtime_api_secret)) for p in pools)
+    else:
+        secrets = tuple((p.name, names.runtime_tls_secret(p.name)) for p in pools)
+    return RuntimeTrust(trust.source, trust.ca_secret, trust.ca_key, secrets)
+
+
 def _pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
     out = []
     for e in err.errors():
@@ -329,6 +377,8 @@ def _pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
             msg = e["msg"]
             if e["type"] in ("model_type", "dict_type"):
                 msg = "must be a mapping"
+            elif e["type"] == "literal_error":  # say what was found, not only what was expected
+                msg = f"{msg}, not {e['input']!r}"
             elif loc == ("version",) and e["type"] == "string_type":
                 msg = f'must be a string; quote it in YAML, e.g. version: "{e["input"]}.0"'
             out.append(problem(loc, msg))
@@ -372,4 +422,4 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-__all__ = ["ConfigError", "Endpoint", "FederationPlan", "RemoteSuperLink", "Trust", "load_plan"]
+__all__ = ["ConfigError", "Endpoint", "FederationPlan", "RemoteSuperLink", "RuntimeTrust", "Trust", "load_plan"]

@@ -196,7 +196,9 @@ def _merge_container(base: Item, patch: Item) -> Item:
     return out
 
 
-def apply_pod_template(template: PodTemplate, user: Optional[dict[str, Any]]) -> PodTemplate:
+def apply_pod_template(
+    template: PodTemplate, user: Optional[dict[str, Any]], added_resources: Optional[dict[str, Any]] = None
+) -> PodTemplate:
     """Overlay a user `podTemplate` (the operator's PodTemplateSpec) on a generated one.
 
     Scheduling fields (nodeSelector, affinity, tolerations, priorityClassName,
@@ -204,11 +206,14 @@ def apply_pod_template(template: PodTemplate, user: Optional[dict[str, Any]]) ->
     given; lists merge by their Kubernetes merge keys as a strategic merge patch would
     (containers and init containers by name, merged field by field; volumes by name;
     env by name, volumeMounts by mountPath, ports by containerPort, volumeDevices by
-    devicePath); security contexts merge key by key; our labels win.
+    devicePath); security contexts merge key by key; our labels win. A container or init
+    container the template adds gets `added_resources` under its own `resources`, as a
+    LimitRange would: no container of the pod goes without requests and a memory limit.
     """
     if not user:
         return template
     out = copy.deepcopy(template)
+    ours = {c["name"] for c in template["spec"].get("containers", []) + template["spec"].get("initContainers", [])}
     meta = user.get("metadata") or {}
     out["metadata"]["labels"] = {**meta.get("labels", {}), **out["metadata"]["labels"]}
     if meta.get("annotations"):
@@ -223,4 +228,8 @@ def apply_pod_template(template: PodTemplate, user: Optional[dict[str, Any]]) ->
             spec[key] = {**spec.get(key, {}), **copy.deepcopy(value)}
         else:
             spec[key] = copy.deepcopy(value)
+    if added_resources is not None:
+        for c in spec.get("containers", []) + spec.get("initContainers", []):
+            if c.get("name") not in ours:
+                c["resources"] = merge_resources(added_resources, c.get("resources"))
     return out

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import tomli_w
 
+from . import resources
 from .access import service_account
 from .kube import Manifest
 from .layout import REGISTRATION_DIR, REGISTRATION_VOLUME, WRITABLE_PATHS
@@ -96,6 +97,7 @@ def job(plan: FederationPlan) -> Manifest:
         NODE_REGISTRATION,
         plan.superlink_image,
         [files + SCRIPT_FILE, CONNECTION, files + CONFIG_FILE, files + KEYS_FILE],
+        resources=resources.registration_job(plan),
         env=[
             {"name": "FLWR_HOME", "value": WRITABLE_PATHS["flwr-home"]},
             {"name": "REGISTRATION_TIMEOUT_SECONDS", "value": str(TIMEOUT_SECONDS - 60)},

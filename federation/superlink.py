@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from . import access, pods, probes
+from . import access, appio, pods, probes, resources
 from .dialects import (
     ANY_ADDRESS,
     HEALTH_PORT,
@@ -65,8 +65,9 @@ def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Contai
         probe_settings=plan.superlink_probes,
         wiring=wiring,
         env=list(sl.env) or None,
-        resources=sl.superexec_resources,
-        mounts=ca_mounts(plan) if _serverapp_ca(plan) else [],
+        resources=resources.serverapp_superexec(plan),
+        mounts=(ca_mounts(plan) if _serverapp_ca(plan) else []) + appio.auth_mounts(plan),
+        auth_secret_file=appio.auth_file(plan),
     )
 
 
@@ -82,6 +83,7 @@ def _superlink_container(plan: FederationPlan) -> Container:
         database=STATE_FILE if sl.persistence.enabled else None,
         tls=tls,
         runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
+        auth_secret_file=appio.auth_file(plan),
     )
     if plan.node_auth:
         args.append("--enable-supernode-auth")
@@ -95,7 +97,7 @@ def _superlink_container(plan: FederationPlan) -> Container:
     mounts: list[Mount] = []
     if plan.trust:
         mounts.append({"name": TLS_VOLUME, "mountPath": TLS_DIR, "readOnly": True})
-    mounts += ca_mounts(plan)
+    mounts += ca_mounts(plan) + appio.auth_mounts(plan)
     if sl.persistence.enabled:
         mounts.append({"name": STATE_VOLUME, "mountPath": STATE_DIR})
     c = managed_container(
@@ -104,7 +106,7 @@ def _superlink_container(plan: FederationPlan) -> Container:
         plan.superlink_image,
         args,
         env=list(sl.env) or None,
-        resources=sl.resources,
+        resources=resources.superlink(plan),
         mounts=mounts + list(sl.volume_mounts),
         health=health,
     )
@@ -125,7 +127,8 @@ def _volumes(plan: FederationPlan) -> list[Volume]:
         volumes.append(
             secret_volume(TLS_VOLUME, plan.trust.server_secret, {"tls.crt": "tls.crt", "tls.key": "tls.key"}, 0o440)
         )
-    return volumes + ca_volumes(plan) + list(plan.spec.superlink.volumes)
+    auth = appio.auth_volumes(plan, appio.superlink_auth_secret_name(plan))
+    return volumes + ca_volumes(plan) + auth + list(plan.spec.superlink.volumes)
 
 
 def _claims(plan: FederationPlan) -> list[dict[str, Any]]:
@@ -150,7 +153,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
     pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
-    pod = pods.apply_pod_template(pod, sl.pod_template)
+    pod = pods.apply_pod_template(pod, sl.pod_template, resources.added_container(plan))
     service: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -242,7 +245,11 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
             }
         )
     wiring = executor_wiring(plan, names.superexec_serverapp, "serverapp", plan.serverapp_superexec_image)
-    volumes = (ca_volumes(plan) if _serverapp_ca(plan) else []) + wiring.volumes
+    volumes = (
+        (ca_volumes(plan) if _serverapp_ca(plan) else [])
+        + appio.auth_volumes(plan, appio.superlink_auth_secret_name(plan))
+        + wiring.volumes
+    )
     pod = template(
         plan,
         plan.labels(SUPEREXEC_SERVERAPP),

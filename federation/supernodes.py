@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import access, nodeauth, pods, probes
+from . import access, appio, nodeauth, pods, probes, resources
 from .config import Pool
 from .dialects import ANY_ADDRESS, HEALTH_PORT, LOOPBACK, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, health_server_args
 from .kube import Container, Manifest, PodTemplate
@@ -71,15 +71,20 @@ def _clientapp_superexec(
         SUPEREXEC_CLIENTAPP,
         plugin="clientapp",
         image=plan.clientapp_superexec_image(pool),
-        # The SuperNode's AppIo/Runtime API is plaintext in both eras.
+        # HTTP era with TLS: the SuperNode serves its Runtime API over TLS (appio.py);
+        # gRPC era: its ClientAppIo API is plaintext, confined by NetworkPolicy.
         appio_address=appio_address,
-        ca_file=None,
+        ca_file=plan.runtime_ca_file,
         health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
         probe_settings=plan.supernode_probes,
         wiring=wiring,
         env=pods.merge_env(env, plan.spec.supernodes.env, pool.env) or None,
-        resources=pool.superexec_resources,
-        mounts=list(pool.superexec_volume_mounts),
+        resources=resources.clientapp_superexec(plan, pool),
+        # The federation's CA verifies the pool's Runtime API certificate.
+        mounts=(ca_mounts(plan) if plan.runtime_trust else [])
+        + appio.auth_mounts(plan)
+        + list(pool.superexec_volume_mounts),
+        auth_secret_file=appio.auth_file(plan),
     )
 
 
@@ -97,8 +102,10 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         isolation=plan.spec.isolation_mode,
         appio_bind=ANY_ADDRESS if plan.distributed else LOOPBACK,
         runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
+        runtime_tls=appio.runtime_server_tls(plan),
+        auth_secret_file=appio.auth_file(plan),
     )
-    mounts = ca_mounts(plan)
+    mounts = ca_mounts(plan) + appio.runtime_tls_mounts(plan) + appio.auth_mounts(plan)
     if plan.node_auth:
         args += ["--auth-supernode-private-key", nodeauth.private_key_path(plan)]
         mounts.append(nodeauth.key_mount())
@@ -112,7 +119,7 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         plan.supernode_image(pool),
         args,
         env=_supernode_env(plan, pool) or None,
-        resources=pool.supernode_resources,
+        resources=resources.supernode(plan, pool),
         mounts=mounts + list(pool.volume_mounts),
         health=probes.grpc_health(plan.version, HEALTH_PORT, plan.supernode_probes),
     )
@@ -128,11 +135,17 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
         containers.append(
             _clientapp_superexec(plan, pool, f"{LOOPBACK}:{SUPERNODE_APPIO_PORT}", [], ExecutorWiring(False))
         )
-    volumes = ca_volumes(plan) + ([nodeauth.key_volume(plan, pool)] if plan.node_auth else []) + list(pool.volumes)
+    volumes = (
+        ca_volumes(plan)
+        + appio.runtime_tls_volumes(plan, pool)
+        + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
+        + ([nodeauth.key_volume(plan, pool)] if plan.node_auth else [])
+        + list(pool.volumes)
+    )
     pod = template(plan, plan.labels(SUPERNODE, pool.name), containers, volumes, service_account=workload)
     if not plan.distributed:  # else the GPU goes to the SuperExec's own pods
         _apply_gpu(pool, containers[-1] if plan.process_isolation else supernode, pod)
-    pod = pods.apply_pod_template(pod, pool.pod_template)
+    pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
     if not plan.stateful and plan.node_auth:
         _only_nodes_with_keys(pod, nodeauth.slots(plan, pool))
     return pod
@@ -242,12 +255,15 @@ def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload:
         plan,
         plan.labels(SUPEREXEC_CLIENTAPP, pool.name),
         [c],
-        list(pool.volumes) + wiring.volumes,
+        (ca_volumes(plan) if plan.runtime_trust else [])
+        + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
+        + list(pool.volumes)
+        + wiring.volumes,
         service_account=name,
         api_token=wiring.enabled,
     )
     _apply_gpu(pool, c, pod)
-    pod = pods.apply_pod_template(pod, pool.pod_template)
+    pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
     sa = access.service_account(plan, name, SUPEREXEC_CLIENTAPP, pool.name, api_token=wiring.enabled)
     return (
         [sa]

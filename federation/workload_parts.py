@@ -26,20 +26,20 @@ def managed_container(
     image: str,
     args: list[str],
     *,
+    resources: dict[str, Any],
     env: Optional[list[dict[str, Any]]] = None,
-    resources: Optional[dict[str, Any]] = None,
     mounts: Optional[list[Mount]] = None,
     privileged: bool = False,
     health: Optional[dict[str, Any]] = None,
 ) -> Container:
-    """A container of ours: default resources under the component's own, the restricted
+    """A container of ours: its resources (resolved by `resources.py`), the restricted
     securityContext with the user's overrides, and probes."""
     c = pods.container(
         name,
         image,
         args,
         env=env,
-        resources=pods.merge_resources(plan.spec.default_resources, resources),
+        resources=resources,
         mounts=mounts,
         privileged=privileged,
         security_overrides=plan.spec.security_context,
@@ -133,17 +133,20 @@ def superexec_container(
     probe_settings: Probes,
     wiring: ExecutorWiring,
     env: Optional[list[dict[str, Any]]],
-    resources: Optional[dict[str, Any]],
+    resources: dict[str, Any],
     mounts: list[Mount],
+    auth_secret_file: Optional[str] = None,
 ) -> Container:
     """A SuperExec (`plugin` serverapp or clientapp) dialling `appio_address`, verifying
-    it with `ca_file` where that API is served over TLS."""
+    it with `ca_file` where that API is served over TLS and signing its requests with
+    `auth_secret_file` where the API checks them."""
     args = (
         plan.dialect.superexec_args(
             plugin=plugin,
             appio_address=appio_address,
             ca_file=ca_file,
             runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
+            auth_secret_file=auth_secret_file,
         )
         + health_server_args(plan.version, health_port)
         + wiring.args

@@ -45,12 +45,13 @@ HOW_TO_INSTALL = "run `make test` (or `make .venv-checkov/.installed`) to create
 NEGATIVE = "negative-control"
 RENDER_LABEL = "checkov.test/render"  # scan-only, see the module docstring
 # Checks every workload must have been run through and passed: pod hardening, probes,
-# requests, namespaces, and (on checkov's Pod entity) NetworkPolicy coverage.
+# requests and memory limits, namespaces, and (on checkov's Pod entity) NetworkPolicy coverage.
 CORE_WORKLOAD_CHECKS = {
     "CKV_K8S_8",
     "CKV_K8S_9",  # liveness, readiness probes
     "CKV_K8S_10",
     "CKV_K8S_12",  # CPU, memory requests
+    "CKV_K8S_13",  # memory limits
     "CKV_K8S_14",  # image tag fixed
     "CKV_K8S_16",
     "CKV_K8S_17",
@@ -93,7 +94,8 @@ def render(config: dict[str, Any]) -> list[dict[str, Any]]:
 def weakened(objects: list[dict[str, Any]]) -> dict[str, Any]:
     """The negative control: a copy of a StatefulSet of `objects` (same namespace and
     labels, so only render isolation keeps its NetworkPolicies away), privileged, root,
-    allowed to escalate, without a pod securityContext, mounting a token it has no use for."""
+    allowed to escalate, without a pod securityContext or memory limits, mounting a token
+    it has no use for."""
     sts = copy.deepcopy(next(o for o in objects if o["kind"] == "StatefulSet"))
     sts["metadata"]["name"] = "weakened"
     pod = sts["spec"]["template"]["spec"]
@@ -101,6 +103,7 @@ def weakened(objects: list[dict[str, Any]]) -> dict[str, Any]:
     pod["automountServiceAccountToken"] = True
     for c in pod["containers"] + pod.get("initContainers", []):
         c["securityContext"] = {"privileged": True, "allowPrivilegeEscalation": True, "runAsUser": 0}
+        c["resources"].pop("limits", None)
     return sts
 
 
@@ -380,11 +383,17 @@ def test_every_skipped_check_still_fires(scan, skips):
 
 
 def test_negative_control_fails_through_the_same_filter(scan, skips):
-    """The weakened StatefulSet fails hardening checks, and the filter that judges the
+    """The weakened StatefulSet fails hardening checks (memory limits too), and the filter that judges the
     product flags them: CKV_K8S_38 too, skipped only where a Role is bound. Its pod is
     not covered by the dev render's NetworkPolicies, which proves renders are isolated."""
     failed = {f.check_id for f in unexpected(scan, skips, NEGATIVE)}
-    assert {"CKV_K8S_16", "CKV_K8S_20", "CKV_K8S_23", "CKV_K8S_29", "CKV_K8S_38", "CKV2_K8S_6"} <= failed, sorted(
-        failed
-    )
-    assert not {"CKV_K8S_16", "CKV_K8S_20"} & set(skips)
+    assert {
+        "CKV_K8S_13",
+        "CKV_K8S_16",
+        "CKV_K8S_20",
+        "CKV_K8S_23",
+        "CKV_K8S_29",
+        "CKV_K8S_38",
+        "CKV2_K8S_6",
+    } <= failed, sorted(failed)
+    assert not {"CKV_K8S_13", "CKV_K8S_16", "CKV_K8S_20"} & set(skips)

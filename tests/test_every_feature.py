@@ -15,6 +15,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 
 from components.offline import run_program
 from federation import nodeauth, pss, trust
@@ -78,6 +79,7 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         "gpu": {"enabled": True, "vendor": "nvidia", "count": 1},
         "supernodeResources": {"requests": {"cpu": "250m"}, "limits": {"memory": "2Gi"}},
         "superexecResources": {"requests": {"memory": "1Gi"}},
+        "superexecResourcesPreset": "large",
         "podTemplate": _pod_template_patch("gpu"),
         "extraArgs": ["--max-retries", "5"],
         "env": [{"name": "POOL_ENV", "value": "gpu"}],
@@ -94,6 +96,9 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         "networkPolicy": {"allowExternalEgress": True},
         "disruptionBudget": {"minAvailable": 1},
     }
+    pools = [pool, {"name": "cpu", "replicas": 1, "images": {"superexecClientApp": "flwr/superexec:1.41.0"}}]
+    if tls.get("source") == "existingSecret":  # the user's own Runtime API certificates too
+        pools = [{**p, "runtimeApiSecret": f"my-runtime-{p['name']}"} for p in pools]
     return {
         "name": "all",
         "namespace": NS,
@@ -101,7 +106,11 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         "labels": {"cost-center": "ml"},
         "isolationMode": "process",
         "superexecPlacement": "distributed",
-        "executor": {"type": "kubernetes", "config": {"active-pod-budget": 2}},
+        "executor": {
+            "type": "kubernetes",
+            "resourcesPreset": "xlarge",
+            "config": {"active-pod-budget": 2, "resources": {"limits": {"memory": "8Gi"}}},
+        },
         "nodeAuth": {"enabled": True},
         "tls": {**copy.deepcopy(tls), "dnsNames": ["flower.example.org"]},
         "probes": probes,
@@ -123,7 +132,7 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         },
         "supernodes": {
             "env": [{"name": "ALL_NODES", "value": "1"}],
-            "pools": [pool, {"name": "cpu", "replicas": 1, "images": {"superexecClientApp": "flwr/superexec:1.41.0"}}],
+            "pools": pools,
         },
         "cli": {"address": "flower.example.org:8000"},
     }
@@ -200,7 +209,8 @@ def test_volumes_env_probes_gpu_and_executor_reach_their_containers(rendered: tu
     assert "--auth-supernode-private-key" in supernode["args"]
 
     superexec = container("StatefulSet", "all-superexec-gpu", "superexec-clientapp")
-    assert superexec["resources"]["limits"] == {"nvidia.com/gpu": 1}  # distributed: the GPU goes to the apps
+    # Its preset (large), defaultResources, its own resources; distributed: the GPU goes to the apps.
+    assert superexec["resources"]["limits"] == {"memory": "3Gi", "nvidia.com/gpu": 1}
     assert superexec["resources"]["requests"] == {"cpu": "50m", "memory": "1Gi"}
     assert {"name": "cache", "mountPath": "/cache"} in superexec["volumeMounts"]
     assert "--executor" in superexec["args"]
@@ -208,6 +218,11 @@ def test_volumes_env_probes_gpu_and_executor_reach_their_containers(rendered: tu
     assert [c["metadata"]["name"] for c in claims] == ["cache"]
     config = _by(objects, "ConfigMap", "all-superexec-gpu-executor")["data"]["executor.yaml"]
     assert "active-pod-budget: 2" in config
+    # Task pods: executor.resourcesPreset (xlarge), defaultResources, config.resources.
+    assert yaml.safe_load(config)["resources"] == {
+        "requests": {"cpu": "50m", "memory": "128Mi"},
+        "limits": {"memory": "8Gi"},
+    }
 
 
 def test_secrets_hold_no_plain_material_in_the_render(rendered: tuple[str, list[dict[str, Any]]]) -> None:

@@ -116,8 +116,9 @@ def _check_superlink(plan, parsed, files, workload, pod, c, services):
                 "ssl_ca_certfile": (plan.trust.ca_secret, "ca.crt"),
             },
         )
-    else:
-        assert parsed["insecure"] is True and not files
+    else:  # nothing to mount but, with a SuperExec hop (1.40+, process), its auth secret
+        assert parsed["insecure"] is True
+        assert set(files) <= {parsed.get("superexec_auth_secret_file")}
     # The ports the SuperLink listens on are the ones its Service targets.
     svc_ports = {p["targetPort"]: p["port"] for p in services[plan.names.superlink]["spec"]["ports"]}
     container_ports = {p["name"]: p["containerPort"] for p in c["ports"]}

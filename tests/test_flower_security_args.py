@@ -38,6 +38,7 @@ FILE_FLAGS = (
     "root_certificates",
     "auth_supernode_private_key",
     "executor_config",
+    "superexec_auth_secret_file",
 )
 
 
@@ -106,9 +107,14 @@ def test_every_container_is_accepted_and_reads_mounted_files(stack_id, flower):
                 assert key.mode & 0o007 == 0, f"server key mode {oct(key.mode)} is world-accessible"
                 check_mounted(r, files, parsed["ssl_ca_certfile"], "Secret", trust.ca_secret, trust.ca_key)
                 _check_server_pair(r, trust.server_secret)
-            else:
-                assert parsed["insecure"] is True and not files
+            else:  # nothing to mount but, with a SuperExec hop, its auth secret
+                assert parsed["insecure"] is True
+                assert set(files) <= {parsed.get("superexec_auth_secret_file")}
             assert parsed["enable_supernode_auth"] is node_auth
+            if _hop_protected(r):
+                _check_auth_secret(r, files, parsed, plan.names.superexec_auth_secret(plan.names.superlink))
+            else:
+                assert parsed.get("superexec_auth_secret_file") is None
             if plan.spec.superlink.persistence.enabled:
                 db_dir = os.path.dirname(parsed["database"])
                 assert db_dir in claim_mounts(workload, c), f"--database {parsed['database']} is not on a volume claim"
@@ -125,6 +131,7 @@ def test_every_container_is_accepted_and_reads_mounted_files(stack_id, flower):
             # A SuperNode never mounts the server's private key, nor another pool's keys.
             assert all(f.name != getattr(trust, "server_secret", None) for f in files.values())
             pool = pod["labels"]["flower.flwr.ai/pool"]
+            hop_secrets = _check_runtime_api(r, files, parsed, pool)
             if node_auth:
                 slot = pod["labels"].get("apps.kubernetes.io/pod-index") or pod["nodeName"]
                 secret = f"{plan.name}-supernode-{pool}-node-keys"
@@ -134,6 +141,7 @@ def test_every_container_is_accepted_and_reads_mounted_files(stack_id, flower):
                 assert {f.name for f in files.values() if f.kind == "Secret"} <= {
                     secret,
                     getattr(trust, "ca_secret", None),
+                    *hop_secrets,
                 }
                 assert key in r.find("Secret", secret)["stringData"]  # real key material, per pod
                 _check_node_key(r.find("Secret", secret)["stringData"][key], public_keys[pool][slot])
@@ -142,8 +150,13 @@ def test_every_container_is_accepted_and_reads_mounted_files(stack_id, flower):
                 assert not any("node-keys" in f.name for f in files.values())
 
         else:  # a SuperExec
+            _check_superexec_hop(r, c["name"], pod, files, parsed)
             if parsed.get("root_certificates"):
-                check_mounted(r, files, parsed["root_certificates"], "Secret", trust.ca_secret, trust.ca_key)
+                runtime = plan.runtime_trust
+                if c["name"] == "superexec-clientapp" and runtime is not None:
+                    check_mounted(r, files, parsed["root_certificates"], "Secret", runtime.ca_secret, runtime.ca_key)
+                else:
+                    check_mounted(r, files, parsed["root_certificates"], "Secret", trust.ca_secret, trust.ca_key)
             executor = parsed.get("executor")
             if executor is not None and "kubernetes" in str(executor):
                 check_mounted(
@@ -164,6 +177,73 @@ def test_every_container_is_accepted_and_reads_mounted_files(stack_id, flower):
     )
     for pod, ports in health_ports.items():  # sidecars must not share a health port
         assert len(ports) == len(set(ports)), f"{pod}: health ports {ports} collide"
+
+
+def _hop_protected(r: Rendered) -> bool:
+    """Flower 1.40+ with process isolation: TLS (unless insecure) and auth on the SuperExec hop."""
+    return r.plan.process_isolation and _version_tuple(r.raw["version"]) >= (1, 40)
+
+
+def _check_auth_secret(r: Rendered, files: dict, parsed: dict, secret: str) -> None:
+    got = check_mounted(r, files, parsed["superexec_auth_secret_file"], "Secret", secret, "secret")
+    assert got.mode & 0o007 == 0, f"auth secret mode {oct(got.mode)} is world-accessible"
+    value = r.data("Secret", secret)["secret"]
+    assert len(value) >= 32 and value.isalnum(), "the auth secret is not a generated random string"
+
+
+def _check_runtime_api(r: Rendered, files: dict, parsed: dict, pool: str) -> set[str]:
+    """A SuperNode's Runtime API: over TLS with its pool's certificate and signed
+    SuperExec requests checked with its pool's secret, exactly when the hop is protected.
+    Returns the Secrets it mounts for that."""
+    plan = r.plan
+    if not _hop_protected(r):
+        assert parsed.get("ssl_certfile") is None and parsed.get("superexec_auth_secret_file") is None
+        return set()
+    auth = f"{plan.name}-supernode-{pool}-superexec-auth"
+    _check_auth_secret(r, files, parsed, auth)
+    runtime = plan.runtime_trust
+    if runtime is None:  # insecure: true, the explicit opt-out
+        assert plan.trust is None and parsed["ssl_certfile"] is None
+        return {auth}
+    secret = runtime.pool_secret(pool)
+    check_mounted(r, files, parsed["ssl_certfile"], "Secret", secret, "tls.crt")
+    key = check_mounted(r, files, parsed["ssl_keyfile"], "Secret", secret, "tls.key")
+    assert key.mode & 0o007 == 0, f"Runtime API key mode {oct(key.mode)} is world-accessible"
+    check_mounted(r, files, parsed["ssl_ca_certfile"], "Secret", runtime.ca_secret, runtime.ca_key)
+    _check_runtime_pair(r, secret, runtime.ca_secret, runtime.ca_key, pool)
+    return {auth, secret, runtime.ca_secret}
+
+
+def _check_superexec_hop(r: Rendered, container: str, pod: dict, files: dict, parsed: dict) -> None:
+    """Every SuperExec of a protected hop verifies its server (never --insecure while the
+    federation has TLS) and signs with the secret of the server it dials."""
+    if not _hop_protected(r):
+        assert parsed.get("superexec_auth_secret_file") is None
+        return
+    plan = r.plan
+    if container == "superexec-serverapp":
+        owner = plan.names.superlink
+    else:
+        owner = plan.names.pool(pod["labels"]["flower.flwr.ai/pool"])
+    _check_auth_secret(r, files, parsed, plan.names.superexec_auth_secret(owner))
+    if plan.trust is not None:
+        assert parsed["insecure"] is False and parsed["root_certificates"], f"{container} dials without TLS"
+
+
+def _check_runtime_pair(r: Rendered, secret: str, ca_secret: str, ca_key: str, pool: str) -> None:
+    """With generated TLS: the pool's key is its certificate's, the CA its SuperExecs
+    trust signed it, and it names what they dial (loopback, each pod's stable name)."""
+    data, ca_data = r.data("Secret", secret), r.data("Secret", ca_secret)
+    if data is None or ca_data is None or r.plan.runtime_trust.source != "generate":
+        return
+    cert = x509.load_pem_x509_certificate(data["tls.crt"].encode())
+    key = serialization.load_pem_private_key(data["tls.key"].encode(), None)
+    assert cert.public_key().public_numbers() == key.public_key().public_numbers()
+    cert.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_data[ca_key].encode()))
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    svc = f"{r.plan.names.pool(pool)}.{r.plan.namespace}.svc.{r.plan.spec.cluster_domain}"
+    assert {"localhost", f"*.{svc}"} <= set(sans.get_values_for_type(x509.DNSName))
+    assert "127.0.0.1" in {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
 
 
 def _check_server_pair(r: Rendered, server_secret: str) -> None:

@@ -34,6 +34,23 @@ DNS_PEER = {
 DNS_RULE = {"to": [DNS_PEER], "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]}
 
 
+def pair_policy_names(plan: FederationPlan) -> set[str]:
+    """gRPC era, distributed: per replica, an Ingress policy for the SuperNode (from its own
+    SuperExec) and an Egress policy for the SuperExec (to its own SuperNode)."""
+    if not (plan.distributed and plan.grpc_era):
+        return set()
+    return {
+        f"{NAME}-{role}-{p.name}-{k}-pair"
+        for p in plan.spec.supernodes.pools
+        for k in range(p.replicas or 0)
+        for role in ("supernode", "superexec")
+    }
+
+
+def _is_pair(policy: dict) -> bool:
+    return policy["metadata"]["name"].endswith("-pair")
+
+
 def expected_policy_names(plan: FederationPlan) -> set[str]:
     pools = [p.name for p in plan.spec.supernodes.pools]
     names = {f"{NAME}-superlink"} | {f"{NAME}-supernode-{p}" for p in pools}
@@ -49,7 +66,18 @@ def expected_policy_names(plan: FederationPlan) -> set[str]:
 @pytest.mark.parametrize("sid", STACK_IDS)
 def test_one_default_deny_policy_per_component(sid):
     plan, objects = security_plan(sid), security_objects(sid)
-    policies = by_kind(objects, "NetworkPolicy")
+    pairs = [p for p in by_kind(objects, "NetworkPolicy") if _is_pair(p)]
+    assert {p["metadata"]["name"] for p in pairs} == pair_policy_names(plan)
+    for p in pairs:  # Ingress to one SuperNode pod, Egress from one SuperExec pod
+        role = "Ingress" if "-supernode-" in p["metadata"]["name"] else "Egress"
+        assert p["spec"]["policyTypes"] == [role] and len(p["spec"][role.lower()]) == 1
+        selected = [
+            gid
+            for gid, labels in pod_groups(objects, per_pod=True).items()
+            if selects(p["spec"]["podSelector"], labels)
+        ]
+        assert selected == [f"StatefulSet/{p['metadata']['name'].removesuffix('-pair')}"], selected
+    policies = [p for p in by_kind(objects, "NetworkPolicy") if not _is_pair(p)]
     assert {p["metadata"]["name"] for p in policies} == expected_policy_names(plan)
     assert len(policies) == len(expected_policy_names(plan))
     for p in policies:
@@ -57,7 +85,7 @@ def test_one_default_deny_policy_per_component(sid):
         assert isinstance(p["spec"]["ingress"], list) and isinstance(p["spec"]["egress"], list)
         assert p["metadata"]["namespace"] == NS
     # Every pod group is selected by exactly one policy, and every policy selects pods.
-    groups = pod_groups(objects)
+    groups = pod_groups(objects, per_pod=True)
     for gid, labels in groups.items():
         selecting = [p["metadata"]["name"] for p in policies if selects(p["spec"]["podSelector"], labels)]
         assert len(selecting) == 1, (gid, selecting)
@@ -70,12 +98,12 @@ def test_both_sides_of_every_flow_agree(sid):
     """For every rule naming our own pods, the other side's policy allows the same flow
     on the same port and protocol, in both directions."""
     objects = security_objects(sid)
-    groups = pod_groups(objects)
+    groups = pod_groups(objects, per_pod=True)
     checked = 0
     for policy in by_kind(objects, "NetworkPolicy"):
         own = [labels for labels in groups.values() if selects(policy["spec"]["podSelector"], labels)]
         for kind, direction, other_kind in (("egress", "to", "ingress"), ("ingress", "from", "egress")):
-            for rule in policy["spec"][kind]:
+            for rule in policy["spec"].get(kind, []):  # a pair policy has one side only
                 for peer in rule.get(direction, []):
                     if set(peer) != {"podSelector"} or peer["podSelector"]["matchLabels"].get(INSTANCE) != NAME:
                         continue  # DNS, the API server, configured sources: not our pods
@@ -141,13 +169,14 @@ def test_in_pod_apis_are_never_reachable_from_elsewhere(sid):
             assert (arg_after(node_args, "--host"), arg_after(node_args, "--port")) == (bind, "9094")
         policy = get(objects, "NetworkPolicy", f"{NAME}-supernode-{pool.name}")
         rules = [r for r in policy["spec"]["ingress"] if port_matches(r, 9094, "TCP")]
-        assert bool(rules) == plan.distributed
+        # gRPC era: the pool's SuperExecs get in only through the per-replica pair
+        # policies (tests/test_appio.py), task pods through the pool's own.
+        assert bool(rules) == (plan.distributed and (not plan.grpc_era or plan.kubernetes_executor))
         if not plan.distributed:
             assert policy["spec"]["ingress"] == []
-        allowed = [
-            {INSTANCE: NAME, COMPONENT: "superexec-clientapp", POOL: pool.name},
-            {INSTANCE: NAME, COMPONENT: "taskexecutor", TASK_ROLE: pool.name},
-        ]
+        allowed = [{INSTANCE: NAME, COMPONENT: "taskexecutor", TASK_ROLE: pool.name}]
+        if not plan.grpc_era:
+            allowed.append({INSTANCE: NAME, COMPONENT: "superexec-clientapp", POOL: pool.name})
         for r in rules:
             assert r.get("from"), r
             for peer in r["from"]:
@@ -250,6 +279,8 @@ def test_disabling_one_pools_policy_drops_only_that_pools_policies(version, isol
         beta.add(f"{NAME}-superexec-beta")
     if extra:
         beta.add(f"{NAME}-taskexecutor-beta")
+    if placement == "distributed" and version != HTTP_ERA:  # gRPC era: its pair policy too
+        beta |= {f"{NAME}-supernode-beta-0-pair", f"{NAME}-superexec-beta-0-pair"}
     assert set(before) - set(after) == beta and beta <= set(before)
     assert after == {k: v for k, v in before.items() if k not in beta}
     # Globally disabled: no policy at all.

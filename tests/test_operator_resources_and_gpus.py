@@ -1,5 +1,5 @@
 """The operator README's resources and GPUs: its resources land on the right
-container over our default requests, the GPU on the container that runs ClientApps, and
+container over its role's default preset, the GPU on the container that runs ClientApps, and
 `mountAll` as the README says (NVIDIA: a RuntimeClass; AMD: privileged, so opt-in)."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from tests.support.defaults import RESTRICTED_CONTAINER_SC
 from tests.support.manifests import container, env_by_name, index, pod_spec, volume
 from tests.support.operator_examples import (
     BY_ID,
-    DEFAULT_RESOURCES,
     NAMESPACE,
     SX,
     Example,
     config_pool,
+    default_resources,
     each_example,
     each_pool,
     framed,
@@ -37,9 +37,11 @@ def test_superlink_resources_land_on_the_right_container(ex: Example):
     sts = superlink_sts(index(core_objects(ex.config)), ex)
     sl = ex.config["superlink"]
     # The operator's resources, over our default requests.
-    assert container(sts, "superlink")["resources"] == with_defaults(sl.get("resources"))
+    assert container(sts, "superlink")["resources"] == with_defaults(sl.get("resources"), ex, "superlink")
     if ex.process:
-        assert container(sts, "superexec-serverapp")["resources"] == with_defaults(sl.get("superexecResources"))
+        assert container(sts, "superexec-serverapp")["resources"] == with_defaults(
+            sl.get("superexecResources"), ex, "superexec-serverapp"
+        )
 
 
 @each_pool
@@ -49,11 +51,11 @@ def test_pool_resources_and_gpu_land_on_the_right_container(ex: Example, pool: s
     # The GPU goes to the container that runs ClientApps.
     supernode_gpu, clientapp_gpu = (None, want.gpu) if ex.process else (want.gpu, None)
     assert container(workload, "supernode")["resources"] == with_defaults(
-        with_gpu(raw.get("supernodeResources"), supernode_gpu)
+        with_gpu(raw.get("supernodeResources"), supernode_gpu), ex, "supernode"
     )
     if ex.process:
         assert container(workload, "superexec-clientapp")["resources"] == with_defaults(
-            with_gpu(raw.get("superexecResources"), clientapp_gpu)
+            with_gpu(raw.get("superexecResources"), clientapp_gpu), ex, "superexec-clientapp"
         )
 
 
@@ -89,14 +91,17 @@ def test_readme_resources_verbatim():
 
 
 def test_gpu_in_process_mode_is_on_clientapp_only():
-    objs = index(core_objects(BY_ID["gpu-nvidia-process"].config))
+    ex = BY_ID["gpu-nvidia-process"]
+    objs = index(core_objects(ex.config))
     workload = objs[("StatefulSet", "gpu-nvidia-process-supernode-nvidia-pool")]
-    assert container(workload, "superexec-clientapp")["resources"]["limits"] == {"nvidia.com/gpu": 1}
-    assert container(workload, "supernode")["resources"] == DEFAULT_RESOURCES
-    assert (
-        container(objs[("StatefulSet", "gpu-nvidia-process-superlink")], "superexec-serverapp")["resources"]
-        == DEFAULT_RESOURCES
-    )
+    assert container(workload, "superexec-clientapp")["resources"]["limits"] == {
+        "memory": "768Mi",  # the preset's
+        "nvidia.com/gpu": 1,
+    }
+    assert container(workload, "supernode")["resources"] == default_resources(ex, "supernode")
+    assert container(objs[("StatefulSet", "gpu-nvidia-process-superlink")], "superexec-serverapp")[
+        "resources"
+    ] == default_resources(ex, "superexec-serverapp")
 
 
 def test_gpu_count_survives_a_pod_template_resources_patch():
@@ -106,7 +111,11 @@ def test_gpu_count_survives_a_pod_template_resources_patch():
         "spec": {"containers": [{"name": "supernode", "resources": {"limits": {"cpu": "2"}}}]}
     }
     workload = index(core_objects(config))[("StatefulSet", "gpu-patch-supernode-nvidia-pool")]
-    assert container(workload, "supernode")["resources"]["limits"] == {"cpu": "2", "nvidia.com/gpu": 1}
+    assert container(workload, "supernode")["resources"]["limits"] == {
+        "cpu": "2",
+        "memory": "768Mi",
+        "nvidia.com/gpu": 1,
+    }
 
 
 @pytest.mark.parametrize("isolation,target", [("subprocess", "supernode"), ("process", "superexec-clientapp")])

@@ -45,8 +45,13 @@ PRIVATE_KEY_CONSUMERS = {
 def test_generated_private_keys_reach_their_consumers_only_as_secrets(stack, preview):
     run = run_program(program_config(stack), stack, preview=preview, provider=RealTlsProvider())
     consumers = [r for r in run.registrations if r.type in PRIVATE_KEY_CONSUMERS]
-    # CA cert, server CSR, server cert: each takes a private key.
-    assert sorted(r.type for r in consumers) == sorted(PRIVATE_KEY_CONSUMERS)
+    # CA cert, server CSR, server cert: each takes a private key; with a protected
+    # SuperExec hop (1.41, process isolation) each pool's Runtime API CSR and cert too.
+    plan = plan_for(program_config(stack), stack)
+    pools = len(plan.spec.supernodes.pools) if plan.runtime_trust is not None else 0
+    expected = sorted(PRIVATE_KEY_CONSUMERS)
+    expected += ["tls:index/certRequest:CertRequest", "tls:index/locallySignedCert:LocallySignedCert"] * pools
+    assert sorted(r.type for r in consumers) == sorted(expected)
     for reg in consumers:
         for prop in PRIVATE_KEY_CONSUMERS[reg.type]:
             value = reg.inputs[prop]
@@ -55,11 +60,12 @@ def test_generated_private_keys_reach_their_consumers_only_as_secrets(stack, pre
         # Nothing else a consumer receives is a private key in the clear.
         plain = {k: v for k, v in reg.inputs.items() if not rpc.is_rpc_secret(v)}
         assert "PRIVATE KEY" not in json.dumps(plain, default=str), reg.name
-    # The keys themselves: server and CA on P-256, one P-384 node key per SuperNode (3 + 1).
+    # The keys themselves: server and CA (and each pool's Runtime API) on P-256, one
+    # P-384 node key per SuperNode (3 + 1).
     keys = sorted(
         (r.name, r.inputs["ecdsaCurve"]) for r in run.registrations if r.type == "tls:index/privateKey:PrivateKey"
     )
-    assert [c for _, c in keys].count("P256") == 2
+    assert [c for _, c in keys].count("P256") == 2 + pools
     assert [c for _, c in keys].count("P384") == 4
 
 
@@ -190,7 +196,12 @@ def test_the_ca_secret_holds_no_private_key(stack):
                 if name == plan.trust.ca_secret:
                     mounted_as_ca += 1
                     assert keys == [plan.trust.ca_key], (w["metadata"]["name"], keys)
-                if name != plan.trust.server_secret:
+                runtime = plan.runtime_trust
+                if runtime is not None and name in dict(runtime.pool_secrets).values():
+                    # A pool's Runtime API key: only in that pool's SuperNodes.
+                    pool = w["spec"]["template"]["metadata"]["labels"]["flower.flwr.ai/pool"]
+                    assert w["metadata"]["name"] == plan.names.pool(pool) and name == runtime.pool_secret(pool)
+                elif name != plan.trust.server_secret:
                     assert keys is None or "tls.key" not in keys, (w["metadata"]["name"], name, keys)
     # The SuperLink and every pool's SuperNodes at least.
     assert mounted_as_ca >= 1 + len(plan.spec.supernodes.pools)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.defaults import DEFAULT_REQUESTS, RESTRICTED_CONTAINER_SC, RESTRICTED_POD_SC
+from tests.support.defaults import PRESETS, RESTRICTED_CONTAINER_SC, RESTRICTED_POD_SC, TASK_POD_PRESET
 from tests.support.manifests import arg_after, by_kind, get, mounts_by_name, volumes_by_name, workloads
 from tests.support.netpol import selects
 from tests.support.render import core_objects
@@ -109,7 +109,7 @@ def test_executor_config_keeps_task_pods_confined(sid):
         assert cfg["service-account-name"] == f"{NAME}-taskexecutor"
         assert cfg["pod-security-context"] == RESTRICTED_POD_SC
         assert cfg["container-security-context"] == RESTRICTED_CONTAINER_SC
-        assert cfg["resources"] == {"requests": DEFAULT_REQUESTS}
+        assert cfg["resources"] == PRESETS[TASK_POD_PRESET]
         assert cfg["labels"] == {INSTANCE: NAME, COMPONENT: "taskexecutor", TASK_ROLE: role}
         policy = get(objects, "NetworkPolicy", f"{NAME}-taskexecutor-{role}")
         assert selects(policy["spec"]["podSelector"], cfg["labels"])

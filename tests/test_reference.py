@@ -18,6 +18,7 @@ from federation.reference import (
     END_MARKER,
     README_FILE,
     Row,
+    default_text,
     readme_text,
     reference_markdown,
     sections,
@@ -110,7 +111,11 @@ def test_rows_give_type_default_and_the_fields_own_description() -> None:
     description = Federation.model_fields["namespace"].description
     assert r["namespace"] == Row("namespace", "string", "`flower`", str(description))
     assert r["mode"].type == "one of `StatefulSet`, `DaemonSet`"
-    assert r["defaultResources"].default == "`{requests: {cpu: 100m, memory: 256Mi}}`"
+    assert r["defaultResources"].default == "`{}`"
+    assert default_text({"requests": {"cpu": "100m", "memory": "256Mi"}}) == "`{requests: {cpu: 100m, memory: 256Mi}}`"
+    assert r["resourcesPreset"].type == (
+        "one of `none`, `nano`, `micro`, `small`, `medium`, `large`, `xlarge`, `2xlarge`"
+    )
     assert r["supernodes.pools[].name"].default == "required"
     assert r["supernodes.pools[].disruptionBudget.maxUnavailable"].type == "integer or string"
     assert r["superlink.service.ports.serverAppIO"].default == "unset"

@@ -26,15 +26,21 @@ def test_every_object_has_one_owner_and_components_partition_the_render(stack: s
     plan = load_plan(raw, "dev", keys)
     rendered = manifests.render(plan)
     assert [c.name for c in rendered.clusters] == [manifests.DEFAULT_CLUSTER]
-    owners = {manifests.FEDERATION, manifests.TLS, manifests.SUPERLINK, manifests.REGISTRATION}
+    owners = {manifests.FEDERATION, manifests.TLS, manifests.SUPERLINK, manifests.REGISTRATION, manifests.APPIO}
     for pool in plan.spec.supernodes.pools:
-        owners |= {manifests.pool_owner(pool.name), manifests.node_keys_owner(pool.name)}
+        owners |= {
+            manifests.pool_owner(pool.name),
+            manifests.node_keys_owner(pool.name),
+            manifests.appio_owner(pool.name),
+        }
     entries = rendered.clusters[0].entries
     assert {e.owner for e in entries} <= owners
     assert sum(len(rendered.owned_by(o)) for o in owners) == len(rendered.objects()) == len(entries)
     # Everything a pool owns is named after it (editing one pool touches only its objects).
     for pool in plan.spec.supernodes.pools:
-        for m in rendered.owned_by(manifests.pool_owner(pool.name)):
+        for m in rendered.owned_by(manifests.pool_owner(pool.name)) + rendered.owned_by(
+            manifests.appio_owner(pool.name)
+        ):
             name = m["metadata"]["name"]
             assert name.endswith(f"-{pool.name}") or f"-{pool.name}-" in name, (pool.name, name)
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from federation import trust
+from federation import appio, trust
 from federation.errors import ConfigError
 from tests.support.manifests import arg_after, containers, get, mounts_by_name, volumes_by_name, workload_container
 from tests.support.render import certificate_of, plan_of
 from tests.support.security_matrix import NAME, NS, TLS_STACK_IDS, security_objects, security_plan
 from tests.support.stacks import GRPC_ERA, base
+
+POOL = "flower.flwr.ai/pool"
 
 
 @pytest.mark.parametrize("sid", ["grpc-certmanager", "http-certmanager"])
@@ -95,14 +97,31 @@ def test_certificate_names_cover_every_address_clients_dial(sid):
     plan = security_plan(sid)
     dns, ips = set(trust.superlink_dns_names(plan)), set(trust.superlink_ip_addresses(plan))
     dialled = []
-    for _, c in containers(security_objects(sid)):
+    for w, c in containers(security_objects(sid)):
         args = c["args"]
-        if "--root-certificates" in args:
+        if "--root-certificates" in args and c["name"] == "superexec-clientapp":
+            # Its SuperNode's Runtime API, served with the pool's own certificate.
+            pool = next(p for p in plan.spec.supernodes.pools if p.name == w["metadata"]["labels"][POOL])
+            env = {e["name"]: e.get("value", "") for e in c.get("env", [])}
+            host = arg_after(args, "--runtime-api-address").rsplit(":", 1)[0]
+            host = host.replace("$(FLOWER_SUPERNODE_HOST)", env.get("FLOWER_SUPERNODE_HOST", "")).replace(
+                "$(FLOWER_POD_INDEX)", "0"
+            )
+            assert _covered(host, appio.pool_dns_names(plan, pool), appio.pool_ip_addresses()), host
+        elif "--root-certificates" in args:
             flag = "--superlink" if "--superlink" in args else "--runtime-api-address"
             dialled.append(arg_after(args, flag).rsplit(":", 1)[0])
     assert dialled
     for host in dialled:
         assert host in dns | ips, host
+
+
+def _covered(host: str, names: list[str], ips: list[str]) -> bool:
+    """A certificate with these SANs is valid for `host` (a wildcard covers one label)."""
+    if host in ips or host in names:
+        return True
+    first, _, rest = host.partition(".")
+    return bool(first) and f"*.{rest}" in names
 
 
 TRUST = {
@@ -155,7 +174,8 @@ def test_tls_material_is_mounted_where_it_belongs(sid):
             continue
         for m in c.get("volumeMounts", []):
             secret = vols[m["name"]].get("secret")
-            if secret and m["name"] != "node-auth":
+            # Besides the CA: node keys, a pool's Runtime API certificate, SuperExec auth.
+            if secret and m["name"] not in ("node-auth", "runtime-tls", "superexec-auth"):
                 assert vols[m["name"]] == ca_volume, (w["metadata"]["name"], c["name"])
                 assert m == {"name": "ca", "mountPath": "/etc/flower/ca", "readOnly": True}
         if c["name"] == "supernode":

@@ -258,3 +258,39 @@ def test_superlink_pod_template_instance_label():
             "selector labels are set by flower-federation",
         ),
     ]
+
+
+@pytest.mark.parametrize("key", ["volumes", "volumeClaimTemplates"])
+def test_a_volume_or_claim_that_is_not_a_mapping_is_reported(key):
+    # Found by the config fuzzer: the reserved-name check read `.get` of a string (a traceback).
+    raw = cfg(sts_pool("a", **{key: ["data"]}))
+    assert problems(raw) == [(f"federation.supernodes.pools[0].{key}[0]", "'data' is not of type 'object'")]
+
+
+def test_duplicate_volumes_claims_and_mount_paths_are_reported():
+    # Found by the config fuzzer: both copies reached the pod, which the API server refuses.
+    claim = {
+        "metadata": {"name": "cache"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    raw = cfg(
+        sts_pool(
+            "a",
+            volumes=[{"name": "data", "emptyDir": {}}, {"name": "data", "configMap": {"name": "cfg"}}],
+            volumeClaimTemplates=[claim, claim],
+            volumeMounts=[{"name": "data", "mountPath": "/data"}, {"name": "cache", "mountPath": "/data"}],
+        ),
+        superlink={"volumes": [{"name": "x", "emptyDir": {}}] * 2},
+    )
+    assert problems(raw) == [
+        ("federation.superlink.volumes[1].name", "duplicate volume name 'x' (also volumes[0])"),
+        (
+            "federation.supernodes.pools[0].volumeClaimTemplates[1].metadata.name",
+            "duplicate claim name 'cache' (also volumeClaimTemplates[0])",
+        ),
+        (
+            "federation.supernodes.pools[0].volumeMounts[1].mountPath",
+            "duplicate mountPath '/data' (also volumeMounts[0])",
+        ),
+        ("federation.supernodes.pools[0].volumes[1].name", "duplicate volume name 'data' (also volumes[0])"),
+    ]

@@ -115,6 +115,32 @@ CONFIG_CASES = {
             "federation.supernodes.pools[1].networkPolicy.extraEgress[0].to: 'x' is not of type 'array', 'null'",
         ],
     ),
+    # ipBlocks as the API server checks them (the schema takes any string).
+    "extra-rules-ip-blocks": (
+        base(
+            networkPolicy={
+                "extraIngress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0", "except": ["10.1.0.0/16"]}}]}],
+                "extraEgress": [
+                    {
+                        "to": [
+                            {
+                                "ipBlock": {
+                                    "cidr": "10.0.0.0/8",
+                                    "except": ["10.1.0.0/16", "10.0.0.0/8", "192.168.0.0/16", "x"],
+                                }
+                            }
+                        ]
+                    }
+                ],
+            },
+        ),
+        [
+            "federation.networkPolicy.extraIngress[0].from[0].ipBlock.cidr: '10.0.0.0' is not a CIDR (e.g. 10.0.0.0/8)",
+            "federation.networkPolicy.extraEgress[0].to[0].ipBlock.except[1]: '10.0.0.0/8' is not strictly inside cidr '10.0.0.0/8'",
+            "federation.networkPolicy.extraEgress[0].to[0].ipBlock.except[2]: '192.168.0.0/16' is not strictly inside cidr '10.0.0.0/8'",
+            "federation.networkPolicy.extraEgress[0].to[0].ipBlock.except[3]: 'x' is not a CIDR (e.g. 10.1.0.0/16)",
+        ],
+    ),
     "ns-pod-labels-without-ns-labels": (
         base(superlink={"networkPolicy": {"ingressNSPodMatchLabels": {"role": "cli"}}}),
         ["federation.superlink.networkPolicy.ingressNSPodMatchLabels: only used together with ingressNSMatchLabels"],

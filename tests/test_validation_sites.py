@@ -178,3 +178,47 @@ def test_a_hub_needs_no_pools_and_a_site_no_superlink() -> None:
     assert plan.role == "hub" and plan.clusters == [""] and not plan.spec.supernodes.pools
     site_plan = load_plan(site(address="fl.example.org", port=443, certificate={"pem": PEM}), "dev")
     assert not site_plan.runs_superlink and str(site_plan.remote.endpoint) == "fl.example.org:443"
+
+
+@pytest.mark.parametrize("placement", ["sidecar", "distributed"])
+def test_a_site_runs_process_isolation_without_a_superlink_image(placement: str) -> None:
+    # The operator's superexecImage rule is about the SuperLink's SuperExec, which a site does not run
+    # (the SuperNode chart's "Isolated Setup" is a site in process isolation).
+    from federation.plan import load_plan
+
+    raw = base(isolation="process", placement=placement, role="site")
+    raw.pop("superlink")
+    raw["supernodes"]["superlink"] = {"address": "fl.example.org", "certificate": {"pem": PEM}}
+    plan = load_plan(raw, "dev")
+    assert plan.process_isolation and plan.distributed is (placement == "distributed")
+    raw["superlink"] = {"superexecImage": "flwr/superexec:1.41.0"}
+    assert_problems(
+        config_error(raw),
+        ["federation.superlink.superexecImage: a site runs no SuperLink: its SuperNodes dial supernodes.superlink"],
+    )
+
+
+def test_load_balancer_source_ranges_must_be_cidrs() -> None:
+    # Found by the config fuzzer: any string reached the Service, which the API server refuses.
+    raw = hub(
+        superlink={
+            "externalAddress": "fl.example.org",
+            "service": {"type": "LoadBalancer", "loadBalancerSourceRanges": ["198.51.100.0/24", "nope", "10.0.0.1"]},
+        }
+    )
+    assert_problems(
+        config_error(raw),
+        [
+            "federation.superlink.service.loadBalancerSourceRanges[1]: 'nope' is not a CIDR (e.g. 198.51.100.0/24)",
+            "federation.superlink.service.loadBalancerSourceRanges[2]: '10.0.0.1' is not a CIDR (e.g. 198.51.100.0/24)",
+        ],
+    )
+
+
+def test_site_cidrs_need_a_prefix() -> None:
+    # They become NetworkPolicy ipBlocks, which the API server refuses without one.
+    raw = site(address="fl.example.org", certificate={"pem": PEM}, cidrs=["203.0.113.9", "203.0.113.0/24"])
+    assert_problems(
+        config_error(raw),
+        ["federation.supernodes.superlink.cidrs[0]: '203.0.113.9' is not a CIDR (e.g. 203.0.113.0/24)"],
+    )

@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from .base import Model
+from .base import Model, ResourcesPreset
 from .operations import (
     NETWORK_POLICY_DEFAULTS,
     DisruptionBudget,
@@ -51,6 +51,7 @@ __all__ = [
     "ProbeSettings",
     "Probes",
     "Rbac",
+    "ResourcesPreset",
     "RemoteCertificate",
     "RemoteSuperLink",
     "Role",
@@ -167,11 +168,19 @@ class Federation(Model):
         default={},
         description=("Merged key by key over the restricted pod securityContext (the chart's `podSecurityContext`)."),
     )
-    default_resources: dict[str, Any] = Field(
-        default={"requests": {"cpu": "100m", "memory": "256Mi"}},
+    resources_preset: Optional[ResourcesPreset] = Field(
+        default=None,
         description=(
-            "ResourceRequirements of every managed container and task pod; a component's own resources win key by key (a "
-            "limit below a default request lowers the request)."
+            "Preset of every container whose component sets none of its own: `none` (no preset), `nano` ... `2xlarge` "
+            '(see "Resources"). Unset: each role\'s own default.'
+        ),
+    )
+    default_resources: dict[str, Any] = Field(
+        default={},
+        description=(
+            "ResourceRequirements merged key by key over every container's preset (task pods' too), under the "
+            "component's own resources: for keys every container shares (`limits.ephemeral-storage`, an opt-in "
+            "`limits.cpu`, lower requests on a small cluster)."
         ),
     )
 

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+
+# Bitnami's `resourcesPreset` names (its common chart's `common.resources.preset`), and
+# `none`; what each sets is in `federation/resources.py`.
+ResourcesPreset = Literal["none", "nano", "micro", "small", "medium", "large", "xlarge", "2xlarge"]
 
 
 class Model(BaseModel):

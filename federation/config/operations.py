@@ -6,7 +6,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from .base import Model
+from .base import Model, ResourcesPreset
 
 
 class NetworkPolicy(Model):
@@ -26,8 +26,8 @@ class NetworkPolicy(Model):
         default=None,
         description=(
             "Default `false`. SuperLink: accept the Fleet API from anywhere (SuperNodes in other clusters; in the HTTP era "
-            "Fleet and Control share the port). A pool, with distributed SuperExec only: accept the SuperNodes' plaintext "
-            "ClientAppIo/Runtime API (9094) from anywhere."
+            "Fleet and Control share the port). A pool, with distributed SuperExec only: accept the SuperNodes' "
+            "ClientAppIo/Runtime API (9094; plaintext in the gRPC era) from anywhere."
         ),
     )
     allow_external_egress: Optional[bool] = Field(
@@ -145,10 +145,18 @@ class Executor(Model):
     image: Optional[str] = Field(
         default=None, description=("Only with type kubernetes: the task pods' image. Unset: the SuperExec's image.")
     )
+    resources_preset: Optional[ResourcesPreset] = Field(
+        default=None,
+        description=(
+            "Only with type kubernetes: the task pods' preset. Unset: `resourcesPreset`, else `small`; "
+            "`config.resources` merges over it key by key."
+        ),
+    )
     config: dict[str, Any] = Field(
         default={},
         description=(
-            "Only with type kubernetes: keys of Flower's executor config over ours (e.g. `resources`, `node-selector`, "
-            "`active-pod-budget`); `labels` merge; `namespace` and `service-account-name` may not be set."
+            "Only with type kubernetes: keys of Flower's executor config over ours (e.g. `node-selector`, "
+            "`active-pod-budget`); `labels` merge, and `resources` (ResourceRequirements) merges key by key over the task "
+            "pods' preset and `defaultResources`; `namespace` and `service-account-name` may not be set."
         ),
     )

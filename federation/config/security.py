@@ -62,9 +62,10 @@ class TrustSource(Model):
 
 
 class Tls(Model):
-    """TLS on the SuperLink's Fleet and Control APIs (HTTP era: also the Runtime API its SuperExecs dial). Plaintext
-    by Flower's design: the gRPC-era ServerAppIo API and the SuperNodes' ClientAppIo/Runtime API, which leave a pod
-    only with distributed SuperExecs. The SuperLink mounts the server certificate and key; SuperNodes and
+    """TLS on the SuperLink's Fleet and Control APIs (HTTP era: also the Runtime API its SuperExecs dial) and, with
+    process isolation and Flower 1.40+, on each pool's Runtime API (a certificate per pool from the same source: see
+    "The SuperExec hop"). Plaintext by Flower's design: the gRPC-era ServerAppIo and ClientAppIo APIs, which leave a
+    pod only with distributed SuperExecs. The SuperLink mounts the server certificate and key; SuperNodes and
     SuperExecs mount only the CA. Any `tls` key together with `insecure: true` is an error."""
 
     source: Literal["generate", "certManager", "existingSecret"] = Field(

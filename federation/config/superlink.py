@@ -6,7 +6,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from .base import Model
+from .base import Model, ResourcesPreset
 from .operations import NetworkPolicy, Probes
 from .sites import Ingress
 
@@ -78,14 +78,32 @@ class SuperLink(Model):
     )
     superexec_image: Optional[str] = Field(
         default=None,
-        description=("ServerApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."),
+        description=(
+            "ServerApp SuperExec image: required in `process` isolation (a site runs none), forbidden in `subprocess`."
+        ),
+    )
+    resources_preset: Optional[ResourcesPreset] = Field(
+        default=None,
+        description=('The SuperLink container\'s preset (see "Resources"). Unset: `resourcesPreset`, else `small`.'),
     )
     resources: Optional[dict[str, Any]] = Field(
         default=None,
-        description="ResourceRequirements of the SuperLink container, over `defaultResources`.",
+        description=(
+            "ResourceRequirements of the SuperLink container, key by key over its preset and `defaultResources`."
+        ),
+    )
+    superexec_resources_preset: Optional[ResourcesPreset] = Field(
+        default=None,
+        description=(
+            "The ServerApp SuperExec's preset. Unset: `resourcesPreset`, else `small` (`micro` with the Kubernetes "
+            "executor, whose task pods run the ServerApps)."
+        ),
     )
     superexec_resources: Optional[dict[str, Any]] = Field(
-        default=None, description=("ResourceRequirements of the ServerApp SuperExec, over `defaultResources`.")
+        default=None,
+        description=(
+            "ResourceRequirements of the ServerApp SuperExec, key by key over its preset and `defaultResources`."
+        ),
     )
     env: list[Any] = Field(default=[], description="EnvVars of the SuperLink and its ServerApp SuperExec.")
     extra_args: list[str] = Field(

@@ -6,7 +6,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from .base import Model
+from .base import Model, ResourcesPreset
 from .operations import DisruptionBudget, NetworkPolicy, Probes
 from .sites import RemoteSuperLink
 
@@ -74,11 +74,31 @@ class Pool(Model):
     )
     images: PoolImages = PoolImages()
     gpu: Gpu = Gpu()
+    supernode_resources_preset: Optional[ResourcesPreset] = Field(
+        default=None,
+        description=(
+            "The SuperNode container's preset. Unset: `resourcesPreset`, else `small` in `subprocess` isolation (it runs "
+            'the ClientApps: size it for training, see "Resources"), `micro` in `process` isolation.'
+        ),
+    )
     supernode_resources: Optional[dict[str, Any]] = Field(
-        default=None, description=("ResourceRequirements of the SuperNode container, over `defaultResources`.")
+        default=None,
+        description=(
+            "ResourceRequirements of the SuperNode container, key by key over its preset and `defaultResources`."
+        ),
+    )
+    superexec_resources_preset: Optional[ResourcesPreset] = Field(
+        default=None,
+        description=(
+            "The ClientApp SuperExec's preset. Unset: `resourcesPreset`, else `small` (`micro` with the Kubernetes "
+            "executor, whose task pods run the ClientApps)."
+        ),
     )
     superexec_resources: Optional[dict[str, Any]] = Field(
-        default=None, description=("ResourceRequirements of the ClientApp SuperExec, over `defaultResources`.")
+        default=None,
+        description=(
+            "ResourceRequirements of the ClientApp SuperExec, key by key over its preset and `defaultResources`."
+        ),
     )
     pod_template: Optional[dict[str, Any]] = Field(
         default=None,
@@ -118,6 +138,15 @@ class Pool(Model):
     )
     disruption_budget: DisruptionBudget = Field(
         default=DisruptionBudget(), description=("PodDisruptionBudget `N-supernode-P` over the pool's SuperNodes.")
+    )
+    runtime_api_secret: Optional[str] = Field(
+        default=None,
+        description=(
+            "Required with `tls.source: existingSecret`, `isolationMode: process` and Flower 1.40+, else forbidden: the "
+            "kubernetes.io/tls Secret (`tls.crt`, `tls.key`) the pool's SuperNodes serve their Runtime API with, signed "
+            "by the CA the federation trusts; SANs: `localhost`, `127.0.0.1`, the pool's Service names and "
+            '`*.N-supernode-P.NS.svc.<clusterDomain>` (the error lists them). See "The SuperExec hop".'
+        ),
     )
 
 

@@ -17,7 +17,8 @@ from .fragments import fragments
 from .keys import supplied_key_problems
 from .operator import cel_rules, disruption_budget, gpu, names, node_config, placement
 from .raw import DEFAULTS, Raw, as_list, get, pools_of
-from .security import executor, network_policies, node_auth, probes, tls
+from .resources import resources
+from .security import executor, network_policies, node_auth, probes, runtime_api_secrets, tls
 from .sites import roles
 from .versions import ports, version_gates, versions
 
@@ -61,7 +62,9 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
         yield from gpu(pool, i)
         yield from disruption_budget(pool, i)
     yield from fragments(raw, pools)
+    yield from resources(raw, pools, isolation)
     yield from tls(raw)
+    yield from runtime_api_secrets(raw, stack, pools, dialect)
     yield from node_auth(raw, mode)
     yield from network_policies(raw, pools)
     yield from probes(raw)

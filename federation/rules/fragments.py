@@ -41,7 +41,7 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
             for path, msg in fragment_errors(value, schema):
                 yield problem((key,) + path, msg)
             if key == "defaultResources":
-                yield from _quantities((key,), value)
+                yield from quantities((key,), value)
     supernodes = as_dict(raw.get("supernodes"))
     yield from list_fragment(("supernodes", "env"), supernodes.get("env"), "envvar-v1.json")
     yield from _reserved_env(("supernodes", "env"), supernodes.get("env"))
@@ -53,15 +53,16 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
             if isinstance(value, dict):
                 for path, msg in fragment_errors(value, schema):
                     yield problem(at + (key,) + path, msg)
-                yield from _quantities(at + (key,), value)
+                yield from quantities(at + (key,), value)
         yield from _reserved_env(at + ("env",), section.get("env"))
+        yield from _duplicates(at, section)
         yield from _volume_refs(at, section)
         yield from _pod_template(
             at + ("podTemplate",), section.get("podTemplate"), "superlink" if kind == "superlink" else "supernode"
         )
 
 
-def _quantities(at: At, resources: Raw) -> Iterator[Problem]:
+def quantities(at: At, resources: Raw) -> Iterator[Problem]:
     for section in ("limits", "requests"):
         for name, amount in as_dict(resources.get(section)).items():
             if isinstance(amount, bool) or not QUANTITY.match(str(amount)):
@@ -82,6 +83,27 @@ def _reserved_env(at: At, env: Any) -> Iterator[Problem]:
             yield problem(at + (j, "name"), f"{item['name']} is set by flower-federation (node config placeholders)")
 
 
+# Lists whose items the API server wants unique within a pod (or container): by this key.
+_UNIQUE: dict[str, tuple[tuple[str, ...], str]] = {
+    "volumes": (("name",), "volume name"),
+    "volumeClaimTemplates": (("metadata", "name"), "claim name"),
+    "volumeMounts": (("mountPath",), "mountPath"),
+    "superexecVolumeMounts": (("mountPath",), "mountPath"),
+}
+
+
+def _duplicates(at: At, section: Raw) -> Iterator[Problem]:
+    for key, (field, what) in _UNIQUE.items():
+        seen: dict[str, int] = {}
+        for j, item in enumerate(as_list(section.get(key))):
+            value = get(item, *field)
+            if not isinstance(value, str):
+                continue
+            if value in seen:
+                yield problem(at + (key, j, *field), f"duplicate {what} '{value}' (also {key}[{seen[value]}])")
+            seen.setdefault(value, j)
+
+
 def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
     declared = {v.get("name") for v in as_list(section.get("volumes")) if isinstance(v, dict)}
     declared |= {
@@ -90,8 +112,10 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
     declared |= {v.get("name") for v in as_list(get(section, "podTemplate", "spec", "volumes")) if isinstance(v, dict)}
     for key in ("volumes", "volumeClaimTemplates"):
         for j, v in enumerate(as_list(section.get(key))):
+            if not isinstance(v, dict):
+                continue  # the schema check reports it
             vname = v.get("name") if key == "volumes" else get(v, "metadata", "name")
-            if isinstance(v, dict) and vname in RESERVED_VOLUMES:
+            if vname in RESERVED_VOLUMES:
                 path = at + (key, j) + (("name",) if key == "volumes" else ("metadata", "name"))
                 yield problem(path, f"volume name '{vname}' is used by flower-federation")
     for key in ("volumeMounts", "superexecVolumeMounts"):

@@ -63,6 +63,8 @@ def cel_rules(raw: Raw, mode: str, isolation: str, pools: Pools) -> Iterator[Pro
         if get(pool, "gpu", "mountAll") is True and not get(pool, "gpu", "vendor"):
             yield problem(at + ("gpu", "vendor"), MSG_GPU_VENDOR)
     superexec = get(raw, "superlink", "superexecImage")
+    if raw.get("role") == "site":
+        return  # no SuperLink here: a site's superlink.* keys are refused by the role rules
     if isolation == "process" and not superexec:
         yield problem(("superlink", "superexecImage"), MSG_SUPEREXEC_REQUIRED)
     if isolation == "subprocess" and superexec:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
+from ..dialects import APPIO_PROTECTION_SINCE, Dialect
 from ..errors import Problem, problem
 from .fragments import list_fragment
-from .raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, get
+from .raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, effective_name, get
 
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(h|m|s|ms|us|ns))+$")
 
@@ -21,6 +22,17 @@ EXECUTOR_MANAGED_KEYS = ("namespace", "service-account-name")
 def go_duration_seconds(text: str) -> float:
     units = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
     return sum(float(n) * units[u] for n, _, u in re.findall(r"([0-9]+(\.[0-9]+)?)(h|ms|us|ns|m|s)", text))
+
+
+def is_cidr(value: Any) -> bool:
+    """An IP range as the API server parses one (Go's net.ParseCIDR): address and prefix."""
+    if not isinstance(value, str) or "/" not in value:
+        return False
+    try:
+        ipaddress.ip_network(value, strict=False)
+        return True
+    except ValueError:
+        return False
 
 
 def tls(raw: Raw) -> Iterator[Problem]:
@@ -84,6 +96,45 @@ def tls(raw: Raw) -> Iterator[Problem]:
                 yield problem(("tls", "ipAddresses", j), f"'{ip}' is not an IP address")
 
 
+def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
+    """`pools[].runtimeApiSecret`: each pool's Runtime API certificate when the user
+    manages TLS (tls.source existingSecret) and the hop can carry TLS (process
+    isolation, Flower 1.40+); anywhere else it would be ignored, so it is an error."""
+    needed = (
+        raw.get("insecure") is not True
+        and raw.get("role", DEFAULTS.role) != "site"
+        and get(raw, "tls", "source", default=DEFAULTS.tls.source) == "existingSecret"
+        and raw.get("isolationMode", DEFAULTS.isolation_mode) == "process"
+        and dialect is not None
+        and dialect.version >= APPIO_PROTECTION_SINCE
+    )
+    name = effective_name(raw, stack)
+    namespace = raw.get("namespace", DEFAULTS.namespace)
+    domain = raw.get("clusterDomain", DEFAULTS.cluster_domain)
+    for i, pool in pools:
+        at = ("supernodes", "pools", i, "runtimeApiSecret")
+        secret = pool.get("runtimeApiSecret")
+        if needed and not secret:
+            svc = f"{name}-supernode-{pool.get('name')}"
+            yield problem(
+                at,
+                "required with tls.source existingSecret and isolationMode process (Flower 1.40+): the "
+                "kubernetes.io/tls Secret this pool's SuperNodes serve their Runtime API with, signed by the CA "
+                f"the federation trusts, with SANs localhost, 127.0.0.1, {svc}, {svc}.{namespace}, "
+                f"{svc}.{namespace}.svc, {svc}.{namespace}.svc.{domain} and *.{svc}.{namespace}.svc.{domain}",
+            )
+        elif secret and not needed:
+            yield problem(
+                at,
+                f"'{secret}' would be ignored: only used with tls.source existingSecret, isolationMode process and "
+                "Flower 1.40+ (otherwise the certificate is made for you, or the hop has no TLS)",
+            )
+        elif isinstance(secret, str) and not (
+            DNS_NAME.match(secret) and not secret.startswith("*") and len(secret) <= 253
+        ):
+            yield problem(at, f"'{secret}' is not a Secret name")
+
+
 def node_auth(raw: Raw, mode: str) -> Iterator[Problem]:
     if get(raw, "nodeAuth", "enabled") is not True:
         return
@@ -115,8 +166,34 @@ def network_policies(raw: Raw, pools: Pools) -> Iterator[Problem]:
         yield from list_fragment(
             at + ("extraEgress",), np.get("extraEgress"), "networkpolicyegressrule-networking-v1.json"
         )
+        yield from _ip_blocks(at + ("extraIngress",), np.get("extraIngress"), "from")
+        yield from _ip_blocks(at + ("extraEgress",), np.get("extraEgress"), "to")
         if np.get("ingressNSPodMatchLabels") and not np.get("ingressNSMatchLabels"):
             yield problem(at + ("ingressNSPodMatchLabels",), "only used together with ingressNSMatchLabels")
+
+
+def _ip_blocks(at: At, rules: Any, peers_key: str) -> Iterator[Problem]:
+    """ipBlocks as the API server checks them beyond the schema: `cidr` and each `except`
+    a CIDR, each `except` strictly inside `cidr`."""
+    for i, rule in enumerate(as_list(rules)):
+        for j, peer in enumerate(as_list(as_dict(rule).get(peers_key))):
+            block = as_dict(as_dict(peer).get("ipBlock"))
+            where = at + (i, peers_key, j, "ipBlock")
+            cidr = block.get("cidr")
+            if isinstance(cidr, str) and not is_cidr(cidr):
+                yield problem(where + ("cidr",), f"'{cidr}' is not a CIDR (e.g. 10.0.0.0/8)")
+            for k, inner in enumerate(as_list(block.get("except"))):
+                if not isinstance(inner, str):
+                    continue
+                if not is_cidr(inner):
+                    yield problem(where + ("except", k), f"'{inner}' is not a CIDR (e.g. 10.1.0.0/16)")
+                elif isinstance(cidr, str) and is_cidr(cidr) and not _strictly_inside(inner, cidr):
+                    yield problem(where + ("except", k), f"'{inner}' is not strictly inside cidr '{cidr}'")
+
+
+def _strictly_inside(inner: str, outer: str) -> bool:
+    a, b = ipaddress.ip_network(inner, strict=False), ipaddress.ip_network(outer, strict=False)
+    return a.version == b.version and a != b and a.subnet_of(b)  # type: ignore[arg-type]
 
 
 def probes(raw: Raw) -> Iterator[Problem]:
@@ -133,7 +210,7 @@ def executor(raw: Raw, isolation: str) -> Iterator[Problem]:
     executor = as_dict(raw.get("executor"))
     kind = executor.get("type", DEFAULTS.executor.type)
     if kind != "kubernetes":
-        for key in ("image", "config"):
+        for key in ("image", "config", "resourcesPreset"):
             if executor.get(key):
                 yield problem(("executor", key), "only used with executor.type: kubernetes")
         return

@@ -16,7 +16,7 @@ from ..errors import Problem, problem
 from ..naming import DNS_LABEL_MAX
 from ..sshkeys import public_key_problem
 from .raw import DEFAULTS, Pools, Raw, as_dict, as_list, get
-from .security import DNS_NAME
+from .security import DNS_NAME, is_cidr
 
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # `org/project/stack` (or `project/stack`, `stack`), as `pulumi.StackReference` takes it.
@@ -108,6 +108,12 @@ def roles(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Proble
                 "superlink.externalAddress, superlink.ingress or tls.dnsNames",
             )
     yield from _external_address(raw)
+    for i, cidr in enumerate(as_list(get(raw, "superlink", "service", "loadBalancerSourceRanges"))):
+        if isinstance(cidr, str) and not is_cidr(cidr):
+            yield problem(
+                ("superlink", "service", "loadBalancerSourceRanges", i),
+                f"'{cidr}' is not a CIDR (e.g. 198.51.100.0/24)",
+            )
     yield from _sites(raw, role)
     yield from _clusters(raw, pools)
 
@@ -216,9 +222,7 @@ def _site(raw: Raw) -> Iterator[Problem]:
             "createNamespace: false (or give the CA as certificate.pem)",
         )
     for i, cidr in enumerate(as_list(remote.get("cidrs"))):
-        try:
-            ipaddress.ip_network(cidr, strict=False)
-        except (TypeError, ValueError):
+        if not is_cidr(cidr):  # a NetworkPolicy ipBlock: an address alone is refused there
             yield problem(at + ("cidrs", i), f"'{cidr}' is not a CIDR (e.g. 203.0.113.0/24)")
 
 

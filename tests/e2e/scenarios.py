@@ -12,7 +12,8 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
      online under the node id its own key got; `flwr run` of the numpy FedAvg app (two
      rounds) through the exported connection config completes; every round has every
      pod, each with the partition-id its ordinal gives; the ServerApp ran in the
-     SuperLink's container and the ClientApps in the SuperNodes' containers.
+     SuperLink's container and the ClientApps in the SuperNodes' containers, each
+     container staying under the memory limit it was rendered with (its role's default).
   3. the SuperLink pod is deleted (its process killed) and recreated on the same
      claim: the earlier runs and the registered nodes are still listed, the SuperNodes
      reconnect without registering again, and a new run completes.
@@ -21,7 +22,7 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
      same node id, and the next run has all four pods again.
 - `process`: the same stack with process isolation (SuperExec sidecars).
   2. the run completes, and ServerApp/ClientApps ran in the SuperExec containers, not
-     in the SuperLink/SuperNode containers.
+     in the SuperLink/SuperNode containers; every container under its memory limit.
 - `negative`: one SuperNode whose pod trusts another deployment's CA (its CA volume
   points at a Secret holding that CA).
   5. the harness reports the federation not ready (SuperLink Ready, no SuperNode
@@ -44,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from federation.quantity import parse_quantity
 from tests.e2e.harness import NotReady
 from tests.e2e.stack import NAME, Federation, RunResult, config, render
 
@@ -114,6 +116,19 @@ def ran_in(result: RunResult, program: str) -> set[tuple[str, str]]:
     return {(pod, container) for pod, container, prog in result.ran if prog == program}
 
 
+def assert_within_memory_limits(fed: Federation, result: RunResult) -> None:
+    """Every container, while the app ran, stayed under the memory limit it was rendered
+    with (the role defaults of README "Resources"): the sum of its processes' RSS at the
+    peak sample, which is above what its cgroup would be charged."""
+    assert {(pod, c) for pod, c, _ in result.ran} <= set(result.peak_rss), "a container that ran an app was not sampled"
+    worst: dict[str, tuple[int, str]] = {}
+    for (pod, name), peak in sorted(result.peak_rss.items()):
+        limit = fed.cluster.pod(pod).container(name).spec["resources"]["limits"]["memory"]
+        assert peak < parse_quantity(limit), f"{pod}/{name} held {peak >> 20} MiB, over its {limit} memory limit"
+        worst[name] = max(worst.get(name, (0, limit)), (peak, limit))
+    fed.phases.append("peak RSS " + ", ".join(f"{n} {p >> 20}Mi of {lim}" for n, (p, lim) in sorted(worst.items())))
+
+
 # --- scenarios --------------------------------------------------------------------------
 
 
@@ -131,6 +146,7 @@ def scenario_1(fed: Federation, memo: dict) -> None:
     assert_completed(result, expected)
     assert ran_in(result, "flwr-serverapp") == {(fed.superlink.name, "superlink")}, result.ran
     assert ran_in(result, "flwr-clientapp") == {(pod, "supernode") for pod in expected}, result.ran
+    assert_within_memory_limits(fed, result)
     rid = run_id(result)
     memo["runs"] = assert_listed(fed, rid)
     memo["nodes"] = ids
@@ -219,6 +235,7 @@ def scenario_2(fed: Federation, memo: dict) -> None:
     assert_completed(result, expected)
     assert ran_in(result, "flwr-serverapp") == {(fed.superlink.name, "superexec-serverapp")}, result.ran
     assert ran_in(result, "flwr-clientapp") == {(pod, "superexec-clientapp") for pod in expected}, result.ran
+    assert_within_memory_limits(fed, result)
     assert_listed(fed, run_id(result))
 
 

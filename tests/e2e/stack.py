@@ -30,7 +30,7 @@ import threading
 import time
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -111,6 +111,8 @@ class RunResult:
     seconds: float
     ran: set  # (pod, container, program) seen running flwr-serverapp / flwr-clientapp
     during_error: Optional[BaseException] = None
+    # (pod, container) -> the most resident memory its processes held together, in bytes
+    peak_rss: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def summary(self) -> str:
         return f"exit {self.returncode}, {len(self.rounds)} rounds, done={self.done}, {self.seconds:.1f}s"
@@ -367,13 +369,19 @@ class Federation:
         during: Optional[Callable[[], None]] = None,
     ) -> RunResult:
         """`flwr run <app> <connection> --stream`, bounded by `timeout`; `during` runs in a
-        thread meanwhile. Records which containers ran ServerApps and ClientApps."""
+        thread meanwhile. Records which containers ran ServerApps and ClientApps, and the
+        peak memory of each container."""
         args = ["flwr", "run", str(APP_DIR), self.connection, "--stream"]
         if run_config:
             args += ["--run-config", " ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items())]
         start = time.monotonic()
-        stop, ran = threading.Event(), set()
-        sampler = threading.Thread(target=self.cluster.sample_programs, args=(APP_PROGRAMS, stop, ran), daemon=True)
+        stop, ran, peak_rss = threading.Event(), set(), {}
+        sampler = threading.Thread(
+            target=self.cluster.sample_programs,
+            args=(APP_PROGRAMS, stop, ran),
+            kwargs={"peak_rss": peak_rss},
+            daemon=True,
+        )
         sampler.start()
         errors: list[BaseException] = []
 
@@ -404,6 +412,7 @@ class Federation:
             time.monotonic() - start,
             ran,
             errors[0] if errors else None,
+            peak_rss,
         )
 
     def runs(self) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from federation.network import POD_NAME_LABEL
 from tests.support.manifests import by_kind, workloads
 from tests.support.security_matrix import executor_configs
 
@@ -15,13 +16,20 @@ def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
 
 
-def pod_groups(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, str]]:
+def pod_groups(objects: Iterable[dict[str, Any]], per_pod: bool = False) -> dict[str, dict[str, str]]:
     """Every set of pods of the federation, by id -> its labels: workload pod templates
-    and the task pods the Kubernetes executor labels from its config."""
+    (`per_pod`: a StatefulSet's pods one by one, with the pod-name label its controller
+    adds, which pair policies select by) and the task pods the Kubernetes executor labels
+    from its config."""
     objects = list(objects)
-    groups = {
-        f"{w['kind']}/{w['metadata']['name']}": w["spec"]["template"]["metadata"]["labels"] for w in workloads(objects)
-    }
+    groups = {}
+    for w in workloads(objects):
+        labels, name = w["spec"]["template"]["metadata"]["labels"], w["metadata"]["name"]
+        if per_pod and w["kind"] == "StatefulSet":
+            for k in range(w["spec"].get("replicas") or 0):
+                groups[f"StatefulSet/{name}-{k}"] = {**labels, POD_NAME_LABEL: f"{name}-{k}"}
+        else:
+            groups[f"{w['kind']}/{name}"] = labels
     groups.update({f"tasks/{name}": cfg["labels"] for name, cfg in executor_configs(objects).items()})
     return groups
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from federation.pods import merge_resources
-from tests.support.defaults import DEFAULT_REQUESTS
+from tests.support.defaults import PRESETS, role_preset
 from tests.support.operator_fragments import (
     GPU_AMD,
     GPU_MIXED,
@@ -49,7 +49,6 @@ from tests.support.operator_readme import (
 )
 
 NAMESPACE = "flower"
-DEFAULT_RESOURCES = {"requests": DEFAULT_REQUESTS}
 
 
 # --- README examples as configs --------------------------------------------------------
@@ -289,9 +288,15 @@ def pool_workload(objs: dict, ex: Example, pool: str) -> dict:
     return objs[(kind, f"{ex.name}-supernode-{pool}")]
 
 
-def with_defaults(resources: Optional[dict]) -> dict:
-    """Resources as rendered: the given ones over the federation's default requests."""
-    return merge_resources(DEFAULT_RESOURCES, resources)
+def default_resources(ex: Example, container: str) -> dict:
+    """What a container of the example gets when its config sets no resources: its role's
+    preset (the operator sets none; we protect the cluster by default)."""
+    return copy.deepcopy(PRESETS[role_preset(container, process_isolation=ex.process, kubernetes_executor=False)])
+
+
+def with_defaults(resources: Optional[dict], ex: Example, container: str) -> dict:
+    """Resources as rendered: the given ones over the container's default preset."""
+    return merge_resources(default_resources(ex, container), resources)
 
 
 def with_gpu(resources: Optional[dict], gpu: Optional[tuple[str, int]]) -> dict:

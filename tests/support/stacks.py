@@ -129,6 +129,26 @@ def security_stacks() -> dict[str, dict[str, Any]]:
         HTTP_ERA, mode="DaemonSet", nodeAuth={"enabled": True, "keySource": "config"}
     )
     stacks["http-runtime-deps"] = base(HTTP_ERA, isolation="process", allowRuntimeDependencyInstallation=True)
+    # The SuperExec hop's certificate from each TLS source, and without TLS (auth only).
+    stacks["http-process-certmanager"] = base(
+        HTTP_ERA,
+        isolation="process",
+        placement="distributed",
+        tls={"source": "certManager", "certManager": {"issuerRef": {"name": "ca-issuer", "kind": "ClusterIssuer"}}},
+    )
+    existing = base(
+        HTTP_ERA,
+        isolation="process",
+        tls={
+            "source": "existingSecret",
+            "existingSecret": "my-tls",
+            "trust": {"source": "existingSecret", "existingSecret": "my-ca", "key": "root.pem"},
+        },
+    )
+    for pool in existing["supernodes"]["pools"]:
+        pool["runtimeApiSecret"] = f"my-runtime-{pool['name']}"
+    stacks["http-process-existing"] = existing
+    stacks["http-process-insecure"] = base(HTTP_ERA, isolation="process", placement="distributed", insecure=True)
     return stacks
 
 

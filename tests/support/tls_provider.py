@@ -1,4 +1,4 @@
-"""A stand-in for the pulumi-tls provider under Pulumi mocks that does the real work:
+"""A stand-in for the pulumi-tls (and pulumi-random) provider under Pulumi mocks that does the real work:
 real ECDSA keys (PEM and OpenSSH), a real self-signed CA, real CSRs and certificates
 signed by it, honouring the inputs the program passes (curve, subject, SANs, validity,
 key usages). Tests see exactly the key material and file layout a deployment gets."""
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import secrets
+import string
 from typing import Any
 
 from cryptography import x509
@@ -151,6 +153,9 @@ class RealTlsProvider:
             builder = builder.add_extension(san, critical=False)
             cert = builder.sign(ca_key, hashes.SHA256())
             out["certPem"] = cert.public_bytes(serialization.Encoding.PEM).decode()
+        elif typ == "random:index/randomPassword:RandomPassword":
+            alphabet = string.ascii_letters + string.digits
+            out["result"] = "".join(secrets.choice(alphabet) for _ in range(int(inputs["length"])))
         else:
             out = placeholder_outputs(typ, name, inputs)
         self.made[name] = out

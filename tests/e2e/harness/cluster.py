@@ -351,16 +351,36 @@ class Cluster:
             out.append((owner[0], owner[1], int(entry), argv))
         return out
 
-    def sample_programs(self, names: Iterable[str], stop: threading.Event, seen: set, every: float = 0.2) -> None:
+    def sample_programs(
+        self,
+        names: Iterable[str],
+        stop: threading.Event,
+        seen: set,
+        every: float = 0.2,
+        peak_rss: Optional[dict[tuple[str, str], int]] = None,
+    ) -> None:
         """Until `stop`: add (pod, container, program) to `seen` for every running process
-        whose argv names one of `names` (a program or a Python script of that name)."""
+        whose argv names one of `names` (a program or a Python script of that name); and
+        keep in `peak_rss` the most resident memory each container's processes held
+        together at one sample, in bytes. The sum of RSS counts shared pages once per
+        process, so it is above what the kubelet's cgroup would charge: a fair check of a
+        memory limit, though not its enforcement (the harness has no cgroups)."""
         names = set(names)
+        page = os.sysconf("SC_PAGE_SIZE")
         while not stop.is_set():
-            for pod, container, _, argv in self.processes():
+            held: dict[tuple[str, str], int] = {}
+            for pod, container, pid, argv in self.processes():
                 for arg in argv[:2]:
                     if os.path.basename(arg) in names:
                         seen.add((pod, container, os.path.basename(arg)))
                         break
+                if peak_rss is not None:
+                    with contextlib.suppress(OSError, ValueError, IndexError):
+                        resident = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+                        held[(pod, container)] = held.get((pod, container), 0) + resident
+            if peak_rss is not None:
+                for key, total in held.items():
+                    peak_rss[key] = max(peak_rss.get(key, 0), total)
             stop.wait(every)
 
     # -- a client namespace (e.g. where the flwr CLI runs)

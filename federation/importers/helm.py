@@ -1,0 +1,168 @@
+"""`python -m federation import helm VALUES.yaml`: a values file of Flower's SuperNode Helm
+chart as a site stack (role: site), equivalent to `helm install RELEASE . --values VALUES.yaml`.
+
+Every value of the file is read as Helm would (the chart's defaults under it, mappings merged
+key by key, `null` removing a default) and must be a parameter of the chart (chart.py, the one
+mapping table). A parameter either goes to its config path or is refused there with the
+table's reason. The steps that compute a value (names, images, TLS, node keys, isolation,
+security contexts, per-container settings) are in helm_steps.py."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Optional
+
+from . import helm_steps
+from .chart import CHART, Param, known_prefixes
+from .common import Stack, validate
+from .helm_pods import SHARED
+
+PREFIXES = known_prefixes()
+
+
+def _leaves(values: dict[str, Any], stack: Stack, prefix: str = "") -> dict[str, Any]:
+    """Every chart parameter the values file sets, by path; anything else is refused."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if path in CHART:
+            out[path] = value
+        elif path in PREFIXES and isinstance(value, dict):
+            out.update(_leaves(value, stack, path))
+        elif path in PREFIXES:
+            stack.refuse(path, f"must be a mapping of the chart's {path}.* parameters, not {value!r}")
+        else:
+            near = difflib.get_close_matches(path, [*CHART, *PREFIXES], n=1, cutoff=0.75)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            stack.refuse(path, f"not a parameter of the SuperNode Helm chart (it would ignore it){hint}")
+    return out
+
+
+def merged(default: Any, value: Any) -> Any:
+    """A parameter's value as Helm computes it: a mapping merges into the default's key by
+    key (`null` deletes a key); anything else replaces it."""
+    if isinstance(default, dict) and isinstance(value, dict):
+        out = dict(default)
+        for k, v in value.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = merged(default.get(k), v)
+        return out
+    return value
+
+
+class Values:
+    """The values file read against the chart: what the user set, and every parameter's
+    effective value."""
+
+    def __init__(self, user: dict[str, Any]):
+        self.user = user
+
+    def get(self, path: str) -> Any:
+        default = CHART[path].default
+        return merged(default, self.user[path]) if path in self.user else default
+
+    def set_by_user(self, path: str) -> bool:
+        return path in self.user
+
+    def changed(self, path: str) -> bool:
+        """Set to something else than the chart's default."""
+        return path in self.user and self.get(path) != CHART[path].default
+
+
+def import_values(
+    values: Any,
+    *,
+    origin: str,
+    command: str,
+    release: Optional[str] = None,
+    namespace: Optional[str] = None,
+    allow_drop: bool = False,
+    preserve: bool = False,
+) -> Stack:
+    """The site stack equivalent to installing the chart with `values`; ImportRefused lists
+    every value it cannot carry over."""
+    stack = Stack(stack="site", origin=origin, command=command)
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        stack.refuse("(values file)", "must be a mapping of chart parameters", droppable=False)
+        stack.settle(allow_drop)
+    user = _leaves(values, stack)
+    for path, value in sorted(user.items()):
+        if value is None:
+            stack.refuse(path, "null removes the chart's default, which leaves this parameter without a meaning")
+    vals = Values({p: v for p, v in user.items() if v is not None})
+    steps = helm_steps.Steps(vals, stack, release=release, namespace=namespace, preserve=preserve)
+    steps.run()
+    _copy_plain(vals, stack, steps)
+    _refuse_listed(vals, stack, steps)
+    stack.settle(allow_drop)
+    validate(stack)
+    return stack
+
+
+def _plain(param: Param) -> bool:
+    return param.to is not None and param.via is None
+
+
+def _copy_plain(vals: Values, stack: Stack, steps: helm_steps.Steps) -> None:
+    """Parameters copied as they are. Several naming one config path combine as the chart
+    combines them (`global.*`, then the component's own); SuperNode and SuperExec values
+    that land in one place must agree, since a pool's SuperNodes and SuperExecs share it."""
+    targets: dict[str, list[str]] = {}
+    for path, param in CHART.items():
+        if _plain(param) and steps.active(path):
+            targets.setdefault(str(param.to), []).append(path)
+    for target, paths in targets.items():
+        set_ones = [p for p in paths if vals.set_by_user(p)]
+        if not set_ones:
+            continue
+        value = _combine(vals, stack, target, paths)
+        if value is not None:
+            stack.set(target, value, ", ".join(set_ones))
+
+
+def _combine(vals: Values, stack: Stack, target: str, paths: list[str]) -> Any:
+    values = [(p, vals.get(p)) for p in paths]
+    if all(isinstance(v, dict) for _, v in values):
+        out: dict[str, Any] = {}
+        owner: dict[str, str] = {}
+        for path, value in values:
+            for k, v in value.items():
+                if k in out and out[k] != v and _components(owner[k], path):
+                    stack.refuse(path, f"{k!r} differs from {owner[k]}'s: {SHARED} {target}")
+                    continue
+                out[k], owner[k] = v, path
+        return out
+    if all(isinstance(v, list) for _, v in values):
+        items: list[Any] = []
+        for _, value in values:
+            items += [v for v in value if v not in items]
+        return items
+    first_path, first = values[0]
+    for path, value in values[1:]:
+        if value != first:
+            # Blame the value the user set; both sides are named.
+            mine, theirs = (path, first_path) if vals.set_by_user(path) else (first_path, path)
+            stack.refuse(
+                mine,
+                f"{vals.get(mine)!r} here, {vals.get(theirs)!r} in {theirs}: {SHARED} {target}; set both alike",
+            )
+            return None
+    return first
+
+
+def _components(a: str, b: str) -> bool:
+    """Two parameters of different components (SuperNode vs SuperExec), not global vs one."""
+    return not a.startswith("global.") and a.split(".")[0] != b.split(".")[0]
+
+
+def _refuse_listed(vals: Values, stack: Stack, steps: helm_steps.Steps) -> None:
+    for path, param in CHART.items():
+        if param.refuse is not None and vals.changed(path) and steps.active(path):
+            stack.refuse(path, param.refuse)
+
+
+__all__ = ["import_values", "merged"]

@@ -1,0 +1,328 @@
+"""The steps of `import helm` that compute a value rather than copy one (chart.py's
+`via`): names (the chart's fullname), isolation and SuperExec placement, images and the
+Flower version, the SuperLink dialled, TLS, node keys, replicas and nodeConfig; security
+contexts and per-container settings are in helm_pods.py, where our defaults differ from the
+chart's in helm_defaults.py."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..dialects import SUPERNODE_APPIO_PORT, FlowerVersion, dialect_for, image_tag, supported_ranges
+from ..naming import selector_labels
+from . import helm_pods
+from .chart import CHART_NAME, POOL
+from .common import flow
+from .helm_defaults import differences
+
+if TYPE_CHECKING:
+    from .common import Stack
+    from .helm import Values
+
+PLACEHOLDERS = ("{index}", "{replicas}", "{pool}", "{node}")
+
+
+def fullname(release: str, name: str, override: str) -> str:
+    """The chart's `fullname` (Helm's standard _helpers.tpl): fullnameOverride, else the
+    release name if it contains the chart's name, else `<release>-<name>`; cut to 63
+    characters, then one trailing '-' trimmed."""
+    text = override or (release if name in release else f"{release}-{name}")
+    text = text[:63]
+    return text[:-1] if text.endswith("-") else text
+
+
+class Steps:
+    def __init__(self, vals: Values, stack: Stack, *, release: Optional[str], namespace: Optional[str], preserve: bool):
+        self.vals = vals
+        self.stack = stack
+        self.release = release
+        self.namespace = namespace
+        self.preserve = preserve
+        self.process = False
+        self.distributed = False
+        self.name = ""
+        self.pool = str(vals.get("supernode.name"))
+
+    def active(self, path: str) -> bool:
+        """SuperExec parameters act only where the chart runs SuperExecs."""
+        return self.process or not path.startswith("superexec.")
+
+    def run(self) -> None:
+        self.stack.set("role", "site", "the chart installs SuperNodes that dial a SuperLink elsewhere")
+        self._names()
+        self._isolation()
+        self._images()
+        self._superlink()
+        self._tls()
+        self._node_auth()
+        self._pool()
+        helm_pods.security_contexts(self)
+        helm_pods.per_container(self)
+        for text in differences(self):
+            self.stack.differences.append(text)
+
+    # --- names -------------------------------------------------------------------------
+
+    def _names(self) -> None:
+        v, s = self.vals, self.stack
+        override, chart_name = str(v.get("fullnameOverride") or ""), str(v.get("nameOverride") or "")
+        if not override and not chart_name:
+            s.refuse(
+                "nameOverride",
+                "empty: the chart then names objects after the name in its Chart.yaml, which its documentation does "
+                "not give; set nameOverride (or fullnameOverride) to the name your release used",
+                droppable=False,
+            )
+        release = self.release or chart_name or CHART_NAME
+        self.name = fullname(release, chart_name, override)
+        s.stack = release
+        source = "fullnameOverride" if override else ("--release, nameOverride" if self.release else "nameOverride")
+        s.set("name", self.name, source)
+        s.set("namespace", self.namespace or "default", "--namespace" if self.namespace else "helm's default namespace")
+        s.set("createNamespace", False, "helm install needs the namespace to exist")
+        s.names.append(
+            f"SuperNodes: StatefulSet {self.name}-supernode-{self.pool}, pods {self.name}-supernode-{self.pool}-0, -1, "
+            f"... (the chart: Deployment {self.name}-{self.pool}, pods with random suffixes). The chart's fullname "
+            "is the federation's name, supernode.name the pool's."
+        )
+        if not self.release:
+            s.notes.append(f"No --release: the release is taken to be named '{release}', the chart's name.")
+        if not self.namespace:
+            s.notes.append("No --namespace: the namespace is 'default', as for `helm install` in a default context.")
+        s.notes.append(
+            "createNamespace: false, as `helm install` expects the namespace to exist; this stack then does not label "
+            "it with a Pod Security level (its pods meet `restricted` all the same)."
+        )
+
+    # --- isolation -----------------------------------------------------------------------
+
+    def _isolation(self) -> None:
+        v, s = self.vals, self.stack
+        for path in ("supernode.enabled", "superexec.enabled"):
+            if not isinstance(v.get(path), bool):
+                s.refuse(path, f"must be true or false, not {v.get(path)!r}", droppable=False)
+        mode = v.get("supernode.isolationMode")
+        superexec = v.get("superexec.enabled") is True
+        if v.get("supernode.enabled") is False:
+            s.refuse(
+                "supernode.enabled",
+                "false: a release of SuperExecs only (the chart's second install for 'Isolation Distributed') has no "
+                "counterpart: here a pool brings its own SuperExecs; import the SuperNodes' values with "
+                "superexec.enabled: true and the SuperExec release's superexec settings",
+                droppable=False,
+            )
+        if mode not in ("subprocess", "process"):
+            s.refuse("supernode.isolationMode", f"must be subprocess or process, not {mode!r}", droppable=False)
+        elif superexec and mode == "subprocess" and v.set_by_user("supernode.isolationMode"):
+            s.refuse(
+                "supernode.isolationMode",
+                "subprocess with superexec.enabled: true: the SuperNode would start ClientApps itself while the "
+                "SuperExec waits for them; set process (the chart's 'Isolated Setup') or superexec.enabled: false",
+                droppable=False,
+            )
+        elif mode == "process" and not superexec:
+            s.refuse(
+                "supernode.isolationMode",
+                "process without superexec.enabled: the chart leaves the SuperNodes' ClientApps to SuperExecs of "
+                "another release; here a pool brings its own: set superexec.enabled: true (with that release's "
+                "superexec settings) to import both as one pool",
+                droppable=False,
+            )
+        self.process = superexec
+        if not superexec:
+            ignored = sorted(p for p in v.user if p.startswith("superexec.") and p != "superexec.enabled")
+            if ignored:
+                s.notes.append(
+                    f"Ignored, as the chart ignores them with superexec.enabled false: {', '.join(ignored)}."
+                )
+            return
+        s.set("isolationMode", "process", "superexec.enabled")
+        if not v.set_by_user("supernode.isolationMode"):
+            s.notes.append(
+                "superexec.enabled: true runs ClientApps in the SuperExecs, i.e. process isolation (the chart's "
+                "'Isolated Setup'), though supernode.isolationMode is left at its default."
+            )
+        target = v.get("superexec.supernode")
+        if not isinstance(target, dict) or set(target) - {"address", "port"}:
+            s.refuse("superexec.supernode", f"expected {{address, port}}, got {target!r}", droppable=False)
+            return
+        port = target.get("port", SUPERNODE_APPIO_PORT)
+        if port != SUPERNODE_APPIO_PORT:
+            s.refuse("superexec.supernode.port", f"{port!r}: a SuperExec dials its SuperNode's API on port 9094")
+        self.distributed = bool(target.get("address"))
+        workload = f"{self.name}-superexec-{self.pool}"
+        if self.distributed:
+            s.set("superexecPlacement", "distributed", "superexec.supernode.address")
+            s.names.append(
+                f"SuperExecs: StatefulSet {workload}; replica k dials SuperNode k at its own in-cluster name "
+                f"({self.name}-supernode-{self.pool}-k.{self.name}-supernode-{self.pool}:9094) instead of "
+                f"superexec.supernode.address {target['address']!r}."
+            )
+        else:
+            s.names.append(
+                f"SuperExecs: a container superexec-clientapp beside each SuperNode (its API stays on the pod's "
+                f"loopback), where the chart runs Deployment {self.name}-{v.get('superexec.name')}."
+            )
+        if v.changed("superexec.name"):
+            s.names.append(f"superexec.name {v.get('superexec.name')!r} names nothing here: see above.")
+
+    # --- images and version ------------------------------------------------------------------
+
+    def _image(self, component: str) -> Optional[str]:
+        keys = ("registry", "repository", "tag", "digest")
+        parts = [self.vals.get(f"{component}.image.{k}") for k in keys]
+        bad = [k for k, p in zip(keys, parts, strict=True) if not isinstance(p, str)]
+        for key in bad:
+            self.stack.refuse(f"{component}.image.{key}", "must be a string", droppable=False)
+        registry, repository, tag, digest = (str(p or "") for p in parts)
+        if bad or not repository:
+            if not bad:
+                self.stack.refuse(f"{component}.image.repository", "must not be empty", droppable=False)
+            return None
+        ref = f"{registry}/{repository}" if registry else repository
+        return ref + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
+
+    def _images(self) -> None:
+        s = self.stack
+        image = self._image("supernode")
+        if image is None:
+            return
+        s.set("supernodes.image", image, "supernode.image.*")
+        if self.process:
+            superexec = self._image("superexec")
+            if superexec is not None:
+                s.set(f"{POOL}.images.superexecClientApp", superexec, "superexec.image.*")
+        tag = image_tag(image)
+        version = FlowerVersion.parse(tag) if tag else None
+        if version is None:
+            s.notes.append(
+                f"The SuperNode image's tag {tag!r} names no Flower version: this stack assumes Flower's default here "
+                "(1.41.0); set `version` to the Flower the image holds."
+            )
+        elif dialect_for(version) is None:
+            s.refuse(
+                "supernode.image.tag",
+                f"{tag!r} is Flower {version}, which flower-federation does not run ({supported_ranges()}): build "
+                "the image on a supported Flower",
+                droppable=False,
+            )
+        else:
+            s.set("version", str(version), "supernode.image.tag")
+
+    # --- the SuperLink dialled, TLS, node keys -------------------------------------------------
+
+    def _superlink(self) -> None:
+        v, s = self.vals, self.stack
+        s.set("supernodes.superlink.address", v.get("supernode.superlink.address"), "supernode.superlink.address")
+        s.set("supernodes.superlink.port", v.get("supernode.superlink.port"), "supernode.superlink.port")
+
+    def _tls(self) -> None:
+        v, s = self.vals, self.stack
+        enabled = v.get("tls.enabled")
+        cert = "supernode.superlink.certificate"
+        if not isinstance(enabled, bool):
+            s.refuse("tls.enabled", f"must be true or false, not {enabled!r}", droppable=False)
+            return
+        if not enabled:
+            s.set("insecure", True, "tls.enabled")
+            ignored = sorted(p for p in v.user if p.startswith(cert))
+            if ignored:
+                s.notes.append(f"Ignored with tls.enabled false, as in the chart: {', '.join(ignored)}.")
+            return
+        secret = v.get(f"{cert}.existingSecret")
+        copy = v.get(f"{cert}.copyFromExistingSecret.enabled") is True
+        copy_name = v.get(f"{cert}.copyFromExistingSecret.secretName") or f"{v.get('nameOverride')}-tls"
+        ca = f"{self.name}-ca"
+        if copy and not secret:
+            s.refuse(
+                f"{cert}.existingSecret",
+                "empty with copyFromExistingSecret.enabled: name the SuperLink's Secret to copy the CA from",
+                droppable=False,
+            )
+            return
+        source = secret or f"{v.get('nameOverride')}-tls"
+        where = f"{cert}.existingSecret" if secret else "the chart's default CA Secret (nameOverride-tls)"
+        s.set("supernodes.superlink.certificate.existingSecret", source, where)
+        if copy:
+            s.names.append(f"CA: Secret {ca}, copied from {source} at `pulumi up` (the chart's copy: {copy_name}).")
+        else:
+            s.names.append(
+                f"CA: Secret {ca}, copied from {source} (ca.crt, else tls.crt) at `pulumi up`; the chart mounts "
+                f"{source} itself. Either way {source} must exist in the namespace first."
+            )
+
+    def _node_auth(self) -> None:
+        v, s = self.vals, self.stack
+        enabled = v.get("global.nodeAuth.enabled")
+        key_path = "global.nodeAuth.authSupernodePrivateKey"
+        if not isinstance(enabled, bool):
+            s.refuse("global.nodeAuth.enabled", f"must be true or false, not {enabled!r}", droppable=False)
+            return
+        if not enabled:
+            ignored = sorted(p for p in v.user if p.startswith("global.nodeAuth.") and p != "global.nodeAuth.enabled")
+            if ignored:
+                s.notes.append(f"Ignored with global.nodeAuth.enabled false, as in the chart: {', '.join(ignored)}.")
+            return
+        s.set("nodeAuth.enabled", True, "global.nodeAuth.enabled")
+        replicas = v.get("supernode.replicas")
+        handover = (
+            "hand the hub this stack's public keys: `pulumi stack output nodeAuth --json | jq '[.publicKeys[][]]'`"
+        )
+        if not v.get(key_path):
+            s.notes.append(f"Node keys: one per SuperNode, generated by pulumi-tls; {handover}.")
+            return
+        if replicas != 1:
+            s.refuse(
+                key_path,
+                f"one key for all {replicas!r} replicas (the chart's): Flower knows a SuperNode by its key, so they "
+                "would be one node. Here each SuperNode has its own; dropped, keys are generated per replica",
+            )
+            if s.refusals and s.refusals[-1].path == key_path:
+                s.notes.append(f"With --allow-drop: node keys generated per SuperNode; {handover}.")
+            return
+        s.set("nodeAuth.keySource", "config", key_path)
+        s.secrets += [
+            f"# the key of {key_path}, written to supernode-0.key:",
+            "pulumi config set --secret --path "
+            + shlex.quote(f"nodeAuthKeys.{self.pool}.0")
+            + ' "$(cat supernode-0.key)"',
+        ]
+        if v.get("global.nodeAuth.authSupernodePublicKey"):
+            s.notes.append(
+                "global.nodeAuth.authSupernodePublicKey is derived from the private key here (stack output "
+                "nodeAuth.publicKeys); the hub keeps the registration it has."
+            )
+
+    # --- the pool ------------------------------------------------------------------------------
+
+    def _pool(self) -> None:
+        v, s = self.vals, self.stack
+        s.set(f"{POOL}.name", self.pool, "supernode.name")
+        s.set(f"{POOL}.replicas", v.get("supernode.replicas"), "supernode.replicas")
+        config = v.get("supernode.node.config")
+        if not v.set_by_user("supernode.node.config"):
+            return
+        if isinstance(config, dict):
+            for key, value in config.items():
+                if isinstance(value, str) and any(p in value for p in PLACEHOLDERS):
+                    s.refuse(
+                        f"supernode.node.config.{key}",
+                        f"{value!r}: the chart passes it literally; here {{index}}, {{replicas}}, {{pool}} and "
+                        "{node} are placeholders",
+                    )
+        s.set(f"{POOL}.nodeConfig", config, "supernode.node.config")
+
+    def selector(self) -> dict[str, str]:
+        return selector_labels(self.name, "supernode", self.pool)
+
+    def set_preserved(self, path: str, value: Any) -> str:
+        """--preserve-behaviour: set the source's behaviour; say what was (or would be) set."""
+        shown = f"{path}: {flow(value)}" if not isinstance(value, dict) else path
+        if self.preserve:
+            self.stack.set(path, value, "--preserve-behaviour")
+            return f"--preserve-behaviour set {shown}."
+        return f"--preserve-behaviour sets {shown}."
+
+
+__all__ = ["Steps", "fullname"]
