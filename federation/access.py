@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import yaml
 
-from . import network, pods
+from . import network, pod_settings, pods
 from .kube import Manifest
 from .layout import EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_FILE, WRITABLE_PATHS
 from .naming import TASK_EXECUTOR
@@ -91,6 +91,16 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: str) -> di
     }
     if plan.spec.default_resources:
         config["resources"] = plan.spec.default_resources
+    # The federation's pod settings (the chart's global.*) reach task pods too; `executor.config` wins.
+    if plan.spec.pod_labels:
+        config["labels"] = {**plan.spec.pod_labels, **config["labels"]}
+    if plan.spec.node_selector:
+        config["node-selector"] = dict(plan.spec.node_selector)
+    if plan.spec.tolerations:
+        config["tolerations"] = list(plan.spec.tolerations)
+    node_affinity = pod_settings.preset_affinity(plan.spec.affinity, {}, spread=False)
+    if node_affinity:
+        config["affinity"] = node_affinity
     for key, value in user.items():
         config[key] = {**config.get(key, {}), **value} if key == "labels" and isinstance(value, dict) else value
     return config

@@ -234,14 +234,18 @@ class FederationPlan:
         pool: Optional[str] = None,
         annotations: Optional[dict[str, str]] = None,
         extra_labels: Optional[dict[str, str]] = None,
+        extra_annotations: Optional[dict[str, str]] = None,
     ) -> ObjectMeta:
+        """Metadata of one of our objects: `annotations` are ours; `extra_labels` and `extra_annotations` the
+        component's own from config, over the top-level `annotations`; ours win on a clash."""
         meta: ObjectMeta = {
             "name": name,
             "namespace": self.namespace,
             "labels": {**(extra_labels or {}), **self.labels(component, pool)},
         }
-        if annotations:
-            meta["annotations"] = dict(annotations)
+        merged = {**self.spec.annotations, **(extra_annotations or {}), **(annotations or {})}
+        if merged:
+            meta["annotations"] = merged
         return meta
 
 

@@ -171,6 +171,14 @@ def _docstring(model: ModelType) -> str:
     return _prose(model.__dict__.get("__doc__"))
 
 
+def _fields(model: ModelType) -> list[tuple[str, Any]]:
+    """(name, FieldInfo) of `model`: its own fields in declaration order, then those of its mixins (pydantic
+    lists a base's fields first), so a section opens with what is particular to it."""
+    own = model.__dict__.get("__annotations__", {})
+    fields = list(model.model_fields.items())
+    return [f for f in fields if f[0] in own] + [f for f in fields if f[0] not in own]
+
+
 def _join(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
 
@@ -193,7 +201,7 @@ def _model_occurrences(root: ModelType) -> tuple[dict[ModelType, list[str]], dic
     owners: dict[ModelType, set[ModelType]] = {}
 
     def walk(model: ModelType, prefix: str) -> None:
-        for name, info in model.model_fields.items():
+        for name, info in _fields(model):
             annotation = _without_none(info.annotation)
             path = _join(prefix, _key(name, model))
             item = _list_item(annotation)
@@ -254,7 +262,7 @@ class _Reference:
         later: list[tuple[str, ModelType, Optional[BaseModel]]],
     ) -> None:
         values = _field_values(model, instance)
-        for name, info in model.model_fields.items():
+        for name, info in _fields(model):
             path = _join(prefix, _key(name, model))
             value = values[name]
             annotation = _without_none(info.annotation)

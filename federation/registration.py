@@ -18,6 +18,7 @@ from pathlib import Path
 
 import tomli_w
 
+from . import pod_settings
 from .access import service_account
 from .kube import Manifest
 from .layout import REGISTRATION_DIR, REGISTRATION_VOLUME, WRITABLE_PATHS
@@ -101,6 +102,8 @@ def job(plan: FederationPlan) -> Manifest:
     ]
     pod = template(plan, plan.labels(NODE_REGISTRATION), [container], volumes, service_account=names.node_registration)
     pod["spec"]["restartPolicy"] = "Never"
+    # A Job's pod has nobody to spread from: the node settings only.
+    pod = pod_settings.apply_to_pod(plan, pod, None, {}, spread=False)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

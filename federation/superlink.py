@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from . import access, pods, probes
+from . import access, pod_settings, pods, probes
 from .dialects import (
     ANY_ADDRESS,
     HEALTH_PORT,
@@ -150,6 +150,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
     pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
+    pod = pod_settings.apply_to_pod(plan, pod, sl, selector_labels(plan.name, SUPERLINK))
     pod = pods.apply_pod_template(pod, sl.pod_template)
     service: Manifest = {
         "apiVersion": "v1",
@@ -173,7 +174,15 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     }
     out = [
         statefulset(
-            plan, names.superlink, SUPERLINK, None, pod, replicas=1, service_name=names.superlink, claims=_claims(plan)
+            plan,
+            names.superlink,
+            SUPERLINK,
+            None,
+            pod,
+            replicas=1,
+            service_name=names.superlink,
+            claims=_claims(plan),
+            settings=sl,
         ),
         service,
         access.service_account(plan, names.superlink, SUPERLINK),
@@ -251,6 +260,7 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
         service_account=names.superexec_serverapp,
         api_token=wiring.enabled,
     )
+    pod = pod_settings.apply_to_pod(plan, pod, None, selector_labels(plan.name, SUPEREXEC_SERVERAPP))
     out += wiring.objects
     out.append(access.service_account(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP, api_token=wiring.enabled))
     out.append(

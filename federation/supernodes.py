@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import access, nodeauth, pods, probes
+from . import access, nodeauth, pod_settings, pods, probes
 from .config import Pool
 from .dialects import ANY_ADDRESS, HEALTH_PORT, LOOPBACK, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, health_server_args
 from .kube import Container, Manifest, PodTemplate
@@ -26,6 +26,7 @@ from .workload_parts import (
     statefulset,
     superexec_container,
     template,
+    workload_meta,
 )
 
 GPU_RESOURCE_BY_VENDOR = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
@@ -132,6 +133,10 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     pod = template(plan, plan.labels(SUPERNODE, pool.name), containers, volumes, service_account=workload)
     if not plan.distributed:  # else the GPU goes to the SuperExec's own pods
         _apply_gpu(pool, containers[-1] if plan.process_isolation else supernode, pod)
+    # A DaemonSet has one pod per node already: no spreading preset.
+    pod = pod_settings.apply_to_pod(
+        plan, pod, pool, selector_labels(plan.name, SUPERNODE, pool.name), spread=plan.stateful
+    )
     pod = pods.apply_pod_template(pod, pool.pod_template)
     if not plan.stateful and plan.node_auth:
         _only_nodes_with_keys(pod, nodeauth.slots(plan, pool))
@@ -178,7 +183,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
             {
                 "apiVersion": "apps/v1",
                 "kind": "DaemonSet",
-                "metadata": plan.meta(workload, SUPERNODE, pool.name),
+                "metadata": workload_meta(plan, workload, SUPERNODE, pool.name, pool),
                 "spec": {
                     "selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)},
                     "template": pod,
@@ -223,6 +228,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
             service_name=workload,
             claims=claims,
             parallel=True,
+            settings=pool,
         )
     )
     if plan.distributed:
@@ -247,6 +253,7 @@ def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload:
         api_token=wiring.enabled,
     )
     _apply_gpu(pool, c, pod)
+    pod = pod_settings.apply_to_pod(plan, pod, None, selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name))
     pod = pods.apply_pod_template(pod, pool.pod_template)
     sa = access.service_account(plan, name, SUPEREXEC_CLIENTAPP, pool.name, api_token=wiring.enabled)
     return (

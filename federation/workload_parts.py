@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import access, pods, probes
-from .config import Probes
+from .config import PodMetadata, Probes
 from .dialects import health_server_args
-from .kube import Container, Manifest, PodTemplate
+from .kube import Container, Manifest, ObjectMeta, PodTemplate
 from .layout import CA_DIR, CA_VOLUME, EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_VOLUME
 from .naming import selector_labels
 from .plan import FederationPlan
@@ -171,6 +171,7 @@ def statefulset(
     service_name: str,
     claims: list[dict[str, Any]],
     parallel: bool = False,
+    settings: Optional[PodMetadata] = None,
 ) -> Manifest:
     spec: dict[str, Any] = {"replicas": replicas, "serviceName": service_name}
     if parallel:
@@ -180,7 +181,21 @@ def statefulset(
     spec["template"] = template
     if claims:
         spec["volumeClaimTemplates"] = claims
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": plan.meta(name, component, pool), "spec": spec}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": workload_meta(plan, name, component, pool, settings),
+        "spec": spec,
+    }
+
+
+def workload_meta(
+    plan: FederationPlan, name: str, component: str, pool: Optional[str], settings: Optional[PodMetadata]
+) -> ObjectMeta:
+    """A workload's metadata, with the component's own labels and annotations."""
+    if settings is None:
+        return plan.meta(name, component, pool)
+    return plan.meta(name, component, pool, extra_labels=settings.labels, extra_annotations=settings.annotations)
 
 
 def claims_used_by(claims: list[dict[str, Any]], mounts: list[Mount]) -> list[dict[str, Any]]:

@@ -102,6 +102,7 @@ def test_sections_follow_the_model() -> None:
         "probes",
         "executor",
         "rbac",
+        "affinity",
     ]
 
 

@@ -29,9 +29,11 @@ from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rb
 from .sites import Cluster, Ingress, RemoteCertificate, RemoteSuperLink, Role, Site
 from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
 from .supernodes import Gpu, Pool, PoolImages, SuperNodes
+from .workloads import AffinityPresets, NodeAffinityPreset, PodMetadata
 
 __all__ = [
     "NETWORK_POLICY_DEFAULTS",
+    "AffinityPresets",
     "CertManager",
     "Cli",
     "Cluster",
@@ -44,8 +46,10 @@ __all__ = [
     "IssuerRef",
     "Model",
     "NetworkPolicy",
+    "NodeAffinityPreset",
     "NodeAuth",
     "Persistence",
+    "PodMetadata",
     "Pool",
     "PoolImages",
     "ProbeSettings",
@@ -92,6 +96,24 @@ class Federation(Model):
     )
     labels: dict[str, str] = Field(
         default={}, description=("Extra labels on every object (ours win on a clash); never in selectors.")
+    )
+    annotations: dict[str, str] = Field(
+        default={}, description="Annotations on every object (ours, and a component's own, win on a clash)."
+    )
+    pod_labels: dict[str, str] = Field(
+        default={},
+        description="Extra labels on every pod, the registration Job's and task pods' too (ours win on a clash).",
+    )
+    node_selector: dict[str, str] = Field(
+        default={},
+        description=(
+            "Node selector of every pod (the registration Job's and the Kubernetes executor's task pods' too); a "
+            "component's `nodeSelector` wins key by key."
+        ),
+    )
+    tolerations: list[Any] = Field(
+        default=[],
+        description="Tolerations (schema-checked) of every pod; a component's own are added after them.",
     )
     mode: Literal["StatefulSet", "DaemonSet"] = Field(
         default="StatefulSet",
@@ -174,6 +196,7 @@ class Federation(Model):
             "limit below a default request lowers the request)."
         ),
     )
+    affinity: AffinityPresets = AffinityPresets()
 
 
 def json_schema() -> dict[str, Any]:

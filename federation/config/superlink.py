@@ -9,6 +9,7 @@ from pydantic import Field
 from .base import Model
 from .operations import NetworkPolicy, Probes
 from .sites import Ingress
+from .workloads import PodMetadata
 
 
 class ServicePorts(Model):
@@ -66,7 +67,7 @@ class Persistence(Model):
     )
 
 
-class SuperLink(Model):
+class SuperLink(PodMetadata):
     """The SuperLink: StatefulSet `N-superlink` (one replica) and Service `N-superlink`; in `process`
     isolation also the ServerApp SuperExec, as a sidecar or (distributed) Deployment `N-superexec-serverapp`."""
 

@@ -9,6 +9,7 @@ from pydantic import Field
 from .base import Model
 from .operations import DisruptionBudget, NetworkPolicy, Probes
 from .sites import RemoteSuperLink
+from .workloads import PodMetadata
 
 
 class PoolImages(Model):
@@ -54,7 +55,7 @@ class Gpu(Model):
     )
 
 
-class Pool(Model):
+class Pool(PodMetadata):
     """A pool of SuperNodes, `P`: StatefulSet `N-supernode-P` with a headless Service of that name (mode
     StatefulSet) or DaemonSet `N-supernode-P` (mode DaemonSet), with its ServiceAccount, NetworkPolicy and
     PodDisruptionBudget. In `process` isolation each SuperNode gets a ClientApp SuperExec: a sidecar or

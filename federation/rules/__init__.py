@@ -20,6 +20,7 @@ from .raw import DEFAULTS, Raw, as_list, get, pools_of
 from .security import executor, network_policies, node_auth, probes, tls
 from .sites import roles
 from .versions import ports, version_gates, versions
+from .workloads import workloads
 
 __all__ = ["check", "supplied_key_problems"]
 
@@ -61,6 +62,7 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
         yield from gpu(pool, i)
         yield from disruption_budget(pool, i)
     yield from fragments(raw, pools)
+    yield from workloads(raw, pools)
     yield from tls(raw)
     yield from node_auth(raw, mode)
     yield from network_policies(raw, pools)
