@@ -22,6 +22,7 @@ from typing import Any, Optional
 import yaml
 
 from . import network, pod_settings, pods
+from .config.images import reference
 from .kube import Manifest
 from .layout import EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_FILE, WRITABLE_PATHS
 from .naming import TASK_EXECUTOR
@@ -61,24 +62,33 @@ VIEWER_RULES = [
 
 
 def service_account(
-    plan: FederationPlan, name: str, component: str, pool: Optional[str] = None, api_token: bool = False
+    plan: FederationPlan,
+    name: str,
+    component: str,
+    pool: Optional[str] = None,
+    api_token: bool = False,
+    image_pull_secrets: Optional[list[dict[str, str]]] = None,
 ) -> Manifest:
-    return {
+    sa: Manifest = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
         "metadata": plan.meta(name, component, pool),
         "automountServiceAccountToken": api_token,
     }
+    if image_pull_secrets:
+        sa["imagePullSecrets"] = image_pull_secrets
+    return sa
 
 
-def executor_config(plan: FederationPlan, role: str, superexec_image: str) -> dict[str, Any]:
+def executor_config(plan: FederationPlan, role: str, superexec_image: str, pull_policy: str) -> dict[str, Any]:
     """Flower's Kubernetes executor config (its YAML keys): task pods run restricted,
     under a token-less ServiceAccount, labelled so NetworkPolicies select them."""
     user = dict(plan.spec.executor.config)
+    own_image = plan.spec.executor.image
     config: dict[str, Any] = {
         "namespace": plan.namespace,
-        "image": plan.spec.executor.image or superexec_image,
-        "image-pull-policy": "IfNotPresent",
+        "image": reference(own_image) if own_image else superexec_image,
+        "image-pull-policy": plan.pull_policy(own_image) if own_image else pull_policy,
         "labels": network.task_labels(plan, role),
         "service-account-name": plan.names.task_executor,
         "pod-security-context": pods.pod_security_context(plan.spec.pod_security_context),
@@ -106,8 +116,10 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: str) -> di
     return config
 
 
-def executor_config_map(plan: FederationPlan, superexec_workload: str, role: str, superexec_image: str) -> Manifest:
-    text = yaml.safe_dump(executor_config(plan, role, superexec_image), sort_keys=True)
+def executor_config_map(
+    plan: FederationPlan, superexec_workload: str, role: str, superexec_image: str, pull_policy: str
+) -> Manifest:
+    text = yaml.safe_dump(executor_config(plan, role, superexec_image, pull_policy), sort_keys=True)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -132,7 +144,10 @@ def federation_objects(plan: FederationPlan) -> list[Manifest]:
     out: list[Manifest] = []
     names = plan.names
     if plan.kubernetes_executor:
-        out.append(service_account(plan, names.task_executor, TASK_EXECUTOR))
+        # Flower's executor config has no pull secrets: its pods get them from their ServiceAccount.
+        out.append(
+            service_account(plan, names.task_executor, TASK_EXECUTOR, image_pull_secrets=plan.image_pull_secrets(None))
+        )
         out.append(
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",

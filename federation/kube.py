@@ -55,6 +55,7 @@ class Manifest(TypedDict):
     roleRef: NotRequired[dict[str, str]]
     subjects: NotRequired[list[dict[str, str]]]
     automountServiceAccountToken: NotRequired[bool]
+    imagePullSecrets: NotRequired[list[dict[str, str]]]
 
 
 class ObjectKey(NamedTuple):

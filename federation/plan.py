@@ -18,7 +18,8 @@ from typing import Any, Optional
 import pydantic
 
 from . import probes, rules
-from .config import Federation, Model, Pool, Probes
+from .config import Federation, Image, ImageRef, Model, Pool, Probes
+from .config.images import OBJECT_TAG, STRING_TAG, reference
 from .dialects import REGISTRATION_JOB_SINCE, Dialect, FlowerVersion, Ports
 from .errors import ConfigError, Problem, problem
 from .kube import ObjectMeta
@@ -202,25 +203,40 @@ class FederationPlan:
     def default_image(self, repository: str) -> str:
         return f"flwr/{repository}:{self.version}"
 
+    def pull_policy(self, image: Optional[Image]) -> str:
+        """The `imagePullPolicy` of a container running `image` (None: a default image)."""
+        own = image.pull_policy if isinstance(image, ImageRef) else None
+        return own or self.spec.image_pull_policy
+
     @property
     def superlink_image(self) -> str:
-        return self.spec.superlink.image or self.default_image("superlink")
+        image = self.spec.superlink.image
+        return reference(image) if image else self.default_image("superlink")
+
+    def supernode_image_config(self, pool: Pool) -> Optional[Image]:
+        """The configured image a pool's SuperNodes run (None: the default)."""
+        return pool.images.supernode or self.spec.supernodes.image
 
     def supernode_image(self, pool: Pool) -> str:
-        return pool.images.supernode or self.spec.supernodes.image or self.default_image("supernode")
+        image = self.supernode_image_config(pool)
+        return reference(image) if image else self.default_image("supernode")
 
     @property
     def serverapp_superexec_image(self) -> str:
         """Process isolation only (the operator's rule makes it required there)."""
         image = self.spec.superlink.superexec_image
         assert image, "rules require superlink.superexecImage with isolationMode process"
-        return image
+        return reference(image)
 
     def clientapp_superexec_image(self, pool: Pool) -> str:
         """Process isolation only (the operator's rule makes it required there)."""
         image = pool.images.superexec_client_app
         assert image, "rules require images.superexecClientApp with isolationMode process"
-        return image
+        return reference(image)
+
+    def image_pull_secrets(self, own: Optional[list[str]]) -> list[dict[str, str]]:
+        """A pod's `imagePullSecrets`: the component's list if it sets one, else the federation's."""
+        return [{"name": n} for n in (own if own is not None else self.spec.image_pull_secrets)]
 
     def labels(self, component: str, pool: Optional[str] = None) -> dict[str, str]:
         """Every label of one of our objects (selector labels plus identity and the
@@ -326,7 +342,8 @@ def _trust(spec: Federation, names: Names) -> Trust:
 def _pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
     out = []
     for e in err.errors():
-        loc = tuple(e["loc"])
+        # An image's union tags name no config key.
+        loc = tuple(part for part in e["loc"] if part not in (STRING_TAG, OBJECT_TAG))
         if e["type"] == "extra_forbidden":
             out.append(problem(loc, _unknown_key_message(loc)))
         else:
@@ -369,10 +386,14 @@ def _model_at(loc: tuple[Any, ...]) -> Optional[type[Model]]:
 
 
 def _unwrap(annotation: Any) -> Any:
+    """`Optional[X]` -> X; `Annotated[X, ...]` -> X; a union of a string and a model (an image) -> the model."""
     origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return args[0] if len(args) == 1 else annotation
+        args = [_unwrap(a) for a in typing.get_args(annotation) if a is not type(None)]
+        models = [a for a in args if isinstance(a, type) and issubclass(a, Model)]
+        return args[0] if len(args) == 1 else models[0] if len(models) == 1 else annotation
     return annotation
 
 

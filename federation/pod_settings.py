@@ -7,12 +7,12 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from .config import AffinityPresets, PodMetadata
+from .config import AffinityPresets, PodSettings
 from .kube import PodTemplate
 from .plan import FederationPlan
 
 HOSTNAME_TOPOLOGY = "kubernetes.io/hostname"
-NO_SETTINGS = PodMetadata()
+NO_SETTINGS = PodSettings()
 
 
 def preset_affinity(presets: AffinityPresets, selector: dict[str, str], spread: bool) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def tolerations(plan: FederationPlan, own: list[Any]) -> list[Any]:
 def apply_to_pod(
     plan: FederationPlan,
     pod: PodTemplate,
-    settings: Optional[PodMetadata],
+    settings: Optional[PodSettings],
     selector: dict[str, str],
     *,
     spread: bool = True,
@@ -81,4 +81,7 @@ def apply_to_pod(
     affinity = {**preset_affinity(plan.spec.affinity, selector, spread), **copy.deepcopy(own.affinity)}
     if affinity:
         spec["affinity"] = affinity
+    pull_secrets = plan.image_pull_secrets(own.image_pull_secrets)
+    if pull_secrets:
+        spec["imagePullSecrets"] = pull_secrets
     return out

@@ -95,6 +95,7 @@ def job(plan: FederationPlan) -> Manifest:
             {"name": "REGISTRATION_TIMEOUT_SECONDS", "value": str(TIMEOUT_SECONDS - 60)},
         ],
         mounts=ca_mounts(plan) + [{"name": REGISTRATION_VOLUME, "mountPath": REGISTRATION_DIR, "readOnly": True}],
+        pull_policy=plan.pull_policy(plan.spec.superlink.image),
     )
     container["command"] = ["python"]
     volumes = ca_volumes(plan) + [

@@ -58,6 +58,7 @@ def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Contai
         SUPEREXEC_SERVERAPP,
         plugin="serverapp",
         image=plan.serverapp_superexec_image,
+        pull_policy=plan.pull_policy(sl.superexec_image),
         appio_address=appio_address(plan),
         ca_file=_serverapp_ca(plan),
         # A sidecar shares the pod's network namespace with the SuperLink.
@@ -107,6 +108,7 @@ def _superlink_container(plan: FederationPlan) -> Container:
         resources=sl.resources,
         mounts=mounts + list(sl.volume_mounts),
         health=health,
+        pull_policy=plan.pull_policy(sl.image),
     )
     command = superlink_command(plan.version)
     if command:  # state created before serving (see dialects); args stay Flower's own
@@ -250,7 +252,13 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
                 },
             }
         )
-    wiring = executor_wiring(plan, names.superexec_serverapp, "serverapp", plan.serverapp_superexec_image)
+    wiring = executor_wiring(
+        plan,
+        names.superexec_serverapp,
+        "serverapp",
+        plan.serverapp_superexec_image,
+        plan.pull_policy(plan.spec.superlink.superexec_image),
+    )
     volumes = (ca_volumes(plan) if _serverapp_ca(plan) else []) + wiring.volumes
     pod = template(
         plan,

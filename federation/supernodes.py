@@ -72,6 +72,7 @@ def _clientapp_superexec(
         SUPEREXEC_CLIENTAPP,
         plugin="clientapp",
         image=plan.clientapp_superexec_image(pool),
+        pull_policy=plan.pull_policy(pool.images.superexec_client_app),
         # The SuperNode's AppIo/Runtime API is plaintext in both eras.
         appio_address=appio_address,
         ca_file=None,
@@ -116,6 +117,7 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         resources=pool.supernode_resources,
         mounts=mounts + list(pool.volume_mounts),
         health=probes.grpc_health(plan.version, HEALTH_PORT, plan.supernode_probes),
+        pull_policy=plan.pull_policy(plan.supernode_image_config(pool)),
     )
     if plan.distributed:
         c["ports"] = [{"name": "clientappio", "containerPort": SUPERNODE_APPIO_PORT, "protocol": "TCP"}]
@@ -242,7 +244,9 @@ def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload:
     name = plan.names.pool_superexec(pool.name)
     host = f"{supernode_workload}-$({POD_INDEX_ENV}).{plan.service_host(supernode_workload)}"
     env = [pods.pod_index_env(), {"name": SUPERNODE_HOST_ENV, "value": host}]
-    wiring = executor_wiring(plan, name, pool.name, plan.clientapp_superexec_image(pool))
+    wiring = executor_wiring(
+        plan, name, pool.name, plan.clientapp_superexec_image(pool), plan.pull_policy(pool.images.superexec_client_app)
+    )
     c = _clientapp_superexec(plan, pool, f"$({SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env, wiring)
     pod = template(
         plan,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import access, pods, probes
-from .config import PodMetadata, Probes
+from .config import PodSettings, Probes
 from .dialects import health_server_args
 from .kube import Container, Manifest, ObjectMeta, PodTemplate
 from .layout import CA_DIR, CA_VOLUME, EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_VOLUME
@@ -31,6 +31,7 @@ def managed_container(
     mounts: Optional[list[Mount]] = None,
     privileged: bool = False,
     health: Optional[dict[str, Any]] = None,
+    pull_policy: Optional[str] = None,
 ) -> Container:
     """A container of ours: default resources under the component's own, the restricted
     securityContext with the user's overrides, and probes."""
@@ -43,6 +44,7 @@ def managed_container(
         mounts=mounts,
         privileged=privileged,
         security_overrides=plan.spec.security_context,
+        pull_policy=pull_policy or plan.spec.image_pull_policy,
     )
     c.update(health or {})  # type: ignore[typeddict-item]  # probe keys only
     return c
@@ -101,7 +103,9 @@ class ExecutorWiring:
     objects: list[Manifest] = field(default_factory=list)
 
 
-def executor_wiring(plan: FederationPlan, workload: str, role: str, superexec_image: str) -> ExecutorWiring:
+def executor_wiring(
+    plan: FederationPlan, workload: str, role: str, superexec_image: str, pull_policy: str
+) -> ExecutorWiring:
     if not plan.kubernetes_executor:
         return ExecutorWiring(False)
     return ExecutorWiring(
@@ -115,7 +119,7 @@ def executor_wiring(plan: FederationPlan, workload: str, role: str, superexec_im
             }
         ],
         objects=[
-            access.executor_config_map(plan, workload, role, superexec_image),
+            access.executor_config_map(plan, workload, role, superexec_image, pull_policy),
             access.executor_role_binding(plan, workload),
         ],
     )
@@ -127,6 +131,7 @@ def superexec_container(
     *,
     plugin: str,
     image: str,
+    pull_policy: str,
     appio_address: str,
     ca_file: Optional[str],
     health_port: int,
@@ -157,6 +162,7 @@ def superexec_container(
         resources=resources,
         mounts=mounts + wiring.mounts,
         health=probes.grpc_health(plan.version, health_port, probe_settings),
+        pull_policy=pull_policy,
     )
 
 
@@ -171,7 +177,7 @@ def statefulset(
     service_name: str,
     claims: list[dict[str, Any]],
     parallel: bool = False,
-    settings: Optional[PodMetadata] = None,
+    settings: Optional[PodSettings] = None,
 ) -> Manifest:
     spec: dict[str, Any] = {"replicas": replicas, "serviceName": service_name}
     if parallel:
@@ -190,7 +196,7 @@ def statefulset(
 
 
 def workload_meta(
-    plan: FederationPlan, name: str, component: str, pool: Optional[str], settings: Optional[PodMetadata]
+    plan: FederationPlan, name: str, component: str, pool: Optional[str], settings: Optional[PodSettings]
 ) -> ObjectMeta:
     """A workload's metadata, with the component's own labels and annotations."""
     if settings is None:

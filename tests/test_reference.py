@@ -91,6 +91,7 @@ def test_sections_follow_the_model() -> None:
     assert [s.path for s in sections()] == [
         "",
         "superlink",
+        "superlink.image",
         "supernodes",
         "supernodes.pools[]",
         "sites[]",

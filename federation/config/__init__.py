@@ -17,6 +17,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model
+from .images import Image, ImageRef, PullPolicy
 from .operations import (
     NETWORK_POLICY_DEFAULTS,
     DisruptionBudget,
@@ -29,7 +30,7 @@ from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rb
 from .sites import Cluster, Ingress, RemoteCertificate, RemoteSuperLink, Role, Site
 from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
 from .supernodes import Gpu, Pool, PoolImages, SuperNodes
-from .workloads import AffinityPresets, NodeAffinityPreset, PodMetadata
+from .workloads import AffinityPresets, NodeAffinityPreset, PodSettings
 
 __all__ = [
     "NETWORK_POLICY_DEFAULTS",
@@ -41,6 +42,8 @@ __all__ = [
     "Executor",
     "Federation",
     "GeneratedCertificate",
+    "Image",
+    "ImageRef",
     "Gpu",
     "Ingress",
     "IssuerRef",
@@ -49,10 +52,11 @@ __all__ = [
     "NodeAffinityPreset",
     "NodeAuth",
     "Persistence",
-    "PodMetadata",
+    "PodSettings",
     "Pool",
     "PoolImages",
     "ProbeSettings",
+    "PullPolicy",
     "Probes",
     "Rbac",
     "RemoteCertificate",
@@ -115,6 +119,17 @@ class Federation(Model):
         default=[],
         description="Tolerations (schema-checked) of every pod; a component's own are added after them.",
     )
+    image_pull_policy: PullPolicy = Field(
+        default="IfNotPresent",
+        description="`imagePullPolicy` of every container (and task pod) whose image sets no `pullPolicy`.",
+    )
+    image_pull_secrets: list[str] = Field(
+        default=[],
+        description=(
+            "Names of Secrets (kubernetes.io/dockerconfigjson, yours) every pod pulls its images with, unless its "
+            "component sets `imagePullSecrets`; task pods get them through their ServiceAccount."
+        ),
+    )
     mode: Literal["StatefulSet", "DaemonSet"] = Field(
         default="StatefulSet",
         description=(
@@ -139,7 +154,8 @@ class Federation(Model):
         default=None,
         description=(
             "Flower version, a string (YAML reads `1.41` as a number; `1.41.0` is fine): picks the dialect of every "
-            "command line and port. Unset: `superlink.image`'s tag, else 1.41.0."
+            "command line and port. Unset: `superlink.image`'s tag, else (no SuperLink image) `supernodes.image`'s, else "
+            "1.41.0. An image that decides it and is pinned by a digest without a tag needs `version`."
         ),
     )
     insecure: bool = Field(

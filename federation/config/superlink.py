@@ -7,9 +7,10 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model
+from .images import Image
 from .operations import NetworkPolicy, Probes
 from .sites import Ingress
-from .workloads import PodMetadata
+from .workloads import PodSettings
 
 
 class ServicePorts(Model):
@@ -67,17 +68,18 @@ class Persistence(Model):
     )
 
 
-class SuperLink(PodMetadata):
+class SuperLink(PodSettings):
     """The SuperLink: StatefulSet `N-superlink` (one replica) and Service `N-superlink`; in `process`
     isolation also the ServerApp SuperExec, as a sidecar or (distributed) Deployment `N-superexec-serverapp`."""
 
-    image: Optional[str] = Field(
+    image: Optional[Image] = Field(
         default=None,
         description=(
-            "Unset: `flwr/superlink:<version>`. Its tag, if it is a version, must be of the federation's Flower dialect."
+            "A reference string or an object (keys below). Unset: `flwr/superlink:<version>`. Its tag, if it is a "
+            "version, must be of the federation's Flower dialect."
         ),
     )
-    superexec_image: Optional[str] = Field(
+    superexec_image: Optional[Image] = Field(
         default=None,
         description=("ServerApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."),
     )

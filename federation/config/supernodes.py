@@ -7,16 +7,17 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model
+from .images import Image
 from .operations import DisruptionBudget, NetworkPolicy, Probes
 from .sites import RemoteSuperLink
-from .workloads import PodMetadata
+from .workloads import PodSettings
 
 
 class PoolImages(Model):
-    supernode: Optional[str] = Field(
+    supernode: Optional[Image] = Field(
         default=None, description=("Unset: `supernodes.image`, else `flwr/supernode:<version>`.")
     )
-    superexec_client_app: Optional[str] = Field(
+    superexec_client_app: Optional[Image] = Field(
         default=None,
         description=("ClientApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."),
     )
@@ -55,7 +56,7 @@ class Gpu(Model):
     )
 
 
-class Pool(PodMetadata):
+class Pool(PodSettings):
     """A pool of SuperNodes, `P`: StatefulSet `N-supernode-P` with a headless Service of that name (mode
     StatefulSet) or DaemonSet `N-supernode-P` (mode DaemonSet), with its ServiceAccount, NetworkPolicy and
     PodDisruptionBudget. In `process` isolation each SuperNode gets a ClientApp SuperExec: a sidecar or
@@ -125,7 +126,10 @@ class Pool(PodMetadata):
 class SuperNodes(Model):
     """Settings of every pool, and the pools."""
 
-    image: Optional[str] = Field(default=None, description="Unset: `flwr/supernode:<version>`.")
+    image: Optional[Image] = Field(
+        default=None,
+        description="A reference string or an object. Unset: `flwr/supernode:<version>`.",
+    )
     superlink: Optional[RemoteSuperLink] = Field(
         default=None, description="Role site only (and required there): the hub's SuperLink."
     )

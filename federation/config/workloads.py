@@ -7,7 +7,7 @@ wins (its scheduling fields are taken as given)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 from pydantic import Field
 
@@ -49,7 +49,7 @@ class AffinityPresets(Model):
     node_affinity: NodeAffinityPreset = NodeAffinityPreset()
 
 
-class PodMetadata(Model):
+class PodSettings(Model):
     """Labels and annotations of one workload and its pods, and where its pods run."""
 
     labels: dict[str, str] = Field(
@@ -70,4 +70,8 @@ class PodMetadata(Model):
             "A Kubernetes Affinity (schema-checked); each of its keys (`nodeAffinity`, `podAffinity`, "
             "`podAntiAffinity`) replaces what the top-level `affinity` presets make of it."
         ),
+    )
+    image_pull_secrets: Optional[list[str]] = Field(
+        default=None,
+        description="Names of Secrets to pull the images with; replaces the top-level `imagePullSecrets`.",
     )

@@ -14,6 +14,7 @@ from ..dialects import Dialect
 from ..errors import Problem, problem
 from ..quantity import QUANTITY
 from .fragments import fragments
+from .images import images
 from .keys import supplied_key_problems
 from .operator import cel_rules, disruption_budget, gpu, names, node_config, placement
 from .raw import DEFAULTS, Raw, as_list, get, pools_of
@@ -63,6 +64,7 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
         yield from disruption_budget(pool, i)
     yield from fragments(raw, pools)
     yield from workloads(raw, pools)
+    yield from images(raw, pools)
     yield from tls(raw)
     yield from node_auth(raw, mode)
     yield from network_policies(raw, pools)

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import Problem, problem
 from ..k8s_schema import fragment_errors
 from ..naming import selector_labels
+from .images import pull_secrets
 from .raw import At, Pools, Raw, as_dict, as_list, get
 
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
@@ -98,5 +99,7 @@ def workloads(raw: Raw, pools: Pools) -> Iterator[Problem]:
     yield from schema_list(
         ("affinity", "nodeAffinity", "matchExpressions"), expressions, "nodeselectorrequirement-v1.json"
     )
-    for at, section in components(raw, pools):
+    sections = list(components(raw, pools))
+    for at, section in sections:
         yield from pod_metadata(at, section)
+    yield from pull_secrets(raw, sections)
