@@ -22,6 +22,7 @@ from typing import Any, Optional
 import yaml
 
 from . import network, pod_settings, pods
+from .config import ServiceAccountSettings
 from .config.images import reference
 from .kube import Manifest
 from .layout import EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_FILE, WRITABLE_PATHS
@@ -68,12 +69,17 @@ def service_account(
     pool: Optional[str] = None,
     api_token: bool = False,
     image_pull_secrets: Optional[list[dict[str, str]]] = None,
+    settings: Optional[ServiceAccountSettings] = None,
 ) -> Manifest:
+    """A component's own ServiceAccount; with an API token only if the component needs one (`api_token`) or its
+    settings ask for one."""
+    own = settings or ServiceAccountSettings()
+    automount = own.automount_service_account_token
     sa: Manifest = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": plan.meta(name, component, pool),
-        "automountServiceAccountToken": api_token,
+        "metadata": plan.meta(name, component, pool, extra_labels=own.labels, extra_annotations=own.annotations),
+        "automountServiceAccountToken": api_token if automount is None else automount,
     }
     if image_pull_secrets:
         sa["imagePullSecrets"] = image_pull_secrets

@@ -34,6 +34,7 @@ class Container(TypedDict):
     livenessProbe: NotRequired[dict[str, Any]]
     readinessProbe: NotRequired[dict[str, Any]]
     startupProbe: NotRequired[dict[str, Any]]
+    lifecycle: NotRequired[dict[str, Any]]
 
 
 class PodTemplate(TypedDict):

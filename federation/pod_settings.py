@@ -61,9 +61,11 @@ def apply_to_pod(
     selector: dict[str, str],
     *,
     spread: bool = True,
+    main_container: Optional[str] = None,
 ) -> PodTemplate:
     """`pod` with the federation's and the component's settings (`settings` None: the federation's only).
-    `spread`: the pod anti-affinity preset applies (not to a DaemonSet, one pod per node already, nor a Job)."""
+    `spread`: the pod anti-affinity preset applies (not to a DaemonSet, one pod per node already, nor a Job).
+    `main_container` takes the component's `lifecycle`."""
     own = settings or NO_SETTINGS
     out = copy.deepcopy(pod)
     meta = out["metadata"]
@@ -84,4 +86,12 @@ def apply_to_pod(
     pull_secrets = plan.image_pull_secrets(own.image_pull_secrets)
     if pull_secrets:
         spec["imagePullSecrets"] = pull_secrets
+    if own.automount_service_account_token is not None:
+        spec["automountServiceAccountToken"] = own.automount_service_account_token
+    if own.pod_security_context:
+        spec["securityContext"] = {**spec["securityContext"], **copy.deepcopy(own.pod_security_context)}
+    if own.lifecycle and main_container:
+        for c in spec["containers"]:
+            if c["name"] == main_container:
+                c["lifecycle"] = copy.deepcopy(own.lifecycle)
     return out

@@ -152,7 +152,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
     pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
-    pod = pod_settings.apply_to_pod(plan, pod, sl, selector_labels(plan.name, SUPERLINK))
+    pod = pod_settings.apply_to_pod(plan, pod, sl, selector_labels(plan.name, SUPERLINK), main_container=SUPERLINK)
     pod = pods.apply_pod_template(pod, sl.pod_template)
     service: Manifest = {
         "apiVersion": "v1",
@@ -187,7 +187,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
             settings=sl,
         ),
         service,
-        access.service_account(plan, names.superlink, SUPERLINK),
+        access.service_account(plan, names.superlink, SUPERLINK, settings=sl.service_account),
     ]
     if sl.ingress is not None:
         out.append(_ingress(plan))

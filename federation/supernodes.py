@@ -137,7 +137,12 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
         _apply_gpu(pool, containers[-1] if plan.process_isolation else supernode, pod)
     # A DaemonSet has one pod per node already: no spreading preset.
     pod = pod_settings.apply_to_pod(
-        plan, pod, pool, selector_labels(plan.name, SUPERNODE, pool.name), spread=plan.stateful
+        plan,
+        pod,
+        pool,
+        selector_labels(plan.name, SUPERNODE, pool.name),
+        spread=plan.stateful,
+        main_container=SUPERNODE,
     )
     pod = pods.apply_pod_template(pod, pool.pod_template)
     if not plan.stateful and plan.node_auth:
@@ -179,7 +184,8 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
     """One pool's objects (its NetworkPolicies and node-keys Secret excepted)."""
     workload = plan.names.pool(pool.name)
     pod = _pod(plan, pool, workload)
-    out = [access.service_account(plan, workload, SUPERNODE, pool.name)] + _disruption_budget(plan, pool, workload)
+    sa = access.service_account(plan, workload, SUPERNODE, pool.name, settings=pool.service_account)
+    out = [sa] + _disruption_budget(plan, pool, workload)
     if not plan.stateful:
         out.append(
             {
@@ -189,6 +195,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
                 "spec": {
                     "selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)},
                     "template": pod,
+                    **({"updateStrategy": copy.deepcopy(pool.update_strategy)} if pool.update_strategy else {}),
                 },
             }
         )

@@ -185,6 +185,8 @@ def statefulset(
         spec["podManagementPolicy"] = "Parallel"
     spec["selector"] = {"matchLabels": selector_labels(plan.name, component, pool)}
     spec["template"] = template
+    if settings is not None and settings.update_strategy:
+        spec["updateStrategy"] = copy.deepcopy(settings.update_strategy)
     if claims:
         spec["volumeClaimTemplates"] = claims
     return {

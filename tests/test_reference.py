@@ -92,6 +92,7 @@ def test_sections_follow_the_model() -> None:
         "",
         "superlink",
         "superlink.image",
+        "superlink.serviceAccount",
         "supernodes",
         "supernodes.pools[]",
         "sites[]",

@@ -30,7 +30,7 @@ from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rb
 from .sites import Cluster, Ingress, RemoteCertificate, RemoteSuperLink, Role, Site
 from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
 from .supernodes import Gpu, Pool, PoolImages, SuperNodes
-from .workloads import AffinityPresets, NodeAffinityPreset, PodSettings
+from .workloads import AffinityPresets, NodeAffinityPreset, PodSettings, ServiceAccountSettings
 
 __all__ = [
     "NETWORK_POLICY_DEFAULTS",
@@ -62,6 +62,7 @@ __all__ = [
     "RemoteCertificate",
     "RemoteSuperLink",
     "Role",
+    "ServiceAccountSettings",
     "ServicePorts",
     "Site",
     "SuperLink",

@@ -49,6 +49,28 @@ class AffinityPresets(Model):
     node_affinity: NodeAffinityPreset = NodeAffinityPreset()
 
 
+class ServiceAccountSettings(Model):
+    """The component's own ServiceAccount (never the namespace's `default`, which every pod shares)."""
+
+    annotations: dict[str, str] = Field(
+        default={},
+        description=(
+            "e.g. workload identity: `iam.gke.io/gcp-service-account`, `eks.amazonaws.com/role-arn`, "
+            "`azure.workload.identity/client-id` (those hand out their own tokens; no API token needed)."
+        ),
+    )
+    labels: dict[str, str] = Field(
+        default={}, description="Extra labels on it (e.g. `azure.workload.identity/use`; ours win on a clash)."
+    )
+    automount_service_account_token: Optional[bool] = Field(
+        default=None,
+        description=(
+            "The ServiceAccount's own `automountServiceAccountToken`. Unset: false, except for a SuperExec with the "
+            "Kubernetes executor (it starts pods); the pod's setting wins over it."
+        ),
+    )
+
+
 class PodSettings(Model):
     """Labels and annotations of one workload and its pods, and where its pods run."""
 
@@ -74,4 +96,32 @@ class PodSettings(Model):
     image_pull_secrets: Optional[list[str]] = Field(
         default=None,
         description="Names of Secrets to pull the images with; replaces the top-level `imagePullSecrets`.",
+    )
+    service_account: ServiceAccountSettings = ServiceAccountSettings()
+    automount_service_account_token: Optional[bool] = Field(
+        default=None,
+        description=(
+            "Mount an API token into the pods. Unset: false (no component needs the Kubernetes API), except for a "
+            "SuperExec with the Kubernetes executor, which needs it (false is refused there). `true` is an explicit "
+            "opt-in: anything in the pod may then call the API as its ServiceAccount."
+        ),
+    )
+    pod_security_context: dict[str, Any] = Field(
+        default={},
+        description=(
+            "Over the top-level `podSecurityContext`, key by key (schema-checked); the namespace's Pod Security level "
+            "follows what the pods still meet."
+        ),
+    )
+    update_strategy: Optional[dict[str, Any]] = Field(
+        default=None,
+        description=(
+            "The workload's update strategy (schema-checked for its kind): a StatefulSet's or DaemonSet's "
+            "`updateStrategy` (`RollingUpdate` or `OnDelete`), a Deployment's `strategy` (`RollingUpdate` or "
+            "`Recreate`). Unset: Kubernetes' default, RollingUpdate."
+        ),
+    )
+    lifecycle: Optional[dict[str, Any]] = Field(
+        default=None,
+        description="The main container's `lifecycle` (postStart/preStop hooks; schema-checked).",
     )

@@ -70,6 +70,46 @@ def schema_list(at: At, value: Any, schema: str) -> Iterator[Problem]:
             yield problem(at + (j,) + path, msg)
 
 
+# What each workload kind calls its update strategy, its schema, and the types Kubernetes takes.
+STRATEGIES = {
+    "StatefulSet": ("statefulsetupdatestrategy-apps-v1.json", ("RollingUpdate", "OnDelete")),
+    "DaemonSet": ("daemonsetupdatestrategy-apps-v1.json", ("RollingUpdate", "OnDelete")),
+    "Deployment": ("deploymentstrategy-apps-v1.json", ("RollingUpdate", "Recreate")),
+}
+
+
+def update_strategy(at: At, strategy: Any, kind: str) -> Iterator[Problem]:
+    if not isinstance(strategy, dict):
+        return
+    schema, types = STRATEGIES[kind]
+    for path, msg in fragment_errors(strategy, schema):
+        yield problem(at + path, msg)
+    kind_type = strategy.get("type")
+    if isinstance(kind_type, str) and kind_type not in types:
+        yield problem(at + ("type",), f"a {kind} takes {' or '.join(types)}, not '{kind_type}'")
+    elif kind_type not in (None, "RollingUpdate") and strategy.get("rollingUpdate") is not None:
+        yield problem(at + ("rollingUpdate",), f"only with type RollingUpdate, not {kind_type}")
+
+
+def container_settings(at: At, section: Raw) -> Iterator[Problem]:
+    lifecycle = section.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for path, msg in fragment_errors(lifecycle, "lifecycle-v1.json"):
+            yield problem(at + ("lifecycle",) + path, msg)
+
+
+def pod_settings(at: At, section: Raw, kind: str) -> Iterator[Problem]:
+    """A component's pod settings (beyond labels and scheduling): its ServiceAccount, pod securityContext and update
+    strategy (for its workload `kind`)."""
+    yield from label_map(at + ("serviceAccount", "labels"), get(section, "serviceAccount", "labels"))
+    yield from annotation_keys(at + ("serviceAccount", "annotations"), get(section, "serviceAccount", "annotations"))
+    context = section.get("podSecurityContext")
+    if isinstance(context, dict):
+        for path, msg in fragment_errors(context, "podsecuritycontext-v1.json"):
+            yield problem(at + ("podSecurityContext",) + path, msg)
+    yield from update_strategy(at + ("updateStrategy",), section.get("updateStrategy"), kind)
+
+
 def pod_metadata(at: At, section: Raw) -> Iterator[Problem]:
     """A component's (or the top level's) labels, annotations and scheduling settings."""
     yield from label_map(at + ("labels",), section.get("labels"))
@@ -84,13 +124,14 @@ def pod_metadata(at: At, section: Raw) -> Iterator[Problem]:
             yield problem(at + ("affinity",) + path, msg)
 
 
-def components(raw: Raw, pools: Pools) -> Iterator[tuple[At, Raw]]:
-    """Every section of config that describes one workload of ours."""
+def components(raw: Raw, pools: Pools) -> Iterator[tuple[At, Raw, str]]:
+    """Every section of config that describes one workload of ours, with the workload's kind."""
     superlink = raw.get("superlink")
     if isinstance(superlink, dict):
-        yield ("superlink",), superlink
+        yield ("superlink",), superlink, "StatefulSet"
+    pool_kind = "DaemonSet" if raw.get("mode") == "DaemonSet" else "StatefulSet"
     for i, pool in pools:
-        yield ("supernodes", "pools", i), pool
+        yield ("supernodes", "pools", i), pool, pool_kind
 
 
 def workloads(raw: Raw, pools: Pools) -> Iterator[Problem]:
@@ -100,6 +141,8 @@ def workloads(raw: Raw, pools: Pools) -> Iterator[Problem]:
         ("affinity", "nodeAffinity", "matchExpressions"), expressions, "nodeselectorrequirement-v1.json"
     )
     sections = list(components(raw, pools))
-    for at, section in sections:
+    for at, section, kind in sections:
         yield from pod_metadata(at, section)
-    yield from pull_secrets(raw, sections)
+        yield from pod_settings(at, section, kind)
+        yield from container_settings(at, section)
+    yield from pull_secrets(raw, [(at, section) for at, section, _ in sections])
