@@ -207,7 +207,10 @@ def _superlink_side(
     serverapp_side = [superlink]
     if plan.distributed:
         superexec = comp(
-            names.superexec_serverapp, selector_labels(plan.name, SUPEREXEC_SERVERAPP), spec.superlink.network_policy
+            names.superexec_serverapp,
+            selector_labels(plan.name, SUPEREXEC_SERVERAPP),
+            spec.superlink.network_policy,
+            spec.superlink.superexec.network_policy,
         )
         components.append(superexec)
         links.append(Link(superexec, superlink, _tcp(appio_port), "SuperExec dials the ServerAppIo/Runtime API"))
@@ -255,6 +258,7 @@ def _pool(plan: FederationPlan, pool: Pool, comp: Callable[..., Component]) -> t
             names.pool_superexec(pool.name),
             selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name),
             *layers,
+            pool.superexec.network_policy,
             pool=pool.name,
         )
         components.append(superexec)

@@ -232,6 +232,14 @@ class FederationPlan:
         assert image, "rules require images.superexecClientApp with isolationMode process"
         return reference(image)
 
+    @property
+    def serverapp_superexec_probes(self) -> Probes:
+        sl = self.spec.superlink
+        return probes.inherit(self.spec.probes, sl.probes, sl.superexec.probes)
+
+    def clientapp_superexec_probes(self, pool: Pool) -> Probes:
+        return probes.inherit(self.spec.probes, self.spec.supernodes.probes, pool.superexec.probes)
+
     def image_pull_secrets(self, own: Optional[list[str]]) -> list[dict[str, str]]:
         """A pod's `imagePullSecrets`: the component's list if it sets one, else the federation's."""
         return [{"name": n} for n in (own if own is not None else self.spec.image_pull_secrets)]

@@ -34,6 +34,7 @@ from .workload_parts import (
     statefulset,
     superexec_container,
     template,
+    workload_meta,
 )
 
 
@@ -62,12 +63,13 @@ def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Contai
         appio_address=appio_address(plan),
         ca_file=_serverapp_ca(plan),
         # A sidecar shares the pod's network namespace with the SuperLink.
-        health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
-        probe_settings=plan.superlink_probes,
+        default_health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
+        probe_settings=plan.serverapp_superexec_probes,
         wiring=wiring,
-        env=list(sl.env) or None,
+        env=list(sl.env),
         resources=sl.superexec_resources,
         mounts=ca_mounts(plan) if _serverapp_ca(plan) else [],
+        settings=sl.superexec,
     )
 
 
@@ -268,19 +270,31 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
         service_account=names.superexec_serverapp,
         api_token=wiring.enabled,
     )
-    pod = pod_settings.apply_to_pod(plan, pod, None, selector_labels(plan.name, SUPEREXEC_SERVERAPP))
+    settings = plan.spec.superlink.superexec
+    pod = pod_settings.apply_to_pod(plan, pod, settings, selector_labels(plan.name, SUPEREXEC_SERVERAPP))
     out += wiring.objects
-    out.append(access.service_account(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP, api_token=wiring.enabled))
+    out.append(
+        access.service_account(
+            plan,
+            names.superexec_serverapp,
+            SUPEREXEC_SERVERAPP,
+            api_token=wiring.enabled,
+            settings=settings.service_account,
+        )
+    )
+    spec: dict[str, Any] = {
+        "replicas": settings.replicas,
+        "selector": {"matchLabels": selector_labels(plan.name, SUPEREXEC_SERVERAPP)},
+        "template": pod,
+    }
+    if settings.update_strategy:
+        spec["strategy"] = copy.deepcopy(settings.update_strategy)  # a Deployment's name for it
     out.append(
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": plan.meta(names.superexec_serverapp, SUPEREXEC_SERVERAPP),
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": selector_labels(plan.name, SUPEREXEC_SERVERAPP)},
-                "template": pod,
-            },
+            "metadata": workload_meta(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP, None, settings),
+            "spec": spec,
         }
     )
     return out

@@ -8,50 +8,23 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import access, nodeauth, pod_settings, pods, probes
+from . import access, gpus, nodeauth, pod_settings, pods, pool_superexec, probes
 from .config import Pool
-from .dialects import ANY_ADDRESS, HEALTH_PORT, LOOPBACK, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, health_server_args
+from .dialects import ANY_ADDRESS, HEALTH_PORT, LOOPBACK, SUPERNODE_APPIO_PORT, health_server_args
 from .kube import Container, Manifest, PodTemplate
-from .layout import AMD_DEVICES, SUPERNODE_HOST_ENV
-from .naming import SUPEREXEC_CLIENTAPP, SUPERNODE, selector_labels
-from .nodeconfig import POD_INDEX_ENV, render_node_config, uses_placeholder
+from .naming import SUPERNODE, selector_labels
+from .nodeconfig import render_node_config, uses_placeholder
 from .plan import FederationPlan
 from .workload_parts import (
     ExecutorWiring,
     ca_mounts,
     ca_volumes,
     claims_used_by,
-    executor_wiring,
     managed_container,
     statefulset,
-    superexec_container,
     template,
     workload_meta,
 )
-
-GPU_RESOURCE_BY_VENDOR = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
-
-
-def _apply_gpu(pool: Pool, c: Container, pod: PodTemplate) -> None:
-    """Give the container that runs ClientApps the pool's GPUs."""
-    gpu = pool.gpu
-    if not gpu.enabled:
-        return
-    if gpu.mount_all:
-        if gpu.vendor == "nvidia":
-            pod["spec"]["runtimeClassName"] = gpu.runtime_class_name
-            c["env"] = pods.merge_env(c.get("env", []), [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])
-        else:
-            c["env"] = pods.merge_env(c.get("env", []), [{"name": "ROCR_VISIBLE_DEVICES", "value": "all"}])
-            c["securityContext"] = pods.container_security_context(privileged=True)
-            for vol, path in AMD_DEVICES.items():
-                pod["spec"]["volumes"].append({"name": vol, "hostPath": {"path": path}})
-                c["volumeMounts"].append({"name": vol, "mountPath": path})
-        return
-    resource = gpu.resource_name or GPU_RESOURCE_BY_VENDOR[str(gpu.vendor)]
-    limits = dict(c["resources"].get("limits", {}))
-    limits[resource] = gpu.count
-    c["resources"] = {**c["resources"], "limits": limits}
 
 
 def _supernode_env(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
@@ -62,27 +35,6 @@ def _supernode_env(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
     if uses_placeholder(pool.node_config, "{node}") or (plan.node_auth and not plan.stateful):
         system.append(pods.node_name_env())
     return pods.merge_env(system, plan.spec.supernodes.env, pool.env)
-
-
-def _clientapp_superexec(
-    plan: FederationPlan, pool: Pool, appio_address: str, env: list[dict[str, Any]], wiring: ExecutorWiring
-) -> Container:
-    return superexec_container(
-        plan,
-        SUPEREXEC_CLIENTAPP,
-        plugin="clientapp",
-        image=plan.clientapp_superexec_image(pool),
-        pull_policy=plan.pull_policy(pool.images.superexec_client_app),
-        # The SuperNode's AppIo/Runtime API is plaintext in both eras.
-        appio_address=appio_address,
-        ca_file=None,
-        health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
-        probe_settings=plan.supernode_probes,
-        wiring=wiring,
-        env=pods.merge_env(env, plan.spec.supernodes.env, pool.env) or None,
-        resources=pool.superexec_resources,
-        mounts=list(pool.superexec_volume_mounts),
-    )
 
 
 # SuperNodes keep Flower's own retry policy (flwr/common/retry_invoker.py): it retries
@@ -129,12 +81,14 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     containers = [supernode]
     if plan.sidecar_superexec:
         containers.append(
-            _clientapp_superexec(plan, pool, f"{LOOPBACK}:{SUPERNODE_APPIO_PORT}", [], ExecutorWiring(False))
+            pool_superexec.clientapp_superexec(
+                plan, pool, f"{LOOPBACK}:{SUPERNODE_APPIO_PORT}", [], ExecutorWiring(False)
+            )
         )
     volumes = ca_volumes(plan) + ([nodeauth.key_volume(plan, pool)] if plan.node_auth else []) + list(pool.volumes)
     pod = template(plan, plan.labels(SUPERNODE, pool.name), containers, volumes, service_account=workload)
     if not plan.distributed:  # else the GPU goes to the SuperExec's own pods
-        _apply_gpu(pool, containers[-1] if plan.process_isolation else supernode, pod)
+        gpus.apply(pool, containers[-1] if plan.process_isolation else supernode, pod)
     # A DaemonSet has one pod per node already: no spreading preset.
     pod = pod_settings.apply_to_pod(
         plan,
@@ -241,46 +195,5 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
         )
     )
     if plan.distributed:
-        out += _distributed_superexec(plan, pool, workload)
+        out += pool_superexec.distributed_objects(plan, pool, workload)
     return out
-
-
-def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload: str) -> list[Manifest]:
-    """Distributed SuperExec for a StatefulSet pool: replica k serves SuperNode k, which
-    it finds by its stable name behind the pool's headless Service."""
-    name = plan.names.pool_superexec(pool.name)
-    host = f"{supernode_workload}-$({POD_INDEX_ENV}).{plan.service_host(supernode_workload)}"
-    env = [pods.pod_index_env(), {"name": SUPERNODE_HOST_ENV, "value": host}]
-    wiring = executor_wiring(
-        plan, name, pool.name, plan.clientapp_superexec_image(pool), plan.pull_policy(pool.images.superexec_client_app)
-    )
-    c = _clientapp_superexec(plan, pool, f"$({SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env, wiring)
-    pod = template(
-        plan,
-        plan.labels(SUPEREXEC_CLIENTAPP, pool.name),
-        [c],
-        list(pool.volumes) + wiring.volumes,
-        service_account=name,
-        api_token=wiring.enabled,
-    )
-    _apply_gpu(pool, c, pod)
-    pod = pod_settings.apply_to_pod(plan, pod, None, selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name))
-    pod = pods.apply_pod_template(pod, pool.pod_template)
-    sa = access.service_account(plan, name, SUPEREXEC_CLIENTAPP, pool.name, api_token=wiring.enabled)
-    return (
-        [sa]
-        + wiring.objects
-        + [
-            statefulset(
-                plan,
-                name,
-                SUPEREXEC_CLIENTAPP,
-                pool.name,
-                pod,
-                replicas=pool.replicas,
-                service_name=supernode_workload,
-                parallel=True,
-                claims=claims_used_by(pool.volume_claim_templates, pool.superexec_volume_mounts),
-            )
-        ]
-    )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import access, pods, probes
-from .config import PodSettings, Probes
+from .config import PodSettings, Probes, SuperExecSettings
 from .dialects import health_server_args
 from .kube import Container, Manifest, ObjectMeta, PodTemplate
 from .layout import CA_DIR, CA_VOLUME, EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_VOLUME
@@ -134,15 +134,18 @@ def superexec_container(
     pull_policy: str,
     appio_address: str,
     ca_file: Optional[str],
-    health_port: int,
+    default_health_port: int,
     probe_settings: Probes,
     wiring: ExecutorWiring,
-    env: Optional[list[dict[str, Any]]],
+    env: list[dict[str, Any]],
     resources: Optional[dict[str, Any]],
     mounts: list[Mount],
+    settings: SuperExecSettings,
 ) -> Container:
     """A SuperExec (`plugin` serverapp or clientapp) dialling `appio_address`, verifying
-    it with `ca_file` where that API is served over TLS."""
+    it with `ca_file` where that API is served over TLS; `settings` are its component's
+    `superexec.*` (env over `env`, extra args, health port, lifecycle)."""
+    health_port = settings.container_ports.health or default_health_port
     args = (
         plan.dialect.superexec_args(
             plugin=plugin,
@@ -152,18 +155,22 @@ def superexec_container(
         )
         + health_server_args(plan.version, health_port)
         + wiring.args
+        + list(settings.extra_args)
     )
-    return managed_container(
+    c = managed_container(
         plan,
         container_name,
         image,
         args,
-        env=env,
+        env=pods.merge_env(env, settings.env) or None,
         resources=resources,
         mounts=mounts + wiring.mounts,
         health=probes.grpc_health(plan.version, health_port, probe_settings),
         pull_policy=pull_policy,
     )
+    if settings.lifecycle:
+        c["lifecycle"] = copy.deepcopy(settings.lifecycle)
+    return c
 
 
 def statefulset(
@@ -178,12 +185,13 @@ def statefulset(
     claims: list[dict[str, Any]],
     parallel: bool = False,
     settings: Optional[PodSettings] = None,
+    extra_selector: Optional[dict[str, str]] = None,
 ) -> Manifest:
     spec: dict[str, Any] = {"replicas": replicas, "serviceName": service_name}
     if parallel:
         # Independent peers (SuperNodes, their SuperExecs): start and replace them in parallel.
         spec["podManagementPolicy"] = "Parallel"
-    spec["selector"] = {"matchLabels": selector_labels(plan.name, component, pool)}
+    spec["selector"] = {"matchLabels": {**selector_labels(plan.name, component, pool), **(extra_selector or {})}}
     spec["template"] = template
     if settings is not None and settings.update_strategy:
         spec["updateStrategy"] = copy.deepcopy(settings.update_strategy)

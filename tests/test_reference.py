@@ -92,6 +92,7 @@ def test_sections_follow_the_model() -> None:
         "",
         "superlink",
         "superlink.image",
+        "superlink.superexec",
         "superlink.serviceAccount",
         "supernodes",
         "supernodes.pools[]",
@@ -129,7 +130,8 @@ def test_models_used_in_several_places_are_documented_once() -> None:
     assert "supernodes.pools[].networkPolicy.enabled" not in r and "networkPolicy.enabled" in r
     network = next(s for s in sections() if s.path == "networkPolicy")
     assert network.intro.endswith(
-        "`superlink.networkPolicy`, `supernodes.pools[].networkPolicy` and `supernodes.networkPolicy`."
+        "`superlink.networkPolicy`, `superlink.superexec.networkPolicy`, `supernodes.pools[].networkPolicy` and "
+        "`supernodes.networkPolicy`."
     )
 
 

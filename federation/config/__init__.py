@@ -28,6 +28,7 @@ from .operations import (
 )
 from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rbac, Tls, TrustSource
 from .sites import Cluster, Ingress, RemoteCertificate, RemoteSuperLink, Role, Site
+from .superexec import SuperExecPorts, SuperExecSettings
 from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
 from .supernodes import Gpu, Pool, PoolImages, SuperNodes
 from .workloads import AffinityPresets, NodeAffinityPreset, PodSettings, ServiceAccountSettings
@@ -65,6 +66,8 @@ __all__ = [
     "ServiceAccountSettings",
     "ServicePorts",
     "Site",
+    "SuperExecPorts",
+    "SuperExecSettings",
     "SuperLink",
     "SuperLinkService",
     "SuperNodes",

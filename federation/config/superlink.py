@@ -10,6 +10,7 @@ from .base import Model
 from .images import Image
 from .operations import NetworkPolicy, Probes
 from .sites import Ingress
+from .superexec import SuperExecSettings
 from .workloads import PodSettings
 
 
@@ -138,6 +139,10 @@ class SuperLink(PodSettings):
         description=(
             "For the SuperLink and its ServerApp SuperExec, over `probes` key by key (a key left out takes `probes`' value)."
         ),
+    )
+    superexec: SuperExecSettings = Field(
+        default=SuperExecSettings(),
+        description="The ServerApp SuperExec's settings (the Helm chart's `superexec.*`).",
     )
 
 

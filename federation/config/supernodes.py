@@ -10,6 +10,7 @@ from .base import Model
 from .images import Image
 from .operations import DisruptionBudget, NetworkPolicy, Probes
 from .sites import RemoteSuperLink
+from .superexec import SuperExecSettings
 from .workloads import PodSettings
 
 
@@ -120,6 +121,9 @@ class Pool(PodSettings):
     )
     disruption_budget: DisruptionBudget = Field(
         default=DisruptionBudget(), description=("PodDisruptionBudget `N-supernode-P` over the pool's SuperNodes.")
+    )
+    superexec: SuperExecSettings = Field(
+        default=SuperExecSettings(), description="The pool's ClientApp SuperExecs (the Helm chart's `superexec.*`)."
     )
 
 

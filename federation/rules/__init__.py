@@ -20,6 +20,7 @@ from .operator import cel_rules, disruption_budget, gpu, names, node_config, pla
 from .raw import DEFAULTS, Raw, as_list, get, pools_of
 from .security import executor, network_policies, node_auth, probes, tls
 from .sites import roles
+from .superexec import superexecs
 from .versions import ports, version_gates, versions
 from .workloads import workloads
 
@@ -68,7 +69,8 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from tls(raw)
     yield from node_auth(raw, mode)
     yield from network_policies(raw, pools)
-    yield from probes(raw)
+    yield from probes(raw, pools)
     yield from executor(raw, isolation)
+    yield from superexecs(raw, pools, isolation, stack)
     yield from roles(raw, pools, dialect)
     return dialect

@@ -107,6 +107,11 @@ def network_policies(raw: Raw, pools: Pools) -> Iterator[Problem]:
         (("supernodes", "networkPolicy"), get(raw, "supernodes", "networkPolicy")),
     ]
     sections += [(("supernodes", "pools", i, "networkPolicy"), p.get("networkPolicy")) for i, p in pools]
+    sections.append((("superlink", "superexec", "networkPolicy"), get(raw, "superlink", "superexec", "networkPolicy")))
+    sections += [
+        (("supernodes", "pools", i, "superexec", "networkPolicy"), get(p, "superexec", "networkPolicy"))
+        for i, p in pools
+    ]
     for at, np in sections:
         np = as_dict(np)
         yield from list_fragment(
@@ -119,8 +124,12 @@ def network_policies(raw: Raw, pools: Pools) -> Iterator[Problem]:
             yield problem(at + ("ingressNSPodMatchLabels",), "only used together with ingressNSMatchLabels")
 
 
-def probes(raw: Raw) -> Iterator[Problem]:
-    for at in (("probes",), ("superlink", "probes"), ("supernodes", "probes")):
+def probes(raw: Raw, pools: Pools) -> Iterator[Problem]:
+    sections: list[At] = [("probes",), ("superlink", "probes"), ("supernodes", "probes")]
+    sections += [("superlink", "superexec", "probes")] + [
+        ("supernodes", "pools", i, "superexec", "probes") for i, _ in pools
+    ]
+    for at in sections:
         for probe in ("livenessProbe", "startupProbe"):
             value = get(raw, *at, probe, "successThreshold")
             if isinstance(value, int) and value != 1:
