@@ -185,6 +185,7 @@ class Dialect:
         ca_file: Optional[str],
         isolation: str,
         appio_bind: str,
+        appio_port: int,
         runtime_dependency_installation: bool,
     ) -> list[str]:
         raise NotImplementedError
@@ -270,6 +271,7 @@ class GrpcEra(Dialect):
         ca_file: Optional[str],
         isolation: str,
         appio_bind: str,
+        appio_port: int,
         runtime_dependency_installation: bool,
     ) -> list[str]:
         return (
@@ -280,7 +282,7 @@ class GrpcEra(Dialect):
                 "--isolation",
                 isolation,
                 "--clientappio-api-address",
-                f"{appio_bind}:{SUPERNODE_APPIO_PORT}",
+                f"{appio_bind}:{appio_port}",
             ]
             + self._deps("supernode", runtime_dependency_installation)
         )
@@ -343,6 +345,7 @@ class HttpEra(Dialect):
         ca_file: Optional[str],
         isolation: str,
         appio_bind: str,
+        appio_port: int,
         runtime_dependency_installation: bool,
     ) -> list[str]:
         args = _tls_client_args(ca_file) + [
@@ -353,7 +356,7 @@ class HttpEra(Dialect):
             "--host",
             appio_bind,
             "--port",
-            str(SUPERNODE_APPIO_PORT),
+            str(appio_port),
         ]
         return args + self._deps("supernode", runtime_dependency_installation)
 

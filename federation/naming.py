@@ -57,6 +57,10 @@ class Names:
     def pool(self, pool: str) -> str:
         return f"{self.federation}-supernode-{pool}"
 
+    def pool_appio_service(self, pool: str) -> str:
+        """A pool's ClientAppIo API exposed by a NodePort or LoadBalancer Service."""
+        return f"{self.pool(pool)}-clientappio"
+
     def pool_superexec(self, pool: str) -> str:
         return f"{self.federation}-superexec-{pool}"
 

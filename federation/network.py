@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .config import NETWORK_POLICY_DEFAULTS, NetworkPolicy, Pool
-from .dialects import SUPERNODE_APPIO_PORT
 from .kube import Manifest
 from .naming import (
     NODE_REGISTRATION,
@@ -262,15 +261,16 @@ def _pool(plan: FederationPlan, pool: Pool, comp: Callable[..., Component]) -> t
             pool=pool.name,
         )
         components.append(superexec)
-        links.append(Link(superexec, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExec dials its SuperNode"))
+        appio = _tcp(plan.supernode_appio_port(pool))
+        links.append(Link(superexec, supernode, appio, "SuperExec dials its SuperNode"))
         if supernode.settings.allow_external:
-            links.append(Link(ANYWHERE, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExecs outside the cluster"))
+            links.append(Link(ANYWHERE, supernode, appio, "SuperExecs outside the cluster"))
         for source in _sources(supernode.settings):
-            links.append(Link(source, supernode, _tcp(SUPERNODE_APPIO_PORT), "configured sources"))
+            links.append(Link(source, supernode, appio, "configured sources"))
         if plan.kubernetes_executor:
             tasks = comp(names.task_policy(pool.name), task_labels(plan, pool.name), *layers, pool=pool.name)
             components.append(tasks)
-            links.append(Link(tasks, supernode, _tcp(SUPERNODE_APPIO_PORT), "ClientApp pods dial the SuperNode"))
+            links.append(Link(tasks, supernode, appio, "ClientApp pods dial the SuperNode"))
             links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
     if spec.allow_runtime_dependency_installation:
         links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in components]

@@ -18,7 +18,7 @@ from . import probes, rules
 from .config import Federation, Image, ImageRef, Pool, Probes
 from .config.images import reference
 from .config_errors import pydantic_problems
-from .dialects import REGISTRATION_JOB_SINCE, Dialect, FlowerVersion, Ports
+from .dialects import HEALTH_PORT, REGISTRATION_JOB_SINCE, SUPERNODE_APPIO_PORT, Dialect, FlowerVersion, Ports
 from .errors import ConfigError, Problem
 from .kube import ObjectMeta
 from .layout import CA_FILE
@@ -231,6 +231,12 @@ class FederationPlan:
         image = pool.images.superexec_client_app
         assert image, "rules require images.superexecClientApp with isolationMode process"
         return reference(image)
+
+    def supernode_appio_port(self, pool: Pool) -> int:
+        return pool.container_ports.client_app_io or SUPERNODE_APPIO_PORT
+
+    def supernode_health_port(self, pool: Pool) -> int:
+        return pool.container_ports.health or HEALTH_PORT
 
     @property
     def serverapp_superexec_probes(self) -> Probes:

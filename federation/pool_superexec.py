@@ -8,7 +8,7 @@ from typing import Any
 
 from . import access, gpus, pod_settings, pods
 from .config import Pool
-from .dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT
+from .dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT
 from .kube import Container, Manifest, PodTemplate
 from .layout import SUPERNODE_HOST_ENV
 from .naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_REPLICA_LABEL, selector_labels
@@ -79,7 +79,7 @@ def _pod(
     """Replica k of a SuperExec StatefulSet dials SuperNode k by its stable name."""
     host = f"{supernode_workload}-$({POD_INDEX_ENV}).{plan.service_host(supernode_workload)}"
     env = [pods.pod_index_env(), {"name": SUPERNODE_HOST_ENV, "value": host}]
-    c = clientapp_superexec(plan, pool, f"$({SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env, wiring)
+    c = clientapp_superexec(plan, pool, f"$({SUPERNODE_HOST_ENV}):{plan.supernode_appio_port(pool)}", env, wiring)
     pod = template(
         plan,
         {**plan.labels(SUPEREXEC_CLIENTAPP, pool.name), **extra_labels},

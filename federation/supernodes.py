@@ -10,7 +10,7 @@ from typing import Any
 
 from . import access, gpus, nodeauth, pod_settings, pods, pool_superexec, probes
 from .config import Pool
-from .dialects import ANY_ADDRESS, HEALTH_PORT, LOOPBACK, SUPERNODE_APPIO_PORT, health_server_args
+from .dialects import ANY_ADDRESS, LOOPBACK, health_server_args
 from .kube import Container, Manifest, PodTemplate
 from .naming import SUPERNODE, selector_labels
 from .nodeconfig import render_node_config, uses_placeholder
@@ -50,6 +50,7 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         ca_file=plan.client_ca_file,
         isolation=plan.spec.isolation_mode,
         appio_bind=ANY_ADDRESS if plan.distributed else LOOPBACK,
+        appio_port=plan.supernode_appio_port(pool),
         runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
     )
     mounts = ca_mounts(plan)
@@ -59,7 +60,8 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
     node_config = render_node_config(pool.node_config, pool.name, pool.replicas)
     if node_config:
         args += ["--node-config", node_config]
-    args += health_server_args(plan.version, HEALTH_PORT) + list(pool.extra_args)
+    health_port = plan.supernode_health_port(pool)
+    args += health_server_args(plan.version, health_port) + list(pool.extra_args)
     c = managed_container(
         plan,
         SUPERNODE,
@@ -68,12 +70,44 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         env=_supernode_env(plan, pool) or None,
         resources=pool.supernode_resources,
         mounts=mounts + list(pool.volume_mounts),
-        health=probes.grpc_health(plan.version, HEALTH_PORT, plan.supernode_probes),
+        health=probes.grpc_health(plan.version, health_port, plan.supernode_probes),
         pull_policy=plan.pull_policy(plan.supernode_image_config(pool)),
     )
     if plan.distributed:
-        c["ports"] = [{"name": "clientappio", "containerPort": SUPERNODE_APPIO_PORT, "protocol": "TCP"}]
+        c["ports"] = [{"name": "clientappio", "containerPort": plan.supernode_appio_port(pool), "protocol": "TCP"}]
     return c
+
+
+def _services(plan: FederationPlan, pool: Pool, workload: str) -> list[Manifest]:
+    """The headless Service that gives SuperNode k the stable name `<workload>-k.<workload>`, and with a NodePort or
+    LoadBalancer `service.type` the Service that exposes the (one) SuperNode's ClientAppIo API."""
+    service = pool.service
+    port = {
+        "name": service.port_name,
+        "port": service.port,
+        "targetPort": plan.supernode_appio_port(pool),
+        "protocol": "TCP",
+    }
+    selector = selector_labels(plan.name, SUPERNODE, pool.name)
+    out: list[Manifest] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": plan.meta(workload, SUPERNODE, pool.name),
+            "spec": {"clusterIP": "None", "selector": selector, "publishNotReadyAddresses": True, "ports": [port]},
+        }
+    ]
+    if service.type != "ClusterIP":
+        exposed = {**port, **({"nodePort": service.node_port} if service.node_port else {})}
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": plan.meta(plan.names.pool_appio_service(pool.name), SUPERNODE, pool.name),
+                "spec": {"type": service.type, "selector": selector, "ports": [exposed]},
+            }
+        )
+    return out
 
 
 def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
@@ -82,7 +116,7 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     if plan.sidecar_superexec:
         containers.append(
             pool_superexec.clientapp_superexec(
-                plan, pool, f"{LOOPBACK}:{SUPERNODE_APPIO_PORT}", [], ExecutorWiring(False)
+                plan, pool, f"{LOOPBACK}:{plan.supernode_appio_port(pool)}", [], ExecutorWiring(False)
             )
         )
     volumes = ca_volumes(plan) + ([nodeauth.key_volume(plan, pool)] if plan.node_auth else []) + list(pool.volumes)
@@ -154,27 +188,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
             }
         )
         return out
-    out.append(
-        {
-            # Headless: gives SuperNode k the stable name `<workload>-k.<workload>`.
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": plan.meta(workload, SUPERNODE, pool.name),
-            "spec": {
-                "clusterIP": "None",
-                "selector": selector_labels(plan.name, SUPERNODE, pool.name),
-                "publishNotReadyAddresses": True,
-                "ports": [
-                    {
-                        "name": "clientappio",
-                        "port": SUPERNODE_APPIO_PORT,
-                        "targetPort": SUPERNODE_APPIO_PORT,
-                        "protocol": "TCP",
-                    }
-                ],
-            },
-        }
-    )
+    out += _services(plan, pool, workload)
     claims = (
         claims_used_by(pool.volume_claim_templates, pool.volume_mounts)
         if plan.distributed

@@ -30,7 +30,7 @@ from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rb
 from .sites import Cluster, Ingress, RemoteCertificate, RemoteSuperLink, Role, Site
 from .superexec import SuperExecPorts, SuperExecSettings
 from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
-from .supernodes import Gpu, Pool, PoolImages, SuperNodes
+from .supernodes import Gpu, Pool, PoolImages, SuperNodePorts, SuperNodes, SuperNodeService
 from .workloads import AffinityPresets, NodeAffinityPreset, PodSettings, ServiceAccountSettings
 
 __all__ = [
@@ -70,6 +70,8 @@ __all__ = [
     "SuperExecSettings",
     "SuperLink",
     "SuperLinkService",
+    "SuperNodePorts",
+    "SuperNodeService",
     "SuperNodes",
     "Tls",
     "TrustSource",

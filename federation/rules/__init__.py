@@ -21,6 +21,7 @@ from .raw import DEFAULTS, Raw, as_list, get, pools_of
 from .security import executor, network_policies, node_auth, probes, tls
 from .sites import roles
 from .superexec import superexecs
+from .supernode_api import supernode_apis
 from .versions import ports, version_gates, versions
 from .workloads import workloads
 
@@ -72,5 +73,6 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from probes(raw, pools)
     yield from executor(raw, isolation)
     yield from superexecs(raw, pools, isolation, stack)
+    yield from supernode_apis(raw, pools, isolation)
     yield from roles(raw, pools, dialect)
     return dialect
