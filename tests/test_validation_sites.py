@@ -178,3 +178,24 @@ def test_a_hub_needs_no_pools_and_a_site_no_superlink() -> None:
     assert plan.role == "hub" and plan.clusters == [""] and not plan.spec.supernodes.pools
     site_plan = load_plan(site(address="fl.example.org", port=443, certificate={"pem": PEM}), "dev")
     assert not site_plan.runs_superlink and str(site_plan.remote.endpoint) == "fl.example.org:443"
+
+
+def test_a_site_in_process_isolation_needs_no_serverapp_superexec() -> None:
+    # A site runs no SuperLink: the operator's superlink.superexecImage rule is not its (and superlink.* is
+    # refused there). Its pools still need their ClientApp SuperExec images.
+    from federation.plan import load_plan
+
+    raw = site(address="fl.example.org", certificate={"pem": PEM})
+    raw["isolationMode"] = "process"
+    assert_problems(
+        config_error(raw),
+        [
+            "federation.supernodes.pools[0].images.superexecClientApp: spec.supernodes.pools[*].images."
+            "superexecClientApp is required when isolationMode=process",
+            "federation.supernodes.pools[1].images.superexecClientApp: spec.supernodes.pools[*].images."
+            "superexecClientApp is required when isolationMode=process",
+        ],
+    )
+    for pool in raw["supernodes"]["pools"]:
+        pool["images"] = {"superexecClientApp": f"flwr/superexec:{HTTP_ERA}"}
+    assert load_plan(raw, "dev").process_isolation

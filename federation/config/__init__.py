@@ -204,12 +204,15 @@ class Federation(Model):
         default={},
         description=(
             "Merged key by key over the restricted securityContext of every managed container (the chart's "
-            "`global.securityContext`)."
+            "`global.podSecurityContext`, whose keys are container fields)."
         ),
     )
     pod_security_context: dict[str, Any] = Field(
         default={},
-        description=("Merged key by key over the restricted pod securityContext (the chart's `podSecurityContext`)."),
+        description=(
+            "Merged key by key over the restricted pod securityContext (the chart's `global.securityContext`: "
+            "`runAsUser`, `runAsGroup`, `fsGroup`); a component's `podSecurityContext` merges over it."
+        ),
     )
     default_resources: dict[str, Any] = Field(
         default={"requests": {"cpu": "100m", "memory": "256Mi"}},
