@@ -9,6 +9,10 @@ trusted keys; the shell fills in the keys (the pools' are generated at deploy ti
 names the Job after their digest, so a new set is a new Job and an unchanged set is no
 change at all. Registrations live in the SuperLink's state (its PVC), so they survive a
 restart; the register script stays exported for anyone who cannot run Jobs.
+
+A key set the SuperLink can never accept (a trusted key it revoked before: Flower does not
+register a revoked key again) makes the script exit EXIT_REFUSED, on which the Job's
+podFailurePolicy fails the Job at once, saying why, rather than retrying until its deadline.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ CONFIG_FILE = "config.toml"
 KEYS_FILE = "trusted-keys"
 # Long enough for a SuperLink that is still being scheduled and started.
 TIMEOUT_SECONDS = 600
+# register_nodes.EXIT_REFUSED: retrying cannot help (the script runs in the Flower image
+# and imports nothing of ours; a test keeps the two equal).
+EXIT_REFUSED = 3
 CONNECTION = "federation"
 JOB_ANNOTATIONS = {
     "checkov.io/skip1": "CKV_K8S_8=a Job runs to completion: nothing to keep alive",
@@ -114,6 +121,15 @@ def job(plan: FederationPlan) -> Manifest:
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": TIMEOUT_SECONDS,
+            # Kubernetes 1.26+ (GA in 1.31); needs restartPolicy Never.
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {"containerName": NODE_REGISTRATION, "operator": "In", "values": [EXIT_REFUSED]},
+                    }
+                ]
+            },
             "template": pod,
         },
     }

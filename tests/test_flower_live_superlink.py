@@ -81,14 +81,16 @@ def test_register_script_and_a_real_supernode(live, flower):
     ]
     assert len(expected) == 4
 
-    first = run_bounded(["sh", str(script)], env)
+    # A hang guard, not a speed claim: the script starts the `flwr` CLI once per key.
+    script_timeout = 60 * len(expected)
+    first = run_bounded(["sh", str(script)], env, timeout=script_timeout)
     assert first.returncode == 0, first.stdout + first.stderr
     assert first.stdout.splitlines() == [f"registered {k}" for k in expected], first.stdout + first.stderr
 
     # SuperNode alpha-1, with its rendered args and only its own key file.
     node = start_supernode(live, "alpha", 1)
 
-    again = run_bounded(["sh", str(script)], env)  # idempotent
+    again = run_bounded(["sh", str(script)], env, timeout=script_timeout)  # idempotent
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines() == [f"already registered: {k}" for k in expected], again.stdout + again.stderr
 

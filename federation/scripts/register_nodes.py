@@ -9,11 +9,14 @@ through Flower's own CLI modules (its connection config, TLS and client), becaus
 CLI's JSON output leaves out the public keys that tell which node to revoke. Keys in
 TRUSTED_KEYS (OpenSSH lines) that are not registered are registered; registered nodes
 whose key is not listed are unregistered; the rest is left alone, so a re-run changes
-nothing. Until the SuperLink answers (it may still be starting, or restarting: Flower
-1.26 can fail or crash on its first calls while it creates its state), calls are retried
-with a bounded back-off; what still fails at the deadline fails the Job, and `pulumi up`
-with it. A listed key whose node was unregistered fails the Job at once: Flower keeps an
-unregistered node's key and never registers it again, so that SuperNode needs a new key.
+nothing. Until the SuperLink answers (it may still be starting), calls are retried with
+a bounded back-off; what still fails at the deadline fails the Job, and `pulumi up` with it.
+
+Flower keeps a revoked node (status `unregistered`) with its public key, which stays
+unique: it never registers that key again. A trusted key that was revoked before is
+therefore refused at once, before anything changes, with exit code EXIT_REFUSED (the
+Job's podFailurePolicy fails the Job on it instead of retrying): its SuperNode needs a
+new key pair, which the hub then trusts instead.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ from pathlib import Path
 PREFIX = "node-registration:"
 # Statuses of nodes that no longer hold a registration.
 GONE = ("unregistered", "deleted")
+# The trusted key set can never be registered as it is (federation/registration.py fails
+# the Job on this exit code).
+EXIT_REFUSED = 3
+
+
+class Refused(Exception):
+    """The SuperLink will not accept the trusted key set: retrying cannot help."""
 
 
 def log(message: str) -> None:
@@ -43,6 +53,46 @@ def trusted_keys(path: Path) -> dict[bytes, str]:
         if line and not line.startswith("#"):
             keys[public_key_to_bytes(serialization.load_ssh_public_key(line.encode()))] = line
     return keys
+
+
+def label(line: str) -> str:
+    """How the log names a key: its comment (`site/pool/slot`), else its type and tail."""
+    fields = line.split()
+    return " ".join(fields[2:]) if len(fields) > 2 else f"{fields[0]} ...{fields[-1][-12:]}"
+
+
+def describe(err: BaseException) -> str:
+    """One line about a failed call: a gRPC error's status and details, an HTTP error's
+    status line and body (their first line alone says neither), else the exception."""
+    code, details = getattr(err, "code", None), getattr(err, "details", None)
+    if callable(code) and callable(details):
+        text = f"{code()} {details()}"
+    else:
+        text = str(err)
+        body = getattr(getattr(err, "response", None), "text", None)
+        if isinstance(body, str) and body:
+            text += f": {body}"
+    return " ".join(f"{type(err).__name__}: {text}".split())[:400]
+
+
+def plan_changes(nodes: list[tuple[int, str, bytes]], wanted: dict[bytes, str]) -> tuple[list[int], list[bytes]]:
+    """(node ids to unregister, keys to register) that make the registered keys exactly
+    `wanted`, from the SuperLink's nodes as (node id, status, public key). Refused if a
+    wanted key belongs to a revoked node: Flower never registers it again."""
+    have = {key: node_id for node_id, status, key in nodes if status not in GONE}
+    revoked = {key: node_id for node_id, status, key in nodes if status in GONE and key not in have}
+    again = sorted(label(line) for key, line in wanted.items() if key in revoked)
+    if again:
+        ids = sorted(revoked[key] for key in wanted if key in revoked)
+        raise Refused(
+            f"trusted keys revoked earlier (nodes {', '.join(map(str, ids))}): {', '.join(again)}. Flower keeps a "
+            "revoked node's public key and never registers it again: give each of these SuperNodes a new key pair "
+            "(in its stack: `pulumi up --replace` on its node key, or a new nodeAuthKeys value) and trust the new "
+            "public key instead"
+        )
+    drop = sorted(node_id for key, node_id in have.items() if key not in wanted)
+    add = [key for key in wanted if key not in have]
+    return drop, add
 
 
 def control_client(connection_name: str):  # type: ignore[no-untyped-def]
@@ -63,43 +113,22 @@ def control_client(connection_name: str):  # type: ignore[no-untyped-def]
     return client, client
 
 
-def reconcile(connection_name: str, wanted: dict[bytes, str]) -> tuple[int, int, int, list[str]]:
-    """(registered, revoked, unchanged, refused): refused are the listed keys of
-    unregistered nodes, which Flower will not register again."""
+def reconcile(connection_name: str, wanted: dict[bytes, str]) -> tuple[int, int, int]:
     from flwr.proto.control_pb2 import ListNodesRequest, RegisterNodeRequest, UnregisterNodeRequest
 
     client, closer = control_client(connection_name)
     try:
-        nodes = client.ListNodes(ListNodesRequest()).nodes_info
-        have = {bytes(n.public_key): n.node_id for n in nodes if n.status not in GONE}
-        gone = {bytes(n.public_key): n.node_id for n in nodes if n.status in GONE}
-        revoked = 0
-        for key, node_id in sorted(have.items(), key=lambda kv: kv[1]):
-            if key not in wanted:
-                client.UnregisterNode(request=UnregisterNodeRequest(node_id=node_id))
-                log(f"revoked node {node_id} (its key is no longer trusted)")
-                revoked += 1
-        added, refused = 0, []  # refused: "<key comment> was node <id>, ..."
-        for key, line in wanted.items():
-            if key in have:
-                continue
-            if key in gone:
-                refused.append(f"{line.split()[-1]} was node {gone[key]}, which is unregistered")
-            else:
-                node_id = client.RegisterNode(request=RegisterNodeRequest(public_key=key)).node_id
-                log(f"registered {line.split()[-1]} as node {node_id}")
-                added += 1
-        return added, revoked, len(wanted) - added - len(refused), refused
+        listed = client.ListNodes(ListNodesRequest()).nodes_info
+        drop, add = plan_changes([(n.node_id, n.status, bytes(n.public_key)) for n in listed], wanted)
+        for node_id in drop:
+            client.UnregisterNode(request=UnregisterNodeRequest(node_id=node_id))
+            log(f"revoked node {node_id} (its key is no longer trusted)")
+        for key in add:
+            node_id = client.RegisterNode(request=RegisterNodeRequest(public_key=key)).node_id
+            log(f"registered {label(wanted[key])} as node {node_id}")
+        return len(add), len(drop), len(wanted) - len(add)
     finally:
         closer.close()
-
-
-def reason(err: Exception) -> str:
-    """One line on why a call failed: a gRPC error's status and details (its text is a
-    multi-line dump whose first line says nothing), else the exception's text."""
-    code, details = getattr(err, "code", None), getattr(err, "details", None)
-    text = f"{code().name}: {details()}" if callable(code) and callable(details) else str(err)
-    return f"{type(err).__name__}: {' '.join(text.split())}"[:300]
 
 
 def main(argv: list[str]) -> int:
@@ -112,20 +141,19 @@ def main(argv: list[str]) -> int:
     delay = 1.0
     while True:
         try:
-            added, revoked, kept, refused = reconcile(connection_name, wanted)
-        except Exception as err:  # noqa: BLE001 - any failure is retried until the deadline
-            why = reason(err)
+            added, revoked, kept = reconcile(connection_name, wanted)
+        except Refused as err:
+            log(f"REFUSED: {err}")
+            return EXIT_REFUSED
+        except Exception as err:  # noqa: BLE001 - any other failure is retried until the deadline
+            reason = describe(err)
             if time.monotonic() + delay > deadline:
-                log(f"FAILED: the SuperLink's Control API did not accept the registration: {why}")
+                log(f"FAILED: the SuperLink's Control API did not accept the registration: {reason}")
                 return 1
-            log(f"Control API call failed ({why}); retrying in {delay:.0f}s")
+            log(f"Control API call failed ({reason}); retrying in {delay:.0f}s")
             time.sleep(delay)
             delay = min(delay * 2, 15.0)
             continue
-        for node in refused:
-            log(f"FAILED: trusted key {node}: Flower never registers a key twice, give that SuperNode a new key")
-        if refused:
-            return 1
         log(f"done: {len(wanted)} trusted keys; {added} registered, {revoked} revoked, {kept} unchanged")
         return 0
 

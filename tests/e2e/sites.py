@@ -2,27 +2,11 @@
 and its own cluster, run on the harness with real Flower (test_e2e_sites.py reports it
 per Flower version).
 
-The stacks (configs below, as a team would write them):
-
-- `hub` (role hub): the SuperLink only, TLS generated, node authentication, a
-  LoadBalancer Service and `superlink.externalAddress: fl.example.test` (so that name is
-  in the server certificate); later `sites: [{name, fromStack}]` for the two sites it
-  admits.
-- `hospital-a`, `hospital-b` (role site): one SuperNode each, dialling the hub named by
-  `supernodes.superlink.certificate.fromStack` (address, port and CA from the hub stack's
-  outputs); `partition-id` 0 and 1 of 2.
-- `intruder` (role site, negative control): the same, but the hub does not list it.
-- `misconfigured` (role site, negative control): the hub's address and port, but a CA
-  that is not the hub's in `certificate.pem`.
-
-Each stack is rendered by itself (components.offline.run_program, real key material),
-reading the others' outputs only through `stack_outputs`, exactly what
-`render --stack-outputs org/proj/stack=FILE.json` and a pulumi.StackReference supply.
-The order is a real team's: the hub is deployed, the sites are deployed (reading the
-hub's outputs), the hub is deployed again with the sites' keys (reading their outputs).
-Pulumi keeps a stack's generated keys and certificates across its `up`s (its state):
-`PulumiState` does the same, so the second hub render has the first one's CA and
-server certificate (asserted).
+The stacks (a hub, two admitted sites, an intruder and a misconfigured site) and how
+each is rendered by itself are in site_stacks.py. The order is a real team's: the hub
+is deployed, the sites are deployed (reading the hub's outputs), the hub is deployed
+again with the sites' keys (reading their outputs), with the same CA, server certificate
+and SuperLink (asserted: Pulumi state).
 
 Each stack runs in a cluster of its own (own node, bridge, subnet, cluster DNS); the
 clusters meet only on a WAN (harness/wan.py): the hub's LoadBalancer Service gets a WAN
@@ -34,7 +18,10 @@ pod in the hub's cluster (harness/jobs.py), created once the SuperLink is Ready 
 Pulumi does: the Job depends on the SuperLink). Then `flwr run` (a user in the hub's
 cluster, with the hub's exported flwrConfig and CA) must complete with one node of each
 admitted site in every round, while the intruder is refused and the misconfigured site
-fails its TLS handshake.
+fails its TLS handshake. Last, the hub drops hospital-b (a third `pulumi up`): the Job
+revokes its node, which is refused from then on while hospital-a stays online; and
+trusting hospital-b's same key again (a fourth) fails the Job at once, naming the key
+(Flower never registers a revoked key again; the Job's podFailurePolicy).
 
 Timeouts, from Flower's own behaviour (constants below): a SuperNode whose key is not
 registered is refused at activation (1.26: gRPC FAILED_PRECONDITION "No SuperNode found
@@ -52,8 +39,6 @@ long before the 30 s heartbeat interval (HEARTBEAT_DEFAULT_INTERVAL) matters.
 
 from __future__ import annotations
 
-import copy
-import datetime
 import json
 import re
 import sys
@@ -65,30 +50,32 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
-from components.offline import run_program
 from tests.e2e.harness import Cluster, NotReady
 from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.wan import Wan
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
-from tests.e2e.stack import _RENDER_LOCK, Federation, Rendered
+from tests.e2e.site_stacks import (
+    ADMITTED,
+    EXTERNAL_HOST,
+    HUB,
+    HUB_NAME,
+    HUB_NAMESPACE,
+    INTRUDER,
+    MISCONFIGURED,
+    POOL,
+    SITE_NAMESPACE,
+    PulumiState,
+    hub_config,
+    other_ca,
+    pem_body,
+    render_stack,
+    secret_text,
+    site_config,
+    stack_name,
+    workload,
+)
+from tests.e2e.stack import Federation, Rendered
 from tests.support.flower import venv
-from tests.support.tls_provider import RealTlsProvider, _unwrap
-
-ORG = "acme/flower-federation"
-HUB = "hub"
-ADMITTED = ("hospital-a", "hospital-b")
-INTRUDER = "intruder"
-MISCONFIGURED = "misconfigured"
-EXTERNAL_HOST = "fl.example.test"  # the hub's public name (public DNS, the certificate)
-HUB_NAME = "fl"
-HUB_NAMESPACE = "flower-hub"
-SITE_NAMESPACE = "flower"
-POOL = "ward"
 
 SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
 JOB_TIMEOUT = 90  # a Ready SuperLink: one pass of the script (Python + flwr imports, 3-10 s on a busy CPU)
@@ -98,7 +85,6 @@ ONLINE_TIMEOUT = 75
 # A refused / misconfigured SuperNode shows it in its first attempt (one start).
 NEGATIVE_TIMEOUT = 45
 RUN_TIMEOUT = 120  # two rounds: each SuperNode polls every 3 s; ClientApps start per round
-CLI_TIMEOUT = 60
 
 # Flower's answer to a SuperNode whose public key is not registered (node auth), as each
 # version words it in the SuperNode's log.
@@ -114,124 +100,6 @@ def line_of(text: str, match: re.Match) -> str:
     start = text.rfind("\n", 0, match.start()) + 1
     end = text.find("\n", match.end())
     return text[start : end if end >= 0 else None].strip()[:160]
-
-
-def stack_name(name: str) -> str:
-    return f"{ORG}/{name}"
-
-
-def pem_body(openssh_key: str) -> str:
-    """The first base64 line of a public key's PEM (SubjectPublicKeyInfo), as Flower logs keys."""
-    key = serialization.load_ssh_public_key(openssh_key.encode())
-    pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return pem.splitlines()[1]
-
-
-# --- the stacks' configs ------------------------------------------------------------------
-
-
-def hub_config(version: str, sites: tuple[str, ...] = ()) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "role": "hub",
-        "name": HUB_NAME,
-        "namespace": HUB_NAMESPACE,
-        "version": version,
-        "nodeAuth": {"enabled": True},
-        # HTTP era: Fleet and Control share the exposed port, which the hub must accept.
-        "superlink": {
-            "service": {"type": "LoadBalancer"},
-            "externalAddress": EXTERNAL_HOST,
-            "exposeControlApi": True,
-        },
-    }
-    if sites:
-        raw["sites"] = [{"name": s, "fromStack": stack_name(s)} for s in sites]
-    return raw
-
-
-def site_config(
-    version: str, name: str, partition: tuple[int, int], superlink: Optional[dict[str, Any]] = None
-) -> dict[str, Any]:
-    """A site with one SuperNode; `superlink` defaults to everything from the hub stack."""
-    return {
-        "role": "site",
-        "name": name,
-        "namespace": SITE_NAMESPACE,
-        "version": version,
-        "nodeAuth": {"enabled": True},
-        "supernodes": {
-            "superlink": superlink or {"certificate": {"fromStack": stack_name(HUB)}},
-            "pools": [
-                {
-                    "name": POOL,
-                    "replicas": 1,
-                    "nodeConfig": {"partition-id": partition[1], "num-partitions": partition[0]},
-                }
-            ],
-        },
-    }
-
-
-def other_ca() -> str:
-    """A CA certificate that is not the hub's (what a site pasted from the wrong place)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "someone else's CA")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
-
-
-# --- rendering ------------------------------------------------------------------------------
-
-
-class PulumiState:
-    """A stack's state across `pulumi up`s, for the generated key material: a resource
-    whose inputs did not change keeps its outputs (same keys, same certificates); one
-    whose inputs changed is replaced (new ones). The provider behind it is real."""
-
-    def __init__(self) -> None:
-        self.real = RealTlsProvider()
-        self.kept: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-
-    def __call__(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-        digest = json.dumps(_unwrap(inputs), sort_keys=True, default=str)
-        kept = self.kept.get((typ, name))
-        if kept is not None and kept[0] == digest:
-            return dict(kept[1])
-        out = self.real(typ, name, inputs)
-        self.kept[(typ, name)] = (digest, out)
-        return dict(out)
-
-
-def render_stack(
-    name: str, raw: dict[str, Any], state: PulumiState, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
-) -> Rendered:
-    """One stack's render, reading other stacks' outputs only from `stack_outputs`
-    ({org/project/stack: outputs as `pulumi stack output --json --show-secrets`})."""
-    with _RENDER_LOCK:  # the Pulumi SDK's lazy imports are not thread-safe (lanes render at once)
-        run = run_program(
-            {"federation": copy.deepcopy(raw)}, name, provider=state, stack_outputs=copy.deepcopy(stack_outputs or {})
-        )
-        return Rendered(raw, run.manifests(show_secrets=True), run.stack_outputs_json(show_secrets=True))
-
-
-def workload(rendered: Rendered, kind: str, name: str) -> dict[str, Any]:
-    return next(m for m in rendered.manifests if m["kind"] == kind and m["metadata"]["name"] == name)
-
-
-def secret_text(rendered: Rendered, name: str, key: str) -> str:
-    m = workload(rendered, "Secret", name)
-    return m.get("stringData", {}).get(key) or ""
 
 
 # --- the deployments ------------------------------------------------------------------------
@@ -330,12 +198,28 @@ def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str) -> Sit
     return site
 
 
-def wait_job(job: Job, timeout: float) -> str:
+def wait_job(job: Job, timeout: float, status: str = "Complete") -> str:
     if not job.wait(timeout):
         raise NotReady(f"{job.describe()} not finished within {timeout:.0f}s:\n{job.log()}")
     log = job.log()
-    assert job.status == "Complete", f"{job.describe()}:\n{log}"
+    assert job.status == status, f"{job.describe()}, expected {status}:\n{log}"
     return log
+
+
+def hub_up(run: SitesRun, raw: dict[str, Any], state: PulumiState, outputs: dict[str, dict[str, Any]]) -> Job:
+    """Another `pulumi up` of the hub: same CA, same SuperLink, a new registration Job
+    (created once the SuperLink is Ready, which it is), returned started."""
+    rendered = render_stack(HUB, raw, state, outputs)
+    before = run.hub.rendered
+    assert rendered.outputs["caCertificate"] == before.outputs["caCertificate"], "the hub's CA changed across ups"
+    sts = f"{HUB_NAME}-superlink"
+    assert workload(rendered, "StatefulSet", sts) == workload(before, "StatefulSet", sts), "the SuperLink would roll"
+    (job,) = run.hub.cluster.update(rendered.manifests)
+    assert all(j.name == job.name for j in run.hub.cluster.jobs.values()), "the previous Job was not deleted"
+    run.hub.rendered = rendered
+    run.hub.cluster.start_jobs([job.name])
+    run.jobs.append(job)
+    return job
 
 
 def registered_by_job(log: str) -> dict[str, str]:
@@ -445,21 +329,15 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
 
     # 3. The hub's second `pulumi up`: it admits the two sites, reading their outputs.
     site_outputs = {stack_name(s): rendered[s].outputs for s in ADMITTED}
-    hub_v2 = render_stack(HUB, hub_config(v, ADMITTED), hub_state, site_outputs)
-    assert hub_v2.outputs["caCertificate"] == hub_v1.outputs["caCertificate"], "the hub's CA changed across ups"
-    sts = f"{HUB_NAME}-superlink"
-    assert workload(hub_v2, "StatefulSet", sts) == workload(hub_v1, "StatefulSet", sts), "the SuperLink would roll"
-    trusted = workload(hub_v2, "ConfigMap", f"{HUB_NAME}-node-registration")["data"]["trusted-keys"]
+    job_v2 = hub_up(run, hub_config(v, ADMITTED), hub_state, site_outputs)
+    assert job_v2.name != job_v1.name, job_v1.name
+    trusted = workload(hub.rendered, "ConfigMap", f"{HUB_NAME}-node-registration")["data"]["trusted-keys"]
     for s in ADMITTED:
         for key in rendered[s].outputs["nodeAuth"]["publicKeys"][POOL].values():
             assert key.strip() in trusted, f"{s}'s key is not in the hub's trusted keys:\n{trusted}"
     for s in (INTRUDER, MISCONFIGURED):
         for key in rendered[s].outputs["nodeAuth"]["publicKeys"][POOL].values():
             assert key.split()[1] not in trusted, f"{s}'s key is trusted"
-    (job_v2,) = hub_cluster.update(hub_v2.manifests)
-    assert job_v2.name != job_v1.name and job_v1.name not in hub_cluster.jobs, (job_v1.name, job_v2.name)
-    hub_cluster.start_jobs([job_v2.name])
-    run.jobs.append(job_v2)
     log_v2 = wait_job(job_v2, JOB_TIMEOUT)
     by_key = registered_by_job(log_v2)
     expected_keys = {f"{s}/{POOL}/0" for s in ADMITTED}
@@ -534,6 +412,37 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     runs = {str(r["run-id"]): r["status"] for r in hub.runs()}
     assert runs.get(rid) == "finished:completed", f"run {rid}: {runs}"
     run.phase("run (2 rounds, both sites)")
+
+    # 7. The hub's third `pulumi up` no longer lists hospital-b: the Job revokes its node,
+    # which is refused from then on; hospital-a stays online.
+    kept, dropped = ADMITTED
+    dropped_site, dropped_id = run.sites[dropped], by_key[f"{dropped}/{POOL}/0"]
+    mark = len(dropped_site.log())
+    job_v3 = hub_up(run, hub_config(v, (kept,)), hub_state, {stack_name(kept): rendered[kept].outputs})
+    log_v3 = wait_job(job_v3, JOB_TIMEOUT)
+    assert f"revoked node {dropped_id}" in log_v3, log_v3
+    assert "done: 1 trusted keys; 0 registered, 1 revoked, 1 unchanged" in log_v3, log_v3
+
+    def dropped_refused() -> Optional[re.Match]:
+        return REFUSED.search(dropped_site.log()[mark:])
+
+    wait_for(f"{dropped} refused once revoked", dropped_refused, NEGATIVE_TIMEOUT)
+    status = {str(n["node-id"]): n.get("status") for n in hub.supernodes()}
+    assert status.get(by_key[f"{kept}/{POOL}/0"]) == "online", status
+    assert status.get(dropped_id) != "online", status
+    run.phase(f"hub up without {dropped} (its node revoked, refused from then on)")
+
+    # 8. Trusting hospital-b's same key again cannot work (Flower never registers a
+    # revoked key again): the Job says so at once and fails (its podFailurePolicy),
+    # instead of retrying until its deadline; nothing changes on the SuperLink.
+    job_v4 = hub_up(run, hub_config(v, ADMITTED), hub_state, site_outputs)
+    log_v4 = wait_job(job_v4, JOB_TIMEOUT, status="Failed")
+    assert "PodFailurePolicy" in job_v4.reason and len(job_v4.pods) == 1, job_v4.describe()
+    assert f"REFUSED: trusted keys revoked earlier (nodes {dropped_id}): {dropped}/{POOL}/0" in log_v4, log_v4
+    assert "registered" not in log_v4.split("REFUSED", 1)[0], log_v4
+    after = {str(n["node-id"]): n.get("status") for n in hub.supernodes()}
+    assert after.get(by_key[f"{kept}/{POOL}/0"]) == "online" and after.get(dropped_id) != "online", after
+    run.phase(f"hub up trusting {dropped}'s revoked key again: Job failed at once, saying why")
 
 
 def run_scenario(version: str, gate: Optional[threading.Semaphore] = None) -> Outcome:

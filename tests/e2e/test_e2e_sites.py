@@ -63,7 +63,8 @@ def sites_lanes(request):
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.scenario(
     "sites: hub + 2 sites, separate stacks and clusters, keys registered by the hub's Job, "
-    "run across both sites; an unlisted site refused, a wrong-CA site fails TLS",
+    "run across both sites; an unlisted site refused, a wrong-CA site fails TLS; a dropped site revoked, "
+    "its key refused at once when trusted again",
     id="6",
 )
 def test_6_sites(sites_lanes, version, record_property):

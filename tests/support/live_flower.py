@@ -29,7 +29,7 @@ from tests.support.real_render import Mounted, Rendered, pod_files, render_fresh
 
 VERSIONS = (GRPC_ERA, HTTP_ERA)  # the versions with a real-Flower venv
 LIVE_STACKS = {GRPC_ERA: "grpc-nodeauth", HTTP_ERA: "http-nodeauth"}
-READY_TIMEOUT = 30
+READY_TIMEOUT = 120  # a hang guard: readiness returns at once on success
 
 
 def materialize(r: Rendered, workload: dict, container: dict, root: Path) -> dict[str, Mounted]:

@@ -53,8 +53,9 @@ What it does, as Kubernetes would:
 - **Jobs** (jobs.py). A Job's pods run to completion (restartPolicy Never): one pod at a
   time, `<job>-<5 chars>` with the `job-name` labels; a failed pod is followed by a new
   one (fresh volumes and address) after a back-off of 1 s doubling (the controller: 10 s
-  ... 6 min) until one exits 0 (Complete), `backoffLimit` pods failed or
-  `activeDeadlineSeconds` passed (Failed); every pod's log is kept. Jobs are made by
+  ... 6 min) until one exits 0 (Complete), `backoffLimit` pods failed,
+  `activeDeadlineSeconds` passed or a `podFailurePolicy` rule on exit codes says FailJob
+  (Failed); every pod's log is kept. Jobs are made by
   `create_pods()` but started only by `start_jobs()` (whoever deploys orders them: Pulumi
   creates a Job once what it depends on is ready), and their pods are not in
   `Cluster.pods` (a completed pod is never Ready). `update(manifests)` applies a later

@@ -4,7 +4,10 @@ With restartPolicy Never (the only policy a Job's pods may have here) a failed p
 restarted: the controller makes a new pod (fresh volumes and address), after a back-off
 of 1 s doubling (the controller: 10 s doubling, capped at 6 min), until one pod succeeds
 (exit 0: the Job is Complete) or `backoffLimit` pods failed or `activeDeadlineSeconds`
-passed (Failed). Every pod's log is kept (one file per pod and container).
+passed (Failed). `podFailurePolicy` rules on exit codes apply to a failed pod in order
+(FailJob: the Job fails at once; Ignore: the pod does not count; Count); rules on pod
+conditions never match (no pod conditions are emulated). Every pod's log is kept (one
+file per pod and container).
 
 A Job's pods are not in `Cluster.pods` (those are the long-running pods whose readiness
 tests wait for: a completed pod is never Ready); they get cluster DNS and are closed with
@@ -44,6 +47,13 @@ class Job:
         self.name = manifest["metadata"]["name"]
         self.namespace = manifest["metadata"].get("namespace", "default")
         self.backoff_limit = int(spec.get("backoffLimit", 6))
+        self.failure_rules = spec.get("podFailurePolicy", {}).get("rules", [])
+        for rule in self.failure_rules:
+            if rule["action"] not in ("FailJob", "Ignore", "Count"):
+                raise HarnessError(
+                    f"Job {manifest['metadata']['name']}: podFailurePolicy {rule['action']} not emulated"
+                )
+        self.ignored: set[str] = set()  # pods a podFailurePolicy Ignore rule does not count
         self.deadline_seconds: Optional[float] = spec.get("activeDeadlineSeconds")
         self.pods: list[Pod] = []
         self.status = "Pending"  # Pending, Running, Complete, Failed
@@ -56,7 +66,23 @@ class Job:
 
     @property
     def failed_pods(self) -> int:
-        return sum(p.phase == "Failed" for p in self.pods)
+        return sum(p.phase == "Failed" and p.name not in self.ignored for p in self.pods)
+
+    def _failure_action(self, pod: Pod) -> str:
+        """What the first podFailurePolicy rule matching a failed pod says (Count if none)."""
+        for rule in self.failure_rules:
+            on = rule.get("onExitCodes")
+            if on is None:  # onPodConditions: no pod conditions are emulated
+                continue
+            codes = [
+                c.exit_codes[-1]
+                for c in pod.containers
+                if c.exit_codes and c.exit_codes[-1] != 0 and on.get("containerName") in (None, c.name)
+            ]
+            values = set(on["values"])
+            if any((code in values) == (on["operator"] == "In") for code in codes):
+                return rule["action"]
+        return "Count"
 
     def start(self) -> None:
         if self._thread is not None:
@@ -98,6 +124,13 @@ class Job:
             if pod.phase == "Succeeded":
                 self._finish("Complete", f"pod {pod.name} succeeded")
                 return
+            action = self._failure_action(pod)
+            if action == "FailJob":
+                codes = [c.exit_codes[-1] for c in pod.containers if c.exit_codes]
+                self._finish("Failed", f"PodFailurePolicy: pod {pod.name} exited {codes}")
+                return
+            if action == "Ignore":
+                self.ignored.add(pod.name)
             if self.failed_pods > self.backoff_limit:
                 self._finish("Failed", f"BackoffLimitExceeded ({self.failed_pods} pods failed)")
                 return

@@ -1,0 +1,163 @@
+"""The stacks of the sites scenario (sites.py), as a team would write them, and how each
+is rendered: by itself, reading other stacks' outputs only through `stack_outputs`.
+
+- `hub` (role hub): the SuperLink only, TLS generated, node authentication, a
+  LoadBalancer Service and `superlink.externalAddress: fl.example.test` (so that name is
+  in the server certificate); later `sites: [{name, fromStack}]` for the sites it admits.
+- `hospital-a`, `hospital-b` (role site): one SuperNode each, dialling the hub named by
+  `supernodes.superlink.certificate.fromStack` (address, port and CA from the hub stack's
+  outputs); `partition-id` 0 and 1 of 2.
+- `intruder` (role site, negative control): the same, but the hub does not list it.
+- `misconfigured` (role site, negative control): the hub's address and port, but a CA
+  that is not the hub's in `certificate.pem`.
+
+Each render is the project's own (components.offline.run_program, real key material);
+`stack_outputs` is exactly what `render --stack-outputs org/proj/stack=FILE.json` and a
+pulumi.StackReference supply. Pulumi keeps a stack's generated keys and certificates
+across its `up`s (its state): `PulumiState` does the same for one stack's renders.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+from typing import Any, Optional
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from components.offline import run_program
+from tests.e2e.stack import _RENDER_LOCK, Rendered
+from tests.support.tls_provider import RealTlsProvider, _unwrap
+
+ORG = "acme/flower-federation"
+HUB = "hub"
+ADMITTED = ("hospital-a", "hospital-b")
+INTRUDER = "intruder"
+MISCONFIGURED = "misconfigured"
+EXTERNAL_HOST = "fl.example.test"  # the hub's public name (public DNS, the certificate)
+HUB_NAME = "fl"
+HUB_NAMESPACE = "flower-hub"
+SITE_NAMESPACE = "flower"
+POOL = "ward"
+
+
+def stack_name(name: str) -> str:
+    return f"{ORG}/{name}"
+
+
+def pem_body(openssh_key: str) -> str:
+    """The first base64 line of a public key's PEM (SubjectPublicKeyInfo), as Flower logs keys."""
+    key = serialization.load_ssh_public_key(openssh_key.encode())
+    pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return pem.splitlines()[1]
+
+
+# --- the stacks' configs ------------------------------------------------------------------
+
+
+def hub_config(version: str, sites: tuple[str, ...] = ()) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "role": "hub",
+        "name": HUB_NAME,
+        "namespace": HUB_NAMESPACE,
+        "version": version,
+        "nodeAuth": {"enabled": True},
+        # HTTP era: Fleet and Control share the exposed port, which the hub must accept.
+        "superlink": {
+            "service": {"type": "LoadBalancer"},
+            "externalAddress": EXTERNAL_HOST,
+            "exposeControlApi": True,
+        },
+    }
+    if sites:
+        raw["sites"] = [{"name": s, "fromStack": stack_name(s)} for s in sites]
+    return raw
+
+
+def site_config(
+    version: str, name: str, partition: tuple[int, int], superlink: Optional[dict[str, Any]] = None
+) -> dict[str, Any]:
+    """A site with one SuperNode; `superlink` defaults to everything from the hub stack."""
+    return {
+        "role": "site",
+        "name": name,
+        "namespace": SITE_NAMESPACE,
+        "version": version,
+        "nodeAuth": {"enabled": True},
+        "supernodes": {
+            "superlink": superlink or {"certificate": {"fromStack": stack_name(HUB)}},
+            "pools": [
+                {
+                    "name": POOL,
+                    "replicas": 1,
+                    "nodeConfig": {"partition-id": partition[1], "num-partitions": partition[0]},
+                }
+            ],
+        },
+    }
+
+
+def other_ca() -> str:
+    """A CA certificate that is not the hub's (what a site pasted from the wrong place)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "someone else's CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+
+class PulumiState:
+    """A stack's state across `pulumi up`s, for the generated key material: a resource
+    whose inputs did not change keeps its outputs (same keys, same certificates); one
+    whose inputs changed is replaced (new ones). The provider behind it is real."""
+
+    def __init__(self) -> None:
+        self.real = RealTlsProvider()
+        self.kept: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+
+    def __call__(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        digest = json.dumps(_unwrap(inputs), sort_keys=True, default=str)
+        kept = self.kept.get((typ, name))
+        if kept is not None and kept[0] == digest:
+            return dict(kept[1])
+        out = self.real(typ, name, inputs)
+        self.kept[(typ, name)] = (digest, out)
+        return dict(out)
+
+
+def render_stack(
+    name: str, raw: dict[str, Any], state: PulumiState, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
+) -> Rendered:
+    """One stack's render, reading other stacks' outputs only from `stack_outputs`
+    ({org/project/stack: outputs as `pulumi stack output --json --show-secrets`})."""
+    with _RENDER_LOCK:  # the Pulumi SDK's lazy imports are not thread-safe (lanes render at once)
+        run = run_program(
+            {"federation": copy.deepcopy(raw)}, name, provider=state, stack_outputs=copy.deepcopy(stack_outputs or {})
+        )
+        return Rendered(raw, run.manifests(show_secrets=True), run.stack_outputs_json(show_secrets=True))
+
+
+def workload(rendered: Rendered, kind: str, name: str) -> dict[str, Any]:
+    return next(m for m in rendered.manifests if m["kind"] == kind and m["metadata"]["name"] == name)
+
+
+def secret_text(rendered: Rendered, name: str, key: str) -> str:
+    m = workload(rendered, "Secret", name)
+    return m.get("stringData", {}).get(key) or ""
