@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .config import NETWORK_POLICY_DEFAULTS, NetworkPolicy, Pool
-from .dialects import SUPERNODE_APPIO_PORT
 from .kube import Manifest
 from .naming import (
     NODE_REGISTRATION,
@@ -218,7 +217,10 @@ def _superlink_side(
     serverapp_side = [superlink]
     if plan.distributed:
         superexec = comp(
-            names.superexec_serverapp, selector_labels(plan.name, SUPEREXEC_SERVERAPP), spec.superlink.network_policy
+            names.superexec_serverapp,
+            selector_labels(plan.name, SUPEREXEC_SERVERAPP),
+            spec.superlink.network_policy,
+            spec.superlink.superexec.network_policy,
         )
         components.append(superexec)
         links.append(Link(superexec, superlink, _tcp(appio_port), "SuperExec dials the ServerAppIo/Runtime API"))
@@ -266,28 +268,22 @@ def _pool(plan: FederationPlan, pool: Pool, comp: Callable[..., Component]) -> t
             names.pool_superexec(pool.name),
             selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name),
             *layers,
+            pool.superexec.network_policy,
             pool=pool.name,
         )
         components.append(superexec)
+        appio = _tcp(plan.supernode_appio_port(pool))
         # gRPC era: plaintext, so only SuperExec k may reach SuperNode k. HTTP era: TLS
         # and SuperExec auth (appio.py) protect it; the pool's SuperExecs may reach it.
-        links.append(
-            Link(
-                superexec,
-                supernode,
-                _tcp(SUPERNODE_APPIO_PORT),
-                "SuperExec dials its SuperNode",
-                pairwise=plan.grpc_era,
-            )
-        )
+        links.append(Link(superexec, supernode, appio, "SuperExec dials its SuperNode", pairwise=plan.grpc_era))
         if supernode.settings.allow_external:
-            links.append(Link(ANYWHERE, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExecs outside the cluster"))
+            links.append(Link(ANYWHERE, supernode, appio, "SuperExecs outside the cluster"))
         for source in _sources(supernode.settings):
-            links.append(Link(source, supernode, _tcp(SUPERNODE_APPIO_PORT), "configured sources"))
+            links.append(Link(source, supernode, appio, "configured sources"))
         if plan.kubernetes_executor:
             tasks = comp(names.task_policy(pool.name), task_labels(plan, pool.name), *layers, pool=pool.name)
             components.append(tasks)
-            links.append(Link(tasks, supernode, _tcp(SUPERNODE_APPIO_PORT), "ClientApp pods dial the SuperNode"))
+            links.append(Link(tasks, supernode, appio, "ClientApp pods dial the SuperNode"))
             links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
     if spec.allow_runtime_dependency_installation:
         links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in components]

@@ -102,6 +102,13 @@ def warnings(plan: FederationPlan) -> list[str]:
             "SuperLink restarts, and the registration Job runs again only when the trusted keys change. Re-run "
             "the exported registerScript after a restart, or keep persistence on."
         )
+    for pool in plan.spec.supernodes.pools:
+        if pool.service.type != "ClusterIP":
+            out.append(
+                f"Pool {pool.name}: the SuperNode's ClientAppIo API is plaintext (by Flower's design) and exposed "
+                f"outside the cluster by a {pool.service.type} Service: whoever reaches it can take and answer its "
+                "ClientApp tasks. Limit who reaches it (the load balancer's source ranges, a private network)."
+            )
     if plan.remote is not None and not plan.remote.cidrs:
         out.append(
             f"SuperNodes may reach port {plan.remote.endpoint.port} at any address (the hub's address is a name): "

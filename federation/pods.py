@@ -103,11 +103,12 @@ def container(
     mounts: Optional[list[dict[str, Any]]] = None,
     privileged: bool = False,
     security_overrides: Optional[dict[str, Any]] = None,
+    pull_policy: str = "IfNotPresent",
 ) -> Container:
     c: Container = {
         "name": name,
         "image": image,
-        "imagePullPolicy": "IfNotPresent",
+        "imagePullPolicy": pull_policy,
         "args": list(args),
         "resources": copy.deepcopy(resources) if resources else {},
         "securityContext": container_security_context(privileged, security_overrides),

@@ -44,7 +44,7 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
                 yield from quantities((key,), value)
     supernodes = as_dict(raw.get("supernodes"))
     yield from list_fragment(("supernodes", "env"), supernodes.get("env"), "envvar-v1.json")
-    yield from _reserved_env(("supernodes", "env"), supernodes.get("env"))
+    yield from reserved_env(("supernodes", "env"), supernodes.get("env"))
     for at, section, kind in sections:
         for key, schema in _LIST_FRAGMENTS.items():
             yield from list_fragment(at + (key,), section.get(key), schema)
@@ -54,7 +54,7 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
                 for path, msg in fragment_errors(value, schema):
                     yield problem(at + (key,) + path, msg)
                 yield from quantities(at + (key,), value)
-        yield from _reserved_env(at + ("env",), section.get("env"))
+        yield from reserved_env(at + ("env",), section.get("env"))
         yield from _duplicates(at, section)
         yield from _volume_refs(at, section)
         yield from _pod_template(
@@ -77,7 +77,7 @@ def list_fragment(at: At, value: Any, schema: str) -> Iterator[Problem]:
             yield problem(at + (j,) + path, msg)
 
 
-def _reserved_env(at: At, env: Any) -> Iterator[Problem]:
+def reserved_env(at: At, env: Any) -> Iterator[Problem]:
     for j, item in enumerate(as_list(env)):
         if isinstance(item, dict) and item.get("name") in RESERVED_ENV:
             yield problem(at + (j, "name"), f"{item['name']} is set by flower-federation (node config placeholders)")

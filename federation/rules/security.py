@@ -158,6 +158,11 @@ def network_policies(raw: Raw, pools: Pools) -> Iterator[Problem]:
         (("supernodes", "networkPolicy"), get(raw, "supernodes", "networkPolicy")),
     ]
     sections += [(("supernodes", "pools", i, "networkPolicy"), p.get("networkPolicy")) for i, p in pools]
+    sections.append((("superlink", "superexec", "networkPolicy"), get(raw, "superlink", "superexec", "networkPolicy")))
+    sections += [
+        (("supernodes", "pools", i, "superexec", "networkPolicy"), get(p, "superexec", "networkPolicy"))
+        for i, p in pools
+    ]
     for at, np in sections:
         np = as_dict(np)
         yield from list_fragment(
@@ -196,8 +201,12 @@ def _strictly_inside(inner: str, outer: str) -> bool:
     return a.version == b.version and a != b and a.subnet_of(b)  # type: ignore[arg-type]
 
 
-def probes(raw: Raw) -> Iterator[Problem]:
-    for at in (("probes",), ("superlink", "probes"), ("supernodes", "probes")):
+def probes(raw: Raw, pools: Pools) -> Iterator[Problem]:
+    sections: list[At] = [("probes",), ("superlink", "probes"), ("supernodes", "probes")]
+    sections += [("superlink", "superexec", "probes")] + [
+        ("supernodes", "pools", i, "superexec", "probes") for i, _ in pools
+    ]
+    for at in sections:
         for probe in ("livenessProbe", "startupProbe"):
             value = get(raw, *at, probe, "successThreshold")
             if isinstance(value, int) and value != 1:

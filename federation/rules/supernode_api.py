@@ -1,0 +1,92 @@
+"""A pool's ClientAppIo API (the Helm chart's `supernode.service.*` and `supernode.containerPorts.*`): ports that do
+not clash in a pod, and a NodePort or LoadBalancer Service only where it reaches something, for one SuperNode, and
+with the pool's NetworkPolicy saying the plaintext API may be reached from outside."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..config import NETWORK_POLICY_DEFAULTS
+from ..dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT
+from ..errors import Problem, problem
+from .raw import Pools, Raw, as_dict, get
+
+# An IANA service name, as Kubernetes takes a port name.
+PORT_NAME = re.compile(r"^(?=.{1,15}$)(?=.*[a-z])[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def _effective(raw: Raw, pool: Raw, key: str) -> Any:
+    """A networkPolicy key as the pool's SuperNodes get it: the pool's, else `supernodes`', else the top level's,
+    else the default."""
+    for value in (
+        get(pool, "networkPolicy", key),
+        get(raw, "supernodes", "networkPolicy", key),
+        get(raw, "networkPolicy", key),
+    ):
+        if value is not None:
+            return value
+    return NETWORK_POLICY_DEFAULTS.enabled if key == "enabled" else NETWORK_POLICY_DEFAULTS.allow_external
+
+
+def supernode_apis(raw: Raw, pools: Pools, isolation: str) -> Iterator[Problem]:
+    distributed = isolation == "process" and raw.get("superexecPlacement") == "distributed"
+    sidecar = isolation == "process" and not distributed
+    for i, pool in pools:
+        at = ("supernodes", "pools", i)
+        service = as_dict(pool.get("service"))
+        kind = service.get("type", "ClusterIP")
+        name = service.get("portName")
+        if isinstance(name, str) and not PORT_NAME.match(name):
+            yield problem(
+                at + ("service", "portName"),
+                f"'{name}' is not a port name: at most 15 lowercase letters, digits and '-', with a letter",
+            )
+        if service.get("nodePort") is not None and kind not in ("NodePort", "LoadBalancer"):
+            yield problem(at + ("service", "nodePort"), "only with service.type NodePort or LoadBalancer")
+        if kind in ("NodePort", "LoadBalancer"):
+            yield from _exposed(raw, pool, at, kind, distributed)
+        yield from _ports(pool, at, sidecar)
+
+
+def _exposed(raw: Raw, pool: Raw, at: tuple[Any, ...], kind: str, distributed: bool) -> Iterator[Problem]:
+    if not distributed:
+        yield problem(
+            at + ("service", "type"),
+            f"a {kind} Service reaches the ClientAppIo API only with distributed SuperExecs (isolationMode: process, "
+            "superexecPlacement: distributed); otherwise it binds 127.0.0.1 in the SuperNode's pod",
+        )
+    replicas = pool.get("replicas")
+    if isinstance(replicas, int) and replicas != 1:
+        yield problem(
+            at + ("service", "type"),
+            f"a {kind} Service spreads connections over the pool's SuperNodes, but a SuperExec must stay with one: "
+            "use replicas: 1 (a pool per exposed SuperNode)",
+        )
+    if _effective(raw, pool, "enabled") is True and _effective(raw, pool, "allowExternal") is not True:
+        yield problem(
+            at + ("networkPolicy", "allowExternal"),
+            f"the {kind} Service is for SuperExecs outside the cluster, which the pool's NetworkPolicy keeps out: set "
+            "networkPolicy.allowExternal: true to accept that the plaintext ClientAppIo API is reachable from "
+            "outside (whoever reaches it can take and answer this SuperNode's ClientApp tasks)",
+        )
+
+
+def _ports(pool: Raw, at: tuple[Any, ...], sidecar: bool) -> Iterator[Problem]:
+    ports = as_dict(pool.get("containerPorts"))
+    appio = ports.get("clientAppIo")
+    health = ports.get("health")
+    appio = appio if isinstance(appio, int) else SUPERNODE_APPIO_PORT
+    health = health if isinstance(health, int) else HEALTH_PORT
+    if appio == health:
+        yield problem(at + ("containerPorts",), f"clientAppIo and health are both {appio}")
+    superexec_health = get(pool, "superexec", "containerPorts", "health")
+    if sidecar and not isinstance(superexec_health, int):  # the sidecar's default, next to these
+        for key, port in (("clientAppIo", appio), ("health", health)):
+            if port == SIDECAR_HEALTH_PORT:
+                yield problem(
+                    at + ("containerPorts", key),
+                    f"port {port} is the SuperExec sidecar's health server's in this shared pod (or move it: "
+                    "superexec.containerPorts.health)",
+                )
