@@ -7,10 +7,11 @@ selects a component's pods for both Ingress and Egress, which makes everything n
 linked a default deny.
 
 A plaintext hop Flower cannot protect (the gRPC-era ClientAppIo API, with distributed
-SuperExecs) is confined further, to its pod pair: SuperNode k takes it only from
-SuperExec k and SuperExec k sends it only to SuperNode k, through an Ingress and an
-Egress policy per replica that select the pods by the `statefulset.kubernetes.io/pod-name`
-label the StatefulSet controller puts on each pod.
+SuperExecs) is confined further, to its pod pairs: SuperNode k takes it only from
+SuperExec k (replica k of each of the pool's SuperExec StatefulSets, one per
+`superexec.replicas`) and each SuperExec k sends it only to SuperNode k, through an Ingress
+policy per SuperNode and an Egress policy per SuperExec that select the pods by the
+`statefulset.kubernetes.io/pod-name` label the StatefulSet controller puts on each pod.
 """
 
 from __future__ import annotations
@@ -349,29 +350,53 @@ def policies(plan: FederationPlan) -> list[tuple[Optional[str], Manifest]]:
 
 
 def _pair_policies(plan: FederationPlan, link: Link, side: str) -> list[Manifest]:
-    """One policy per replica k: `Ingress` to replica k of the target (a pool's
-    SuperNodes) from replica k of the source (its SuperExecs) alone, or `Egress` from
-    source k to target k alone."""
+    """Per replica k: `Ingress` to replica k of the target (a pool's SuperNodes) from
+    replica k of each source StatefulSet (its SuperExecs: one per `superexec.replicas`)
+    alone, or `Egress` from each source's replica k to target k alone."""
     source, target = link.source, link.target
     assert isinstance(source, Component) and isinstance(target, Component)
-    own, other = (target, source) if side == "Ingress" else (source, target)
     pool = next(p for p in plan.spec.supernodes.pools if p.name == target.pool)
     ports = [{"port": p, "protocol": proto} for p, proto in link.ports]
-    component = own.selector["app.kubernetes.io/component"]
+    sources = _statefulsets(plan, source, pool)
     out: list[Manifest] = []
     for k in range(pool.replicas or 0):
-        peer = {"podSelector": {"matchLabels": {**other.selector, POD_NAME_LABEL: f"{other.key}-{k}"}}}
-        rule = {"from" if side == "Ingress" else "to": [peer], "ports": ports}
-        out.append(
-            {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "NetworkPolicy",
-                "metadata": plan.meta(f"{own.key}-{k}-pair", component, pool.name),
-                "spec": {
-                    "podSelector": {"matchLabels": {**own.selector, POD_NAME_LABEL: f"{own.key}-{k}"}},
-                    "policyTypes": [side],
-                    side.lower(): [rule],
-                },
-            }
-        )
+        if side == "Ingress":
+            peers = [_pod_peer(source, f"{s}-{k}") for s in sources]
+            out.append(_pair_policy(plan, target, f"{target.key}-{k}", pool.name, side, peers, ports))
+        else:
+            peer = _pod_peer(target, f"{target.key}-{k}")
+            out += [_pair_policy(plan, source, f"{s}-{k}", pool.name, side, [peer], ports) for s in sources]
     return out
+
+
+def _statefulsets(plan: FederationPlan, c: Component, pool: Pool) -> list[str]:
+    """The StatefulSets of a component's pods: a pool's SuperExecs may be several."""
+    if c.key == plan.names.pool_superexec(pool.name):
+        return [plan.names.pool_superexec_replica(pool.name, r) for r in range(pool.superexec.replicas)]
+    return [c.key]
+
+
+def _pod_peer(c: Component, pod: str) -> dict[str, Any]:
+    return {"podSelector": {"matchLabels": {**c.selector, POD_NAME_LABEL: pod}}}
+
+
+def _pair_policy(
+    plan: FederationPlan,
+    own: Component,
+    pod: str,
+    pool: str,
+    side: str,
+    peers: list[dict[str, Any]],
+    ports: list[dict[str, Any]],
+) -> Manifest:
+    """The policy of one pod (`pod`, of `own`'s pods), named after it."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": plan.meta(f"{pod}-pair", own.selector["app.kubernetes.io/component"], pool),
+        "spec": {
+            "podSelector": _pod_peer(own, pod)["podSelector"],
+            "policyTypes": [side],
+            side.lower(): [{"from" if side == "Ingress" else "to": peers, "ports": ports}],
+        },
+    }

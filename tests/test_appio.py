@@ -126,6 +126,32 @@ def test_grpc_era_appio_is_confined_to_its_pod_pair(placement):
         assert not allowed(objects, superlink, "ingress", stranger, 9091, "TCP", NS), stranger
 
 
+def test_grpc_era_pairs_include_every_superexec_of_a_supernode():
+    """superexec.replicas: 2 (the Helm chart's), gRPC era: SuperNode k takes 9094 from replica
+    k of both SuperExec StatefulSets (N-superexec-P and N-superexec-P-1) and from no other
+    replica; each of them sends only to SuperNode k."""
+    raw = base(GRPC_ERA, isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][0]["superexec"] = {"replicas": 2}
+    objects = core_objects(raw)
+    pool = raw["supernodes"]["pools"][0]
+    assert pool["name"] == "alpha" and pool["replicas"] == 3
+
+    def labels(component: str, pod: str, extra: dict | None = None) -> dict[str, str]:
+        out = {"app.kubernetes.io/instance": "sec", "app.kubernetes.io/component": component}
+        return {**out, "flower.flwr.ai/pool": "alpha", POD_NAME_LABEL: pod, **(extra or {})}
+
+    superexecs = [
+        (c, j, labels("superexec-clientapp", f"{s}-{j}", {"flower.flwr.ai/superexec-replica": str(c)}))
+        for c, s in enumerate(["sec-superexec-alpha", "sec-superexec-alpha-1"])
+        for j in range(3)
+    ]
+    for k in range(3):
+        node = labels("supernode", f"sec-supernode-alpha-{k}")
+        for c, j, superexec in superexecs:
+            assert allowed(objects, node, "ingress", superexec, 9094, "TCP", NS) == (j == k), (k, c, j)
+            assert allowed(objects, superexec, "egress", node, 9094, "TCP", NS) == (j == k), (c, j, k)
+
+
 def test_auth_secrets_are_random_per_pool_and_never_in_a_plain_render():
     run = run_program({"federation": PROCESS["nodeauth-distributed"]}, "dev", provider=RealTlsProvider())
     shown = {m["metadata"]["name"]: m for m in run.manifests(show_secrets=True) if m["kind"] == "Secret"}

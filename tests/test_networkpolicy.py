@@ -36,15 +36,15 @@ DNS_RULE = {"to": [DNS_PEER], "ports": [{"port": 53, "protocol": "UDP"}, {"port"
 
 def pair_policy_names(plan: FederationPlan) -> set[str]:
     """gRPC era, distributed: per replica, an Ingress policy for the SuperNode (from its own
-    SuperExec) and an Egress policy for the SuperExec (to its own SuperNode)."""
+    SuperExecs) and an Egress policy for each of its SuperExecs (to their own SuperNode)."""
     if not (plan.distributed and plan.grpc_era):
         return set()
-    return {
-        f"{NAME}-{role}-{p.name}-{k}-pair"
-        for p in plan.spec.supernodes.pools
-        for k in range(p.replicas or 0)
-        for role in ("supernode", "superexec")
-    }
+    out = set()
+    for p in plan.spec.supernodes.pools:
+        superexecs = [plan.names.pool_superexec_replica(p.name, c) for c in range(p.superexec.replicas)]
+        for k in range(p.replicas or 0):
+            out |= {f"{NAME}-supernode-{p.name}-{k}-pair"} | {f"{s}-{k}-pair" for s in superexecs}
+    return out
 
 
 def _is_pair(policy: dict) -> bool:
