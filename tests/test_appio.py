@@ -201,6 +201,31 @@ def test_certmanager_issues_one_certificate_per_pool_from_the_federation_issuer(
         assert f"*.sec-supernode-{pool}.{NS}.svc.cluster.local" in spec["dnsNames"]
 
 
+def _exposed_beta(raw: dict) -> dict:
+    """Pool beta (one SuperNode) exposed to SuperExecs outside the cluster by a NodePort Service."""
+    raw = copy.deepcopy(raw)
+    beta = raw["supernodes"]["pools"][1]
+    beta["service"] = {"type": "NodePort", "externalNames": ["beta.edge.example.org", "203.0.113.7"]}
+    beta["networkPolicy"] = {"allowExternal": True}
+    return raw
+
+
+def test_an_exposed_pools_certificate_names_what_outside_superexecs_dial():
+    """generate: the pool's certificate carries service.externalNames (a name, an IP); certManager: its
+    Certificate asks for them; the other pool's certificate does not."""
+    run = run_program({"federation": _exposed_beta(PROCESS["generate-distributed"])}, "dev", provider=RealTlsProvider())
+    secrets = {m["metadata"]["name"]: m for m in run.manifests(show_secrets=True) if m["kind"] == "Secret"}
+    for pool, outside in (("beta", True), ("alpha", False)):
+        pem = secrets[f"sec-supernode-{pool}-runtime-tls"]["stringData"]["tls.crt"].encode()
+        sans = x509.load_pem_x509_certificate(pem).extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        assert ("beta.edge.example.org" in sans.value.get_values_for_type(x509.DNSName)) is outside
+        ips = {str(ip) for ip in sans.value.get_values_for_type(x509.IPAddress)}
+        assert ips == ({"127.0.0.1", "203.0.113.7"} if outside else {"127.0.0.1"})
+    objects = manifests.render(plan_of(_exposed_beta(PROCESS["certmanager-distributed"]))).objects()
+    spec = next(m["spec"] for m in objects if m["metadata"]["name"] == "sec-supernode-beta-runtime-tls")
+    assert "beta.edge.example.org" in spec["dnsNames"] and spec["ipAddresses"] == ["127.0.0.1", "203.0.113.7"]
+
+
 def test_runtime_api_secret_is_required_exactly_where_it_is_used():
     missing = base(HTTP_ERA, isolation="process", tls=EXISTING)
     with pytest.raises(ConfigError) as err:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from federation import appio
 from federation.outputs import warnings
 from tests.support.manifests import container, get
 from tests.support.netpol import allowed, pod_groups
@@ -73,7 +74,12 @@ def test_a_nodeport_service_exposes_one_supernode_to_superexecs_outside(k8s_vali
     pool = sts_pool(
         "edge",
         1,
-        service={"type": "NodePort", "port": 9094, "nodePort": 30094},
+        service={
+            "type": "NodePort",
+            "port": 9094,
+            "nodePort": 30094,
+            "externalNames": ["edge.example.org", "203.0.113.7"],
+        },
         networkPolicy={"allowExternal": True},
     )
     raw = _distributed(pool)
@@ -91,9 +97,62 @@ def test_a_nodeport_service_exposes_one_supernode_to_superexecs_outside(k8s_vali
     assert get(objects, "Service", "dev-supernode-edge")["spec"]["clusterIP"] == "None"  # still there
     policy = get(objects, "NetworkPolicy", "dev-supernode-edge")
     assert {"ports": [{"port": 9094, "protocol": "TCP"}]} in policy["spec"]["ingress"]  # from anywhere
-    assert any("plaintext" in w and "edge" in w for w in warnings(plan_of(raw)))
+    # Flower 1.41 on a hub with TLS: the Runtime API is served with the pool's certificate, which names what the
+    # SuperExecs outside dial (tests/test_appio.py checks the generated certificate).
+    plan = plan_of(raw)
+    assert "edge.example.org" in appio.pool_dns_names(plan, plan.spec.supernodes.pools[0])
+    assert appio.pool_ip_addresses(plan.spec.supernodes.pools[0]) == ["127.0.0.1", "203.0.113.7"]
+    assert any("over TLS" in w and "edge" in w for w in warnings(plan))
     for o in objects:
         k8s_validate(o)
+
+
+def test_outside_names_are_required_where_the_pool_certificate_is_made_here():
+    exposed = {"type": "LoadBalancer"}
+    pool = sts_pool("edge", 1, service=exposed, networkPolicy={"allowExternal": True})
+    message = (
+        "name the DNS names or IPs SuperExecs outside the cluster dial the LoadBalancer Service by: the pool's "
+        "Runtime API is served over TLS with a certificate made here for the in-cluster names, which must carry "
+        "them too"
+    )
+    assert problems(_distributed(pool)) == [("federation.supernodes.pools[0].service.externalNames", message)]
+    cert_manager = {"source": "certManager", "certManager": {"issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}}
+    assert problems(_distributed(pool, tls=cert_manager)) == [
+        ("federation.supernodes.pools[0].service.externalNames", message)
+    ]
+    # Not made here (the user's certificate), or no TLS on the hop: nothing to name.
+    existing = _distributed(
+        {**pool, "runtimeApiSecret": "edge-runtime"}, tls={"source": "existingSecret", "existingSecret": "tls"}
+    )
+    plan_of(existing)
+    plan_of(_distributed(pool, insecure=True))
+    grpc = _distributed(pool, version="1.26.1")
+    grpc["superlink"]["superexecImage"] = "flwr/superexec:1.26.1"
+    grpc["supernodes"]["pools"][0]["images"]["superexecClientApp"] = "flwr/superexec:1.26.1"
+    assert any("plaintext" in w for w in warnings(plan_of(grpc)))
+    insecure = plan_of(_distributed(pool, insecure=True))
+    assert any("without TLS" in w for w in warnings(insecure))
+
+
+def test_outside_names_are_names_of_an_exposed_service():
+    pool = sts_pool(
+        "a", 1, service={"externalNames": ["ok.example.org", "Not A Name", "*.example.org", "edge_1.example.org"]}
+    )
+    assert problems(_distributed(pool)) == [
+        (
+            "federation.supernodes.pools[0].service.externalNames",
+            "only with service.type NodePort or LoadBalancer (what SuperExecs outside dial)",
+        ),
+        ("federation.supernodes.pools[0].service.externalNames[1]", "'Not A Name' is not a DNS name or an IP address"),
+        (
+            "federation.supernodes.pools[0].service.externalNames[2]",
+            "'*.example.org' is not a DNS name or an IP address",
+        ),
+        (
+            "federation.supernodes.pools[0].service.externalNames[3]",
+            "'edge_1.example.org' is not a DNS name or an IP address",
+        ),
+    ]
 
 
 def test_the_default_is_the_headless_service_only():
@@ -112,8 +171,8 @@ def test_an_exposed_api_is_refused_where_it_reaches_nothing_several_or_is_blocke
         (
             "federation.supernodes.pools[0].networkPolicy.allowExternal",
             "the LoadBalancer Service is for SuperExecs outside the cluster, which the pool's NetworkPolicy keeps out: "
-            "set networkPolicy.allowExternal: true to accept that the plaintext ClientAppIo API is reachable from "
-            "outside (whoever reaches it can take and answer this SuperNode's ClientApp tasks)",
+            "set networkPolicy.allowExternal: true to accept that the Runtime API is reachable from outside (a "
+            "SuperExec there needs the pool's SuperExec auth secret)",
         ),
         (
             "federation.supernodes.pools[0].service.type",
@@ -127,7 +186,8 @@ def test_an_exposed_api_is_refused_where_it_reaches_nothing_several_or_is_blocke
         ),
     ]
     # A policy turned off (for the pool, or above it) lets it through as well.
-    ok = _distributed(sts_pool("a", 1, service={"type": "LoadBalancer"}), networkPolicy={"enabled": False})
+    exposed = {"type": "LoadBalancer", "externalNames": ["a.example.org"]}
+    ok = _distributed(sts_pool("a", 1, service=exposed), networkPolicy={"enabled": False})
     assert core_objects(ok)
 
 

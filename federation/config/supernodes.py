@@ -41,6 +41,15 @@ class SuperNodeService(Model):
         description="NodePort or LoadBalancer: the node port. Unset: Kubernetes picks one.",
     )
     port_name: str = Field(default="clientappio", description="Name of the Service's port (an IANA service name).")
+    external_names: list[str] = Field(
+        default=[],
+        description=(
+            "NodePort or LoadBalancer: the DNS names and IP addresses SuperExecs outside the cluster dial the Service "
+            "by. Where the Runtime API is served over TLS (Flower 1.40+ on a hub with TLS) the pool's certificate "
+            "must name them: they are added to the one made for the pool (`tls.source` generate or certManager, "
+            "where they are required); with existingSecret the pool's `runtimeApiSecret` must carry them."
+        ),
+    )
 
 
 class SuperNodePorts(Model):

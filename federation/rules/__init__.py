@@ -76,6 +76,6 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from probes(raw, pools)
     yield from executor(raw, isolation)
     yield from superexecs(raw, pools, isolation, stack)
-    yield from supernode_apis(raw, pools, isolation)
+    yield from supernode_apis(raw, pools, isolation, dialect)
     yield from roles(raw, pools, dialect)
     return dialect

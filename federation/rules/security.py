@@ -116,12 +116,14 @@ def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Di
         secret = pool.get("runtimeApiSecret")
         if needed and not secret:
             svc = f"{name}-supernode-{pool.get('name')}"
+            outside = [str(n) for n in as_list(get(pool, "service", "externalNames"))]
             yield problem(
                 at,
                 "required with tls.source existingSecret and isolationMode process (Flower 1.40+): the "
                 "kubernetes.io/tls Secret this pool's SuperNodes serve their Runtime API with, signed by the CA "
                 f"the federation trusts, with SANs localhost, 127.0.0.1, {svc}, {svc}.{namespace}, "
-                f"{svc}.{namespace}.svc, {svc}.{namespace}.svc.{domain} and *.{svc}.{namespace}.svc.{domain}",
+                f"{svc}.{namespace}.svc, {svc}.{namespace}.svc.{domain} and *.{svc}.{namespace}.svc.{domain}"
+                + (f" and its service.externalNames ({', '.join(outside)})" if outside else ""),
             )
         elif secret and not needed:
             yield problem(

@@ -209,7 +209,11 @@ def chart_settings() -> dict[str, Any]:
     )
     beta.update(
         {
-            "service": {"type": "NodePort", "nodePort": 30094},
+            "service": {
+                "type": "NodePort",
+                "nodePort": 30094,
+                "externalNames": ["beta.edge.example.org", "203.0.113.7"],
+            },
             "networkPolicy": {"allowExternal": True},
             "images": {
                 "superexecClientApp": {"repository": "flwr/superexec", "tag": HTTP_ERA, "pullPolicy": "IfNotPresent"}
