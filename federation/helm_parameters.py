@@ -1,7 +1,8 @@
 """The contract between Flower's SuperNode Helm chart and this config: docs/helm-parameters.md maps every
 parameter of the chart's table (docs/reference/flower-supernode-helm-chart.md, a verbatim copy of the chart's
-documentation) to the config path that carries it, or says why it is refused. Read here, for the importer of chart
-values and for the test that keeps the table complete and every path real."""
+documentation) to the config path that carries it, or says why it is refused. It is the one mapping table: read
+here by `import helm` (federation/importers/chart.py, with the chart's defaults from its own tables) and by the
+test that keeps the table complete and every path real."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+import yaml
 from pydantic import BaseModel
 
 from .config import Federation
@@ -53,6 +55,20 @@ def chart_parameters(text: str) -> list[str]:
     section = text[text.index("## Parameters") :]
     found = [m.group(1) for line in section.splitlines() if (m := _CHART_ROW.match(line))]
     return list(dict.fromkeys(found))
+
+
+_CHART_VALUE = re.compile(r"^\|\s*`([^`]+)`\s*\|.*\|\s*`(.*)`\s*\|\s*$")
+
+
+def chart_defaults(text: str) -> dict[str, Any]:
+    """Each parameter's default as the chart's tables give it (their Value column, read as YAML; the first row of a
+    parameter listed twice)."""
+    section = text[text.index("## Parameters") :]
+    out: dict[str, Any] = {}
+    for line in section.splitlines():
+        if m := _CHART_VALUE.match(line):
+            out.setdefault(m.group(1), yaml.safe_load(m.group(2)))
+    return out
 
 
 def read_mappings(text: str) -> list[Mapping]:

@@ -194,7 +194,7 @@ def _docstring(model: ModelType) -> str:
     return _prose(model.__dict__.get("__doc__"))
 
 
-def _fields(model: ModelType) -> list[tuple[str, Any]]:
+def fields_in_order(model: ModelType) -> list[tuple[str, Any]]:
     """(name, FieldInfo) of `model`: its own fields in declaration order, then those of its mixins (pydantic
     lists a base's fields first), so a section opens with what is particular to it."""
     own = model.__dict__.get("__annotations__", {})
@@ -224,7 +224,7 @@ def _model_occurrences(root: ModelType) -> tuple[dict[ModelType, list[str]], dic
     owners: dict[ModelType, set[ModelType]] = {}
 
     def walk(model: ModelType, prefix: str) -> None:
-        for name, info in _fields(model):
+        for name, info in fields_in_order(model):
             annotation = _without_none(info.annotation)
             path = _join(prefix, _key(name, model))
             item = _list_item(annotation)
@@ -286,7 +286,7 @@ class _Reference:
         later: list[tuple[str, ModelType, Optional[BaseModel]]],
     ) -> None:
         values = _field_values(model, instance)
-        for name, info in _fields(model):
+        for name, info in fields_in_order(model):
             path = _join(prefix, _key(name, model))
             value = values[name]
             annotation = _without_none(info.annotation)
