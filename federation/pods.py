@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
 from .kube import Container, PodTemplate
-from .layout import FLOWER_UID, WRITABLE_PATHS, scratch_volume
+from .layout import FLOWER_UID, MANAGED_CONTAINERS, WRITABLE_PATHS, scratch_volume
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV, POD_INDEX_LABEL
 from .quantity import parse_quantity
 
@@ -215,6 +215,11 @@ def apply_pod_template(template: PodTemplate, user: Optional[dict[str, Any]]) ->
         out["metadata"]["annotations"] = {**out["metadata"].get("annotations", {}), **meta["annotations"]}
     spec = out["spec"]
     for key, value in (user.get("spec") or {}).items():
+        if key == "containers":
+            # A patch of one of our containers goes to the pods that run it: a pool's
+            # podTemplate reaches both its SuperNode pods and its distributed SuperExec pods.
+            ours = {c["name"] for c in spec["containers"]}
+            value = [c for c in value if c.get("name") in ours or c.get("name") not in MANAGED_CONTAINERS]
         if key in ("containers", "initContainers"):
             spec[key] = _merge_keyed(spec.get(key, []), value, "name", _merge_container)
         elif key in POD_LIST_KEYS:

@@ -52,3 +52,38 @@ def test_pod_template_renders_without_tls(tmp_path: Path, where: str) -> None:
     # Control: without TLS there is no Output on the template, and the same podTemplate renders.
     code, err = render(tmp_path, federation(True, where))
     assert code == 0, err
+
+
+def test_a_pools_container_patches_go_to_the_pods_that_run_each_container() -> None:
+    # Found by the config fuzzer: with distributed SuperExecs a pool's podTemplate reaches two
+    # pods, and a patch of `supernode` added a container without an image to the SuperExec's.
+    from components.offline import run_program
+    from tests.support.schema import validate
+    from tests.support.stacks import base
+
+    env = [{"name": "PATCHED", "value": "1"}]
+    patch = {
+        "spec": {
+            "containers": [
+                {"name": "supernode", "env": env},
+                {"name": "superexec-clientapp", "env": env},
+                {"name": "sidecar", "image": "busybox:1.36"},
+            ]
+        }
+    }
+    raw = base(isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][0]["podTemplate"] = patch
+    objects = run_program({"federation": raw}, "dev").manifests()
+    pods = {
+        o["metadata"]["name"]: o["spec"]["template"]["spec"]["containers"]
+        for o in objects
+        if o["kind"] == "StatefulSet"
+    }
+    assert [c["name"] for c in pods["sec-supernode-alpha"]] == ["supernode", "sidecar"]
+    assert [c["name"] for c in pods["sec-superexec-alpha"]] == ["superexec-clientapp", "sidecar"]
+    for name in ("sec-supernode-alpha", "sec-superexec-alpha"):
+        assert {"name": "PATCHED", "value": "1"} in pods[name][0]["env"]
+    assert all("PATCHED" not in str(c.get("env")) for c in pods["sec-supernode-beta"])
+    for obj in objects:
+        if obj["kind"] != "Certificate":
+            validate(obj)

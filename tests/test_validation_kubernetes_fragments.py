@@ -227,7 +227,12 @@ def test_superlink_pod_template_cannot_override_superlink_args():
     raw = cfg(
         superlink={
             "podTemplate": {
-                "spec": {"containers": [{"name": "sidecar"}, {"name": "superlink", "args": ["--insecure"]}]}
+                "spec": {
+                    "containers": [
+                        {"name": "sidecar", "image": "busybox:1.36"},
+                        {"name": "superlink", "args": ["--insecure"]},
+                    ]
+                }
             }
         }
     )
@@ -293,4 +298,34 @@ def test_duplicate_volumes_claims_and_mount_paths_are_reported():
             "duplicate mountPath '/data' (also volumeMounts[0])",
         ),
         ("federation.supernodes.pools[0].volumes[1].name", "duplicate volume name 'data' (also volumes[0])"),
+    ]
+
+
+def test_pod_template_containers_merge_into_ours_or_are_complete_containers():
+    # Found by the config fuzzer: a patch of a container the pod does not run, or a container
+    # of the user's without an image, reached the pod as a container without an image.
+    patch = {
+        "spec": {
+            "containers": [
+                {"name": "superexec-clientapp", "env": [{"name": "A", "value": "1"}]},
+                {"name": "sidecar"},
+                {"name": "supernode", "env": [{"name": "A", "value": "1"}]},
+            ],
+            "initContainers": [{"name": "supernode", "image": "busybox:1.36"}, {"name": "fetch"}],
+        }
+    }
+    raw = cfg(
+        sts_pool("a", podTemplate=patch),
+        superlink={"podTemplate": {"spec": {"containers": [{"name": "superexec-serverapp"}]}}},
+    )
+    at = "federation.supernodes.pools[0].podTemplate.spec"
+    assert problems(raw) == [
+        (
+            "federation.superlink.podTemplate.spec.containers[0].name",
+            "these pods run no superexec-serverapp container (theirs: superlink)",
+        ),
+        (f"{at}.containers[0].name", "these pods run no superexec-clientapp container (theirs: supernode)"),
+        (f"{at}.containers[1].image", "required: 'sidecar' is a container of your own (ours: supernode)"),
+        (f"{at}.initContainers[0].name", "'supernode' is the name of a container of flower-federation's"),
+        (f"{at}.initContainers[1].image", "required: 'fetch' is a container of your own (ours: supernode)"),
     ]

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import Problem, problem
 from ..k8s_schema import fragment_errors
 from ..layout import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
-from ..naming import selector_labels
+from ..naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE, selector_labels
 from ..quantity import QUANTITY
 from .raw import At, Pools, Raw, as_dict, as_list, get
 
@@ -57,9 +57,7 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
         yield from _reserved_env(at + ("env",), section.get("env"))
         yield from _duplicates(at, section)
         yield from _volume_refs(at, section)
-        yield from _pod_template(
-            at + ("podTemplate",), section.get("podTemplate"), "superlink" if kind == "superlink" else "supernode"
-        )
+        yield from _pod_template(at + ("podTemplate",), section.get("podTemplate"), _pod_containers(raw, kind))
 
 
 def _quantities(at: At, resources: Raw) -> Iterator[Problem]:
@@ -130,14 +128,24 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
                 yield problem(at + (key, j, "mountPath"), f"{m['mountPath']} is mounted by flower-federation")
 
 
-def _pod_template(at: At, template: Any, component: str) -> Iterator[Problem]:
+def _pod_containers(raw: Raw, kind: str) -> tuple[str, ...]:
+    """Our containers in the pods a section's podTemplate patches: the SuperLink's pod, or
+    a pool's SuperNode pods and distributed SuperExec pods."""
+    process = raw.get("isolationMode") == "process"
+    if kind == "superlink":
+        sidecar = process and raw.get("superexecPlacement") != "distributed"
+        return (SUPERLINK,) + ((SUPEREXEC_SERVERAPP,) if sidecar else ())
+    return (SUPERNODE,) + ((SUPEREXEC_CLIENTAPP,) if process else ())
+
+
+def _pod_template(at: At, template: Any, ours: tuple[str, ...]) -> Iterator[Problem]:
     if not isinstance(template, dict):
         return
     spec = as_dict(template.get("spec"))
     # PodSpec requires `containers`; a pod template here usually only patches, so check
     # it as if it named one container.
     probe = dict(template)
-    probe["spec"] = {**spec, "containers": spec.get("containers", [{"name": component}])}
+    probe["spec"] = {**spec, "containers": spec.get("containers", [{"name": ours[0]}])}
     for path, msg in fragment_errors(probe, "podtemplatespec-v1.json"):
         yield problem(at + path, msg)
     reserved = set(selector_labels("x", "x", "x"))
@@ -160,8 +168,27 @@ def _pod_template(at: At, template: Any, component: str) -> Iterator[Problem]:
                         at + ("spec", "containers", j, "volumeMounts", k, "mountPath"),
                         f"{m['mountPath']} is mounted by flower-federation",
                     )
+    yield from _added_containers(at, spec, ours)
     for j, v in enumerate(as_list(spec.get("volumes"))):
         if isinstance(v, dict) and v.get("name") in RESERVED_VOLUMES:
             yield problem(
                 at + ("spec", "volumes", j, "name"), f"volume name '{v['name']}' is used by flower-federation"
             )
+
+
+def _added_containers(at: At, spec: Raw, ours: tuple[str, ...]) -> Iterator[Problem]:
+    """A patch container merges into ours of the same name; any other is added to the pod,
+    so it needs an image and a name no container of the pod has."""
+    theirs = ", ".join(ours)
+    for key in ("containers", "initContainers"):
+        for j, c in enumerate(as_list(spec.get(key))):
+            name = c.get("name") if isinstance(c, dict) else None
+            if not isinstance(name, str) or (key == "containers" and name in ours):
+                continue
+            where = at + ("spec", key, j)
+            if key == "containers" and name in MANAGED_CONTAINERS:
+                yield problem(where + ("name",), f"these pods run no {name} container (theirs: {theirs})")
+            elif name in MANAGED_CONTAINERS or name in ours:
+                yield problem(where + ("name",), f"'{name}' is the name of a container of flower-federation's")
+            elif not c.get("image"):
+                yield problem(where + ("image",), f"required: '{name}' is a container of your own (ours: {theirs})")
