@@ -208,7 +208,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
         }
     )
     claims = (
-        claims_used_by(pool.volume_claim_templates, pool.volume_mounts)
+        claims_used_by(pool.volume_claim_templates, pod)
         if plan.distributed
         else [copy.deepcopy(c) for c in pool.volume_claim_templates]
     )
@@ -262,7 +262,7 @@ def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload:
                 replicas=pool.replicas,
                 service_name=supernode_workload,
                 parallel=True,
-                claims=claims_used_by(pool.volume_claim_templates, pool.superexec_volume_mounts),
+                claims=claims_used_by(pool.volume_claim_templates, pod),
             )
         ]
     )

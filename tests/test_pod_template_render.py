@@ -87,3 +87,34 @@ def test_a_pools_container_patches_go_to_the_pods_that_run_each_container() -> N
     for obj in objects:
         if obj["kind"] != "Certificate":
             validate(obj)
+
+
+def test_distributed_statefulsets_get_the_claims_their_pods_mount_podtemplate_included() -> None:
+    # Found by the config fuzzer: a claim mounted only by a podTemplate patch went to neither StatefulSet.
+    from federation import manifests
+    from federation.plan import load_plan
+    from tests.support.stacks import base
+
+    claim = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    raw = base(isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][0].update(
+        volumeClaimTemplates=[{"metadata": {"name": n}, **claim} for n in ("node", "exec", "both", "unused")],
+        volumeMounts=[{"name": "node", "mountPath": "/node"}],
+        superexecVolumeMounts=[{"name": "exec", "mountPath": "/exec"}],
+        podTemplate={
+            "spec": {
+                "containers": [
+                    {"name": "superexec-clientapp", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+                    {"name": "sidecar", "image": "busybox:1.36", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+                ]
+            }
+        },
+    )
+    objects = manifests.render(load_plan(raw, "dev")).objects()
+    claims = {
+        o["metadata"]["name"]: [c["metadata"]["name"] for c in o["spec"].get("volumeClaimTemplates", [])]
+        for o in objects
+        if o["kind"] == "StatefulSet"
+    }
+    assert claims["sec-supernode-alpha"] == ["node", "both"]
+    assert claims["sec-superexec-alpha"] == ["exec", "both"]

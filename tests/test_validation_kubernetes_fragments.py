@@ -329,3 +329,31 @@ def test_pod_template_containers_merge_into_ours_or_are_complete_containers():
         (f"{at}.initContainers[0].name", "'supernode' is the name of a container of flower-federation's"),
         (f"{at}.initContainers[1].image", "required: 'fetch' is a container of your own (ours: supernode)"),
     ]
+
+
+def test_pod_template_container_mounts_name_a_declared_volume():
+    # Found by the config fuzzer: a patch's mount of a volume the pod does not have reached the pod.
+    patch = {
+        "spec": {
+            "volumes": [{"name": "tpl", "emptyDir": {}}],
+            "containers": [
+                {
+                    "name": "supernode",
+                    "volumeMounts": [{"name": "tpl", "mountPath": "/t"}, {"name": "data", "mountPath": "/d"}],
+                }
+            ],
+            "initContainers": [
+                {"name": "fetch", "image": "busybox:1.36", "volumeMounts": [{"name": "ca", "mountPath": "/c"}]}
+            ],
+        }
+    }
+    assert problems(cfg(sts_pool("a", podTemplate=patch))) == [
+        (
+            "federation.supernodes.pools[0].podTemplate.spec.containers[0].volumeMounts[1].name",
+            "no volume named 'data' in volumes, volumeClaimTemplates or podTemplate.spec.volumes",
+        ),
+        (
+            "federation.supernodes.pools[0].podTemplate.spec.initContainers[0].volumeMounts[0].name",
+            "no volume named 'ca' in volumes, volumeClaimTemplates or podTemplate.spec.volumes",
+        ),
+    ]

@@ -126,6 +126,17 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
                 )
             if m.get("mountPath") in RESERVED_MOUNT_PATHS:
                 yield problem(at + (key, j, "mountPath"), f"{m['mountPath']} is mounted by flower-federation")
+    # A podTemplate's containers mount the same volumes (their paths are checked in _pod_template).
+    spec = as_dict(get(section, "podTemplate", "spec"))
+    for key in ("containers", "initContainers"):
+        for j, c in enumerate(as_list(spec.get(key))):
+            for k, m in enumerate(as_list(get(c, "volumeMounts"))):
+                name = get(m, "name")
+                if isinstance(name, str) and name not in declared:
+                    yield problem(
+                        at + ("podTemplate", "spec", key, j, "volumeMounts", k, "name"),
+                        f"no volume named '{name}' in volumes, volumeClaimTemplates or podTemplate.spec.volumes",
+                    )
 
 
 def _pod_containers(raw: Raw, kind: str) -> tuple[str, ...]:
