@@ -357,3 +357,18 @@ def test_pod_template_container_mounts_name_a_declared_volume():
             "no volume named 'ca' in volumes, volumeClaimTemplates or podTemplate.spec.volumes",
         ),
     ]
+
+
+@pytest.mark.parametrize("where", ["superlink", "pool"])
+def test_a_claim_needs_a_name(where):
+    # Found by the config fuzzer: a claim template without metadata.name reached the StatefulSet.
+    claim = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    raw = (
+        cfg(sts_pool("a", volumeClaimTemplates=[claim]))
+        if where == "pool"
+        else cfg(superlink={"volumeClaimTemplates": [claim]})
+    )
+    at = "federation.supernodes.pools[0]" if where == "pool" else "federation.superlink"
+    assert problems(raw) == [
+        (f"{at}.volumeClaimTemplates[0].metadata.name", "required: the name mounts use for the claim")
+    ]

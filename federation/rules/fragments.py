@@ -113,6 +113,8 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
             if not isinstance(v, dict):
                 continue  # the schema check reports it
             vname = v.get("name") if key == "volumes" else get(v, "metadata", "name")
+            if key == "volumeClaimTemplates" and vname is None:
+                yield problem(at + (key, j, "metadata", "name"), "required: the name mounts use for the claim")
             if vname in RESERVED_VOLUMES:
                 path = at + (key, j) + (("name",) if key == "volumes" else ("metadata", "name"))
                 yield problem(path, f"volume name '{vname}' is used by flower-federation")
