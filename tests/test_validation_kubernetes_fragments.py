@@ -372,3 +372,37 @@ def test_a_claim_needs_a_name(where):
     assert problems(raw) == [
         (f"{at}.volumeClaimTemplates[0].metadata.name", "required: the name mounts use for the claim")
     ]
+
+
+def test_amounts_are_not_negative_and_no_request_exceeds_its_own_limit():
+    # Found by the config fuzzer: a negative amount, or a request above the limit set next to
+    # it, reached the pod (the API server refuses both); a podTemplate container's amounts
+    # were not checked at all. (A component's request above a *default* limit raises the limit.)
+    patch = {
+        "spec": {
+            "containers": [
+                {"name": "supernode", "resources": {"requests": {"cpu": "lots"}}},
+                {
+                    "name": "sidecar",
+                    "image": "busybox:1.36",
+                    "resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}},
+                },
+            ]
+        }
+    }
+    raw = cfg(
+        sts_pool("a", supernodeResources={"requests": {"memory": "-1Gi"}}, podTemplate=patch),
+        defaultResources={"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
+        superlink={"persistence": {"size": "0"}},
+    )
+    at = "federation.supernodes.pools[0]"
+    assert problems(raw) == [
+        ("federation.defaultResources.requests.cpu", "'2' is more than limits.cpu '1'"),
+        ("federation.superlink.persistence.size", "'0' must be more than 0 (e.g. 1Gi)"),
+        (
+            f"{at}.podTemplate.spec.containers[0].resources.requests.cpu",
+            "'lots' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)",
+        ),
+        (f"{at}.podTemplate.spec.containers[1].resources.requests.memory", "'2Gi' is more than limits.memory '1Gi'"),
+        (f"{at}.supernodeResources.requests.memory", "'-1Gi' is negative"),
+    ]

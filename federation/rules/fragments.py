@@ -4,13 +4,14 @@ checked against the Kubernetes OpenAPI schema, and our reserved names kept free.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from ..errors import Problem, problem
 from ..k8s_schema import fragment_errors
 from ..layout import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
 from ..naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE, selector_labels
-from ..quantity import QUANTITY
+from ..quantity import parse_quantity
 from .raw import At, Pools, Raw, as_dict, as_list, get
 
 _LIST_FRAGMENTS = {
@@ -61,10 +62,25 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
 
 
 def _quantities(at: At, resources: Raw) -> Iterator[Problem]:
+    """Amounts as the API server takes them: quantities, not negative, and within one
+    fragment no request above its limit (across fragments the defaults give way)."""
+    amounts: dict[str, dict[str, Decimal]] = {"limits": {}, "requests": {}}
     for section in ("limits", "requests"):
         for name, amount in as_dict(resources.get(section)).items():
-            if isinstance(amount, bool) or not QUANTITY.match(str(amount)):
+            value = None if isinstance(amount, bool) else parse_quantity(str(amount))
+            if value is None:
                 yield problem(at + (section, name), f"'{amount}' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)")
+            elif value < 0:
+                yield problem(at + (section, name), f"'{amount}' is negative")
+            else:
+                amounts[section][name] = value
+    for name, request in amounts["requests"].items():
+        limit = amounts["limits"].get(name)
+        if limit is not None and request > limit:
+            shown = resources["limits"][name]
+            yield problem(
+                at + ("requests", name), f"'{resources['requests'][name]}' is more than limits.{name} '{shown}'"
+            )
 
 
 def list_fragment(at: At, value: Any, schema: str) -> Iterator[Problem]:
@@ -165,6 +181,11 @@ def _pod_template(at: At, template: Any, ours: tuple[str, ...]) -> Iterator[Prob
     for key in as_dict(get(template, "metadata", "labels")):
         if key in reserved:
             yield problem(at + ("metadata", "labels", key), "selector labels are set by flower-federation")
+    for key in ("containers", "initContainers"):
+        for j, c in enumerate(as_list(spec.get(key))):
+            resources = get(c, "resources")
+            if isinstance(resources, dict):
+                yield from _quantities(at + ("spec", key, j, "resources"), resources)
     for j, c in enumerate(as_list(spec.get("containers"))):
         if isinstance(c, dict) and c.get("name") in MANAGED_CONTAINERS:
             for field in ("image", "command", "args"):
