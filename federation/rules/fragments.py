@@ -43,6 +43,8 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
                 yield problem((key,) + path, msg)
             if key == "defaultResources":
                 yield from _quantities((key,), value)
+            if key == "securityContext":
+                yield from _privileged((key,), value)
     supernodes = as_dict(raw.get("supernodes"))
     yield from list_fragment(("supernodes", "env"), supernodes.get("env"), "envvar-v1.json")
     yield from _reserved_env(("supernodes", "env"), supernodes.get("env"))
@@ -81,6 +83,11 @@ def _quantities(at: At, resources: Raw) -> Iterator[Problem]:
             yield problem(
                 at + ("requests", name), f"'{resources['requests'][name]}' is more than limits.{name} '{shown}'"
             )
+
+
+def _privileged(at: At, security: Any) -> Iterator[Problem]:
+    if get(security, "privileged") is True and get(security, "allowPrivilegeEscalation") is False:
+        yield problem(at + ("allowPrivilegeEscalation",), "Kubernetes refuses false for a privileged container")
 
 
 def list_fragment(at: At, value: Any, schema: str) -> Iterator[Problem]:
@@ -186,6 +193,7 @@ def _pod_template(at: At, template: Any, ours: tuple[str, ...]) -> Iterator[Prob
             resources = get(c, "resources")
             if isinstance(resources, dict):
                 yield from _quantities(at + ("spec", key, j, "resources"), resources)
+            yield from _privileged(at + ("spec", key, j, "securityContext"), get(c, "securityContext"))
     for j, c in enumerate(as_list(spec.get("containers"))):
         if isinstance(c, dict) and c.get("name") in MANAGED_CONTAINERS:
             for field in ("image", "command", "args"):
