@@ -79,7 +79,7 @@ def distributed_objects(plan: FederationPlan, pool: Pool, supernode_workload: st
                 replicas=pool.replicas,
                 service_name=supernode_workload,
                 parallel=True,
-                claims=claims_used_by(pool.volume_claim_templates, pool.superexec_volume_mounts),
+                claims=claims_used_by(pool.volume_claim_templates, pod),
                 settings=settings,
                 extra_selector=extra,
             )

@@ -198,7 +198,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
         return out
     out += _services(plan, pool, workload)
     claims = (
-        claims_used_by(pool.volume_claim_templates, pool.volume_mounts)
+        claims_used_by(pool.volume_claim_templates, pod)
         if plan.distributed
         else [copy.deepcopy(c) for c in pool.volume_claim_templates]
     )

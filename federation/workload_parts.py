@@ -217,7 +217,10 @@ def workload_meta(
     return plan.meta(name, component, pool, extra_labels=settings.labels, extra_annotations=settings.annotations)
 
 
-def claims_used_by(claims: list[dict[str, Any]], mounts: list[Mount]) -> list[dict[str, Any]]:
-    """The volumeClaimTemplates the given mounts use (a claim template per workload)."""
-    used = {m.get("name") for m in mounts}
+def claims_used_by(claims: list[dict[str, Any]], pod: PodTemplate) -> list[dict[str, Any]]:
+    """The volumeClaimTemplates a pod's containers mount (a claim template per workload);
+    podTemplate patches included, so the pod's mounts are its own."""
+    spec = pod["spec"]
+    containers = [*spec.get("initContainers", []), *spec["containers"]]
+    used = {m.get("name") for c in containers for m in c.get("volumeMounts", [])}
     return [copy.deepcopy(c) for c in claims if c.get("metadata", {}).get("name") in used]

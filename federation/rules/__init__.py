@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..dialects import Dialect
 from ..errors import Problem, problem
-from ..quantity import QUANTITY
+from ..quantity import parse_quantity
 from .fragments import fragments
 from .images import images
 from .keys import supplied_key_problems
@@ -53,8 +53,11 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
         yield from ports(raw, dialect)
         yield from version_gates(raw, dialect)
     size = get(raw, "superlink", "persistence", "size")
-    if isinstance(size, str) and not QUANTITY.match(size):
+    amount = parse_quantity(size) if isinstance(size, str) else None
+    if isinstance(size, str) and amount is None:
         yield problem(("superlink", "persistence", "size"), f"'{size}' is not a Kubernetes quantity (e.g. 1Gi)")
+    elif amount is not None and amount <= 0:
+        yield problem(("superlink", "persistence", "size"), f"'{size}' must be more than 0 (e.g. 1Gi)")
     yield from placement(raw, mode, isolation)
     for i, pool in pools:
         if mode == "DaemonSet" and as_list(pool.get("volumeClaimTemplates")):
