@@ -79,8 +79,17 @@ CONFIG_CASES = {
             "copyFromServerSecret or existingSecret"
         ],
     ),
+    "generated-certificate-with-another-ca": (
+        # Found by the config fuzzer: this reached the Pulumi shell and crashed it (KeyError).
+        base(tls={"trust": {"source": "existingSecret", "existingSecret": "my-ca"}}),
+        [
+            "federation.tls.trust.source: 'existingSecret' cannot verify a generated server certificate (only the "
+            "generated CA signs it); leave trust unset (generated) or use tls.source existingSecret/certManager with "
+            "your own CA"
+        ],
+    ),
     "trust-existing-secret-unnamed": (
-        base(tls={"trust": {"source": "existingSecret"}}),
+        base(tls={"source": "existingSecret", "existingSecret": "my-tls", "trust": {"source": "existingSecret"}}),
         [
             "federation.tls.trust.existingSecret: name the Secret holding the CA certificate for trust.source "
             "existingSecret"

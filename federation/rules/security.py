@@ -78,6 +78,14 @@ def tls(raw: Raw) -> Iterator[Problem]:
             ("tls", "trust", "source"),
             f"there is no generated CA with tls.source {source}; use copyFromServerSecret or existingSecret",
         )
+    if trust_source == "existingSecret" and source == "generate":
+        # The generated CA signs the server certificate, and no Secret of the user's can hold it before
+        # `pulumi up` makes it: SuperNodes trusting another CA would refuse the SuperLink.
+        yield problem(
+            ("tls", "trust", "source"),
+            "'existingSecret' cannot verify a generated server certificate (only the generated CA signs it); "
+            "leave trust unset (generated) or use tls.source existingSecret/certManager with your own CA",
+        )
     if trust_source == "existingSecret" and not trust.get("existingSecret"):
         yield problem(
             ("tls", "trust", "existingSecret"),
