@@ -4,13 +4,13 @@ fields left out), an unknown key with the nearest valid one suggested."""
 from __future__ import annotations
 
 import difflib
-import types
 import typing
 from typing import Any, Optional
 
 import pydantic
 
 from .config import Federation, Model
+from .config.base import field_type
 from .config.images import OBJECT_TAG, STRING_TAG
 from .errors import Problem, problem
 
@@ -48,7 +48,7 @@ def _model_at(loc: tuple[Any, ...]) -> Optional[type[Model]]:
     """The config model class found at a config path, following lists and Optionals."""
     current: Any = Federation
     for part in loc:
-        current = _unwrap(current)
+        current = field_type(current)
         if isinstance(part, int):
             args = typing.get_args(current)
             current = args[0] if args else None
@@ -59,17 +59,5 @@ def _model_at(loc: tuple[Any, ...]) -> Optional[type[Model]]:
         if part not in by_alias:
             return None
         current = by_alias[part].annotation
-    current = _unwrap(current)
+    current = field_type(current)
     return current if isinstance(current, type) and issubclass(current, Model) else None
-
-
-def _unwrap(annotation: Any) -> Any:
-    """`Optional[X]` -> X; `Annotated[X, ...]` -> X; a union of a string and a model (an image) -> the model."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        args = [_unwrap(a) for a in typing.get_args(annotation) if a is not type(None)]
-        models = [a for a in args if isinstance(a, type) and issubclass(a, Model)]
-        return args[0] if len(args) == 1 else models[0] if len(models) == 1 else annotation
-    return annotation

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import re
-import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ import yaml
 from pydantic import BaseModel
 
 from .config import Federation
+from .config.base import field_type
 from .k8s_schema import type_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +104,7 @@ def path_problem(path: str) -> str:
         fields = {(f.alias or n): f for n, f in model.model_fields.items()}
         if key not in fields:
             return f"no key '{key}' under '{'.'.join(parts[:i]) or 'federation'}'"
-        current = _bare(fields[key].annotation)
+        current = field_type(fields[key].annotation)
         if not is_list and typing.get_origin(current) is list and i + 1 < len(parts):
             return f"'{key}' is a list: write '{key}[]'"
         if is_list:
@@ -133,18 +133,6 @@ def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
         name = ref.rsplit("/", 1)[-1]
         return typing.cast(dict[str, Any], type_schema("_definitions.json")["$defs"][name])
     return schema
-
-
-def _bare(annotation: Any) -> Any:
-    """Optional, Annotated and a string-or-model union (an image) down to the type that holds keys."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _bare(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        args = [_bare(a) for a in typing.get_args(annotation) if a is not type(None)]
-        models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
-        return models[0] if models else args[0]
-    return annotation
 
 
 def _model(annotation: Any) -> Optional[type[BaseModel]]:
