@@ -97,7 +97,7 @@ class AppIoComponent(pulumi.ComponentResource):
                 common_name=appio.pool_common_name(plan, pool), organization="flower-federation"
             ),
             dns_names=appio.pool_dns_names(plan, pool),
-            ip_addresses=appio.pool_ip_addresses(),
+            ip_addresses=appio.pool_ip_addresses(pool),
             opts=child,
         )
         cert = tls.LocallySignedCert(

@@ -21,7 +21,9 @@ from typing import Any, Optional
 
 import yaml
 
-from . import network, pods, resources
+from . import network, pod_settings, pods, resources
+from .config import ServiceAccountSettings
+from .config.images import reference
 from .kube import Manifest
 from .layout import EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_FILE, WRITABLE_PATHS
 from .naming import TASK_EXECUTOR
@@ -61,24 +63,38 @@ VIEWER_RULES = [
 
 
 def service_account(
-    plan: FederationPlan, name: str, component: str, pool: Optional[str] = None, api_token: bool = False
+    plan: FederationPlan,
+    name: str,
+    component: str,
+    pool: Optional[str] = None,
+    api_token: bool = False,
+    image_pull_secrets: Optional[list[dict[str, str]]] = None,
+    settings: Optional[ServiceAccountSettings] = None,
 ) -> Manifest:
-    return {
+    """A component's own ServiceAccount; with an API token only if the component needs one (`api_token`) or its
+    settings ask for one."""
+    own = settings or ServiceAccountSettings()
+    automount = own.automount_service_account_token
+    sa: Manifest = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": plan.meta(name, component, pool),
-        "automountServiceAccountToken": api_token,
+        "metadata": plan.meta(name, component, pool, extra_labels=own.labels, extra_annotations=own.annotations),
+        "automountServiceAccountToken": api_token if automount is None else automount,
     }
+    if image_pull_secrets:
+        sa["imagePullSecrets"] = image_pull_secrets
+    return sa
 
 
-def executor_config(plan: FederationPlan, role: str, superexec_image: str) -> dict[str, Any]:
+def executor_config(plan: FederationPlan, role: str, superexec_image: str, pull_policy: str) -> dict[str, Any]:
     """Flower's Kubernetes executor config (its YAML keys): task pods run restricted,
     under a token-less ServiceAccount, labelled so NetworkPolicies select them."""
     user = dict(plan.spec.executor.config)
+    own_image = plan.spec.executor.image
     config: dict[str, Any] = {
         "namespace": plan.namespace,
-        "image": plan.spec.executor.image or superexec_image,
-        "image-pull-policy": "IfNotPresent",
+        "image": reference(own_image) if own_image else superexec_image,
+        "image-pull-policy": plan.pull_policy(own_image) if own_image else pull_policy,
         "labels": network.task_labels(plan, role),
         "service-account-name": plan.names.task_executor,
         "pod-security-context": pods.pod_security_context(plan.spec.pod_security_context),
@@ -92,6 +108,16 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: str) -> di
     task_resources = resources.task_pods(plan)  # `resources` of the user's config merged in there
     if task_resources:
         config["resources"] = task_resources
+    # The federation's pod settings (the chart's global.*) reach task pods too; `executor.config` wins.
+    if plan.spec.pod_labels:
+        config["labels"] = {**plan.spec.pod_labels, **config["labels"]}
+    if plan.spec.node_selector:
+        config["node-selector"] = dict(plan.spec.node_selector)
+    if plan.spec.tolerations:
+        config["tolerations"] = list(plan.spec.tolerations)
+    node_affinity = pod_settings.preset_affinity(plan.spec.affinity, {}, spread=False)
+    if node_affinity:
+        config["affinity"] = node_affinity
     for key, value in user.items():
         if key == "labels" and isinstance(value, dict):
             config[key] = {**config.get(key, {}), **value}
@@ -100,8 +126,10 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: str) -> di
     return config
 
 
-def executor_config_map(plan: FederationPlan, superexec_workload: str, role: str, superexec_image: str) -> Manifest:
-    text = yaml.safe_dump(executor_config(plan, role, superexec_image), sort_keys=True)
+def executor_config_map(
+    plan: FederationPlan, superexec_workload: str, role: str, superexec_image: str, pull_policy: str
+) -> Manifest:
+    text = yaml.safe_dump(executor_config(plan, role, superexec_image, pull_policy), sort_keys=True)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -126,7 +154,10 @@ def federation_objects(plan: FederationPlan) -> list[Manifest]:
     out: list[Manifest] = []
     names = plan.names
     if plan.kubernetes_executor:
-        out.append(service_account(plan, names.task_executor, TASK_EXECUTOR))
+        # Flower's executor config has no pull secrets: its pods get them from their ServiceAccount.
+        out.append(
+            service_account(plan, names.task_executor, TASK_EXECUTOR, image_pull_secrets=plan.image_pull_secrets(None))
+        )
         out.append(
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",

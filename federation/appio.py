@@ -16,6 +16,7 @@ Key material never appears here: Secrets are rendered without data.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Optional
 
 from .config import Pool
@@ -49,16 +50,28 @@ def _runtime(plan: FederationPlan) -> RuntimeTrust:
 def pool_dns_names(plan: FederationPlan, pool: Pool) -> list[str]:
     """Every name a SuperExec may dial a pool's SuperNode by: localhost (sidecar), the
     pool's headless Service and, by wildcard, each pod's stable name behind it
-    (`N-supernode-P-k.N-supernode-P.NS.svc.<domain>`, what a distributed SuperExec dials).
+    (`N-supernode-P-k.N-supernode-P.NS.svc.<domain>`, what a distributed SuperExec dials),
+    and what SuperExecs outside the cluster dial an exposed Service by (`service.externalNames`).
     A wildcard rather than one name per ordinal, so scaling a pool re-issues nothing."""
     svc, ns, domain = plan.names.pool(pool.name), plan.namespace, plan.spec.cluster_domain
     services = [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.{domain}"]
     pods = [f"*.{svc}.{ns}.svc.{domain}", f"*.{svc}.{ns}.svc", f"*.{svc}.{ns}"]
-    return [*RUNTIME_LOOPBACK_NAMES, *services, *pods]
+    # SuperExecs outside the cluster, through a NodePort or LoadBalancer Service.
+    outside = [n for n in pool.service.external_names if not _is_ip(n)]
+    return list(dict.fromkeys([*RUNTIME_LOOPBACK_NAMES, *services, *pods, *outside]))
 
 
-def pool_ip_addresses() -> list[str]:
-    return list(RUNTIME_LOOPBACK_IPS)
+def pool_ip_addresses(pool: Pool) -> list[str]:
+    outside = [n for n in pool.service.external_names if _is_ip(n)]
+    return list(dict.fromkeys([*RUNTIME_LOOPBACK_IPS, *outside]))
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
 
 
 def pool_common_name(plan: FederationPlan, pool: Pool) -> str:
@@ -98,7 +111,7 @@ def pool_certificate(plan: FederationPlan, pool: Pool) -> Manifest:
             "renewBefore": cm.renew_before,
             "commonName": pool_common_name(plan, pool),
             "dnsNames": pool_dns_names(plan, pool),
-            "ipAddresses": pool_ip_addresses(),
+            "ipAddresses": pool_ip_addresses(pool),
             "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
             "usages": ["server auth", "digital signature", "key encipherment"],
             "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": issuer.group},

@@ -194,6 +194,7 @@ class Dialect:
         ca_file: Optional[str],
         isolation: str,
         appio_bind: str,
+        appio_port: int,
         runtime_dependency_installation: bool,
         runtime_tls: Optional[ServerTls] = None,
         auth_secret_file: Optional[str] = None,
@@ -295,6 +296,7 @@ class GrpcEra(Dialect):
         ca_file: Optional[str],
         isolation: str,
         appio_bind: str,
+        appio_port: int,
         runtime_dependency_installation: bool,
         runtime_tls: Optional[ServerTls] = None,
         auth_secret_file: Optional[str] = None,
@@ -308,7 +310,7 @@ class GrpcEra(Dialect):
                 "--isolation",
                 isolation,
                 "--clientappio-api-address",
-                f"{appio_bind}:{SUPERNODE_APPIO_PORT}",
+                f"{appio_bind}:{appio_port}",
             ]
             + self._deps("supernode", runtime_dependency_installation)
         )
@@ -379,6 +381,7 @@ class HttpEra(Dialect):
         ca_file: Optional[str],
         isolation: str,
         appio_bind: str,
+        appio_port: int,
         runtime_dependency_installation: bool,
         runtime_tls: Optional[ServerTls] = None,
         auth_secret_file: Optional[str] = None,
@@ -393,7 +396,7 @@ class HttpEra(Dialect):
             "--host",
             appio_bind,
             "--port",
-            str(SUPERNODE_APPIO_PORT),
+            str(appio_port),
         ]
         if runtime_tls is not None:
             args += [

@@ -26,6 +26,11 @@ def _load(filename: str) -> Any:
     return json.loads(ref.read_text())
 
 
+def type_schema(filename: str) -> Any:
+    """One Kubernetes type's JSON schema (e.g. `securitycontext-v1.json`; `_definitions.json` holds the `$defs`)."""
+    return _load(filename)
+
+
 @functools.cache
 def _validator(schema_file: str) -> jsonschema.protocols.Validator:
     # Imported here: jsonschema and its dependencies cost ~0.1 s to import, and most

@@ -34,6 +34,7 @@ class Container(TypedDict):
     livenessProbe: NotRequired[dict[str, Any]]
     readinessProbe: NotRequired[dict[str, Any]]
     startupProbe: NotRequired[dict[str, Any]]
+    lifecycle: NotRequired[dict[str, Any]]
 
 
 class PodTemplate(TypedDict):
@@ -55,6 +56,7 @@ class Manifest(TypedDict):
     roleRef: NotRequired[dict[str, str]]
     subjects: NotRequired[list[dict[str, str]]]
     automountServiceAccountToken: NotRequired[bool]
+    imagePullSecrets: NotRequired[list[dict[str, str]]]
 
 
 class ObjectKey(NamedTuple):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
 from . import access, appio, network, nodeauth, pss, registration, superlink, supernodes, trust
-from .kube import WORKLOAD_KINDS, Manifest, ObjectKey, PodTemplate, pod_template
+from .kube import WORKLOAD_KINDS, Manifest, ObjectKey, ObjectMeta, PodTemplate, pod_template
 from .naming import SERVERAPP_ROLE
 from .plan import FederationPlan
 
@@ -170,7 +170,10 @@ def namespace(plan: FederationPlan, templates: list[PodTemplate]) -> Manifest:
         "pod-security.kubernetes.io/enforce": level,
         "pod-security.kubernetes.io/warn": level,
     }
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.namespace, "labels": labels}}
+    meta: ObjectMeta = {"name": plan.namespace, "labels": labels}
+    if plan.spec.annotations:
+        meta["annotations"] = dict(plan.spec.annotations)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
 # --- invariants ------------------------------------------------------------------------

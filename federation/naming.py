@@ -12,6 +12,8 @@ POOL_LABEL = "flower.flwr.ai/pool"
 # from its README keeps working for teams that migrate.
 OPERATOR_COMPONENT_LABEL = "flower.flwr.ai/component"
 OPERATOR_FEDERATION_LABEL = "flower.flwr.ai/federation"
+# Which of a pool's SuperExec StatefulSets a pod belongs to, when there are several (`superexec.replicas`).
+SUPEREXEC_REPLICA_LABEL = "flower.flwr.ai/superexec-replica"
 
 SUPERLINK = "superlink"
 SUPERNODE = "supernode"
@@ -55,8 +57,16 @@ class Names:
     def pool(self, pool: str) -> str:
         return f"{self.federation}-supernode-{pool}"
 
+    def pool_appio_service(self, pool: str) -> str:
+        """A pool's ClientAppIo API exposed by a NodePort or LoadBalancer Service."""
+        return f"{self.pool(pool)}-clientappio"
+
     def pool_superexec(self, pool: str) -> str:
         return f"{self.federation}-superexec-{pool}"
+
+    def pool_superexec_replica(self, pool: str, replica: int) -> str:
+        """StatefulSet of a pool's SuperExec replica `replica` (0 keeps the one-replica name)."""
+        return self.pool_superexec(pool) if replica == 0 else f"{self.pool_superexec(pool)}-{replica}"
 
     @property
     def server_tls_secret(self) -> str:

@@ -7,10 +7,11 @@ selects a component's pods for both Ingress and Egress, which makes everything n
 linked a default deny.
 
 A plaintext hop Flower cannot protect (the gRPC-era ClientAppIo API, with distributed
-SuperExecs) is confined further, to its pod pair: SuperNode k takes it only from
-SuperExec k and SuperExec k sends it only to SuperNode k, through an Ingress and an
-Egress policy per replica that select the pods by the `statefulset.kubernetes.io/pod-name`
-label the StatefulSet controller puts on each pod.
+SuperExecs) is confined further, to its pod pairs: SuperNode k takes it only from
+SuperExec k (replica k of each of the pool's SuperExec StatefulSets, one per
+`superexec.replicas`) and each SuperExec k sends it only to SuperNode k, through an Ingress
+policy per SuperNode and an Egress policy per SuperExec that select the pods by the
+`statefulset.kubernetes.io/pod-name` label the StatefulSet controller puts on each pod.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .config import NETWORK_POLICY_DEFAULTS, NetworkPolicy, Pool
-from .dialects import SUPERNODE_APPIO_PORT
 from .kube import Manifest
 from .naming import (
     NODE_REGISTRATION,
@@ -218,7 +218,10 @@ def _superlink_side(
     serverapp_side = [superlink]
     if plan.distributed:
         superexec = comp(
-            names.superexec_serverapp, selector_labels(plan.name, SUPEREXEC_SERVERAPP), spec.superlink.network_policy
+            names.superexec_serverapp,
+            selector_labels(plan.name, SUPEREXEC_SERVERAPP),
+            spec.superlink.network_policy,
+            spec.superlink.superexec.network_policy,
         )
         components.append(superexec)
         links.append(Link(superexec, superlink, _tcp(appio_port), "SuperExec dials the ServerAppIo/Runtime API"))
@@ -266,28 +269,22 @@ def _pool(plan: FederationPlan, pool: Pool, comp: Callable[..., Component]) -> t
             names.pool_superexec(pool.name),
             selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name),
             *layers,
+            pool.superexec.network_policy,
             pool=pool.name,
         )
         components.append(superexec)
+        appio = _tcp(plan.supernode_appio_port(pool))
         # gRPC era: plaintext, so only SuperExec k may reach SuperNode k. HTTP era: TLS
         # and SuperExec auth (appio.py) protect it; the pool's SuperExecs may reach it.
-        links.append(
-            Link(
-                superexec,
-                supernode,
-                _tcp(SUPERNODE_APPIO_PORT),
-                "SuperExec dials its SuperNode",
-                pairwise=plan.grpc_era,
-            )
-        )
+        links.append(Link(superexec, supernode, appio, "SuperExec dials its SuperNode", pairwise=plan.grpc_era))
         if supernode.settings.allow_external:
-            links.append(Link(ANYWHERE, supernode, _tcp(SUPERNODE_APPIO_PORT), "SuperExecs outside the cluster"))
+            links.append(Link(ANYWHERE, supernode, appio, "SuperExecs outside the cluster"))
         for source in _sources(supernode.settings):
-            links.append(Link(source, supernode, _tcp(SUPERNODE_APPIO_PORT), "configured sources"))
+            links.append(Link(source, supernode, appio, "configured sources"))
         if plan.kubernetes_executor:
             tasks = comp(names.task_policy(pool.name), task_labels(plan, pool.name), *layers, pool=pool.name)
             components.append(tasks)
-            links.append(Link(tasks, supernode, _tcp(SUPERNODE_APPIO_PORT), "ClientApp pods dial the SuperNode"))
+            links.append(Link(tasks, supernode, appio, "ClientApp pods dial the SuperNode"))
             links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
     if spec.allow_runtime_dependency_installation:
         links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in components]
@@ -353,29 +350,53 @@ def policies(plan: FederationPlan) -> list[tuple[Optional[str], Manifest]]:
 
 
 def _pair_policies(plan: FederationPlan, link: Link, side: str) -> list[Manifest]:
-    """One policy per replica k: `Ingress` to replica k of the target (a pool's
-    SuperNodes) from replica k of the source (its SuperExecs) alone, or `Egress` from
-    source k to target k alone."""
+    """Per replica k: `Ingress` to replica k of the target (a pool's SuperNodes) from
+    replica k of each source StatefulSet (its SuperExecs: one per `superexec.replicas`)
+    alone, or `Egress` from each source's replica k to target k alone."""
     source, target = link.source, link.target
     assert isinstance(source, Component) and isinstance(target, Component)
-    own, other = (target, source) if side == "Ingress" else (source, target)
     pool = next(p for p in plan.spec.supernodes.pools if p.name == target.pool)
     ports = [{"port": p, "protocol": proto} for p, proto in link.ports]
-    component = own.selector["app.kubernetes.io/component"]
+    sources = _statefulsets(plan, source, pool)
     out: list[Manifest] = []
     for k in range(pool.replicas or 0):
-        peer = {"podSelector": {"matchLabels": {**other.selector, POD_NAME_LABEL: f"{other.key}-{k}"}}}
-        rule = {"from" if side == "Ingress" else "to": [peer], "ports": ports}
-        out.append(
-            {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "NetworkPolicy",
-                "metadata": plan.meta(f"{own.key}-{k}-pair", component, pool.name),
-                "spec": {
-                    "podSelector": {"matchLabels": {**own.selector, POD_NAME_LABEL: f"{own.key}-{k}"}},
-                    "policyTypes": [side],
-                    side.lower(): [rule],
-                },
-            }
-        )
+        if side == "Ingress":
+            peers = [_pod_peer(source, f"{s}-{k}") for s in sources]
+            out.append(_pair_policy(plan, target, f"{target.key}-{k}", pool.name, side, peers, ports))
+        else:
+            peer = _pod_peer(target, f"{target.key}-{k}")
+            out += [_pair_policy(plan, source, f"{s}-{k}", pool.name, side, [peer], ports) for s in sources]
     return out
+
+
+def _statefulsets(plan: FederationPlan, c: Component, pool: Pool) -> list[str]:
+    """The StatefulSets of a component's pods: a pool's SuperExecs may be several."""
+    if c.key == plan.names.pool_superexec(pool.name):
+        return [plan.names.pool_superexec_replica(pool.name, r) for r in range(pool.superexec.replicas)]
+    return [c.key]
+
+
+def _pod_peer(c: Component, pod: str) -> dict[str, Any]:
+    return {"podSelector": {"matchLabels": {**c.selector, POD_NAME_LABEL: pod}}}
+
+
+def _pair_policy(
+    plan: FederationPlan,
+    own: Component,
+    pod: str,
+    pool: str,
+    side: str,
+    peers: list[dict[str, Any]],
+    ports: list[dict[str, Any]],
+) -> Manifest:
+    """The policy of one pod (`pod`, of `own`'s pods), named after it."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": plan.meta(f"{pod}-pair", own.selector["app.kubernetes.io/component"], pool),
+        "spec": {
+            "podSelector": _pod_peer(own, pod)["podSelector"],
+            "policyTypes": [side],
+            side.lower(): [{"from" if side == "Ingress" else "to": peers, "ports": ports}],
+        },
+    }

@@ -6,6 +6,7 @@ from typing import Any
 
 import tomli_w
 
+from .config import Pool
 from .dialects import FLWR_CONFIG_TOML_SINCE
 from .layout import CA_FILE
 from .plan import FederationPlan
@@ -102,6 +103,9 @@ def warnings(plan: FederationPlan) -> list[str]:
             "SuperLink restarts, and the registration Job runs again only when the trusted keys change. Re-run "
             "the exported registerScript after a restart, or keep persistence on."
         )
+    for pool in plan.spec.supernodes.pools:
+        if pool.service.type != "ClusterIP":
+            out.append(_exposed_api_warning(plan, pool))
     if plan.remote is not None and not plan.remote.cidrs:
         out.append(
             f"SuperNodes may reach port {plan.remote.endpoint.port} at any address (the hub's address is a name): "
@@ -109,3 +113,25 @@ def warnings(plan: FederationPlan) -> list[str]:
             "this site's data."
         )
     return out
+
+
+def _exposed_api_warning(plan: FederationPlan, pool: Pool) -> str:
+    exposed = f"Pool {pool.name}: the SuperNode's {{}} is exposed outside the cluster by a {pool.service.type} Service"
+    limit = "Limit who reaches it (the load balancer's source ranges, a private network)."
+    if plan.grpc_era:
+        return (
+            exposed.format("ClientAppIo API")
+            + ", in plaintext (by Flower's design): whoever reaches it can take and answer its ClientApp tasks. "
+            + limit
+        )
+    if plan.runtime_trust is None:
+        return (
+            exposed.format("Runtime API")
+            + " without TLS (a site's pools, or insecure: true): the SuperExec auth secret guards it, but its "
+            "traffic can be read on the way. " + limit
+        )
+    return (
+        exposed.format("Runtime API")
+        + ", over TLS with the pool's certificate: SuperExecs there need the federation's CA, a name the "
+        "certificate carries (service.externalNames) and the pool's SuperExec auth secret. " + limit
+    )

@@ -8,19 +8,26 @@ config model, `config.py`)."""
 
 from __future__ import annotations
 
-import difflib
 import re
-import types
-import typing
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import pydantic
 
 from . import probes, rules
-from .config import Federation, Model, Pool, Probes
-from .dialects import APPIO_PROTECTION_SINCE, REGISTRATION_JOB_SINCE, Dialect, FlowerVersion, Ports
-from .errors import ConfigError, Problem, problem
+from .config import Federation, Image, ImageRef, Pool, Probes
+from .config.images import reference
+from .config_errors import pydantic_problems
+from .dialects import (
+    APPIO_PROTECTION_SINCE,
+    HEALTH_PORT,
+    REGISTRATION_JOB_SINCE,
+    SUPERNODE_APPIO_PORT,
+    Dialect,
+    FlowerVersion,
+    Ports,
+)
+from .errors import ConfigError, Problem
 from .kube import ObjectMeta
 from .layout import CA_FILE
 from .naming import Names, common_labels
@@ -233,25 +240,54 @@ class FederationPlan:
     def default_image(self, repository: str) -> str:
         return f"flwr/{repository}:{self.version}"
 
+    def pull_policy(self, image: Optional[Image]) -> str:
+        """The `imagePullPolicy` of a container running `image` (None: a default image)."""
+        own = image.pull_policy if isinstance(image, ImageRef) else None
+        return own or self.spec.image_pull_policy
+
     @property
     def superlink_image(self) -> str:
-        return self.spec.superlink.image or self.default_image("superlink")
+        image = self.spec.superlink.image
+        return reference(image) if image else self.default_image("superlink")
+
+    def supernode_image_config(self, pool: Pool) -> Optional[Image]:
+        """The configured image a pool's SuperNodes run (None: the default)."""
+        return pool.images.supernode or self.spec.supernodes.image
 
     def supernode_image(self, pool: Pool) -> str:
-        return pool.images.supernode or self.spec.supernodes.image or self.default_image("supernode")
+        image = self.supernode_image_config(pool)
+        return reference(image) if image else self.default_image("supernode")
 
     @property
     def serverapp_superexec_image(self) -> str:
         """Process isolation only (the operator's rule makes it required there)."""
         image = self.spec.superlink.superexec_image
         assert image, "rules require superlink.superexecImage with isolationMode process"
-        return image
+        return reference(image)
 
     def clientapp_superexec_image(self, pool: Pool) -> str:
         """Process isolation only (the operator's rule makes it required there)."""
         image = pool.images.superexec_client_app
         assert image, "rules require images.superexecClientApp with isolationMode process"
-        return image
+        return reference(image)
+
+    def supernode_appio_port(self, pool: Pool) -> int:
+        return pool.container_ports.client_app_io or SUPERNODE_APPIO_PORT
+
+    def supernode_health_port(self, pool: Pool) -> int:
+        return pool.container_ports.health or HEALTH_PORT
+
+    @property
+    def serverapp_superexec_probes(self) -> Probes:
+        sl = self.spec.superlink
+        return probes.inherit(self.spec.probes, sl.probes, sl.superexec.probes)
+
+    def clientapp_superexec_probes(self, pool: Pool) -> Probes:
+        return probes.inherit(self.spec.probes, self.spec.supernodes.probes, pool.superexec.probes)
+
+    def image_pull_secrets(self, own: Optional[list[str]]) -> list[dict[str, str]]:
+        """A pod's `imagePullSecrets`: the component's list if it sets one, else the federation's."""
+        return [{"name": n} for n in (own if own is not None else self.spec.image_pull_secrets)]
 
     def labels(self, component: str, pool: Optional[str] = None) -> dict[str, str]:
         """Every label of one of our objects (selector labels plus identity and the
@@ -265,14 +301,18 @@ class FederationPlan:
         pool: Optional[str] = None,
         annotations: Optional[dict[str, str]] = None,
         extra_labels: Optional[dict[str, str]] = None,
+        extra_annotations: Optional[dict[str, str]] = None,
     ) -> ObjectMeta:
+        """Metadata of one of our objects: `annotations` are ours; `extra_labels` and `extra_annotations` the
+        component's own from config, over the top-level `annotations`; ours win on a clash."""
         meta: ObjectMeta = {
             "name": name,
             "namespace": self.namespace,
             "labels": {**(extra_labels or {}), **self.labels(component, pool)},
         }
-        if annotations:
-            meta["annotations"] = dict(annotations)
+        merged = {**self.spec.annotations, **(extra_annotations or {}), **(annotations or {})}
+        if merged:
+            meta["annotations"] = merged
         return meta
 
 
@@ -298,7 +338,7 @@ def load_plan(
     try:
         spec = Federation.model_validate(raw)
     except pydantic.ValidationError as err:
-        problems += _pydantic_problems(err)
+        problems += pydantic_problems(err)
     found, dialect = rules.check(raw, stack)
     problems += found
     uses_supplied_keys = spec is not None and spec.node_auth.enabled and spec.node_auth.key_source == "config"
@@ -365,61 +405,6 @@ def _runtime_trust(
     else:
         secrets = tuple((p.name, names.runtime_tls_secret(p.name)) for p in pools)
     return RuntimeTrust(trust.source, trust.ca_secret, trust.ca_key, secrets)
-
-
-def _pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
-    out = []
-    for e in err.errors():
-        loc = tuple(e["loc"])
-        if e["type"] == "extra_forbidden":
-            out.append(problem(loc, _unknown_key_message(loc)))
-        else:
-            msg = e["msg"]
-            if e["type"] in ("model_type", "dict_type"):
-                msg = "must be a mapping"
-            elif e["type"] == "literal_error":  # say what was found, not only what was expected
-                msg = f"{msg}, not {e['input']!r}"
-            elif loc == ("version",) and e["type"] == "string_type":
-                msg = f'must be a string; quote it in YAML, e.g. version: "{e["input"]}.0"'
-            out.append(problem(loc, msg))
-    return out
-
-
-def _unknown_key_message(loc: tuple[Any, ...]) -> str:
-    key = str(loc[-1])
-    model = _model_at(loc[:-1])
-    valid = sorted(f.alias or n for n, f in model.model_fields.items()) if model else []
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-    if close:
-        return f"unknown key '{key}'; did you mean '{close[0]}'?"
-    return f"unknown key '{key}'; valid keys: {', '.join(valid)}"
-
-
-def _model_at(loc: tuple[Any, ...]) -> Optional[type[Model]]:
-    """The config model class found at a config path, following lists and Optionals."""
-    current: Any = Federation
-    for part in loc:
-        current = _unwrap(current)
-        if isinstance(part, int):
-            args = typing.get_args(current)
-            current = args[0] if args else None
-            continue
-        if not (isinstance(current, type) and issubclass(current, Model)):
-            return None
-        by_alias = {(f.alias or n): f for n, f in current.model_fields.items()}
-        if part not in by_alias:
-            return None
-        current = by_alias[part].annotation
-    current = _unwrap(current)
-    return current if isinstance(current, type) and issubclass(current, Model) else None
-
-
-def _unwrap(annotation: Any) -> Any:
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return args[0] if len(args) == 1 else annotation
-    return annotation
 
 
 __all__ = ["ConfigError", "Endpoint", "FederationPlan", "RemoteSuperLink", "RuntimeTrust", "Trust", "load_plan"]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
 from .kube import Container, PodTemplate
-from .layout import FLOWER_UID, WRITABLE_PATHS, scratch_volume
+from .layout import FLOWER_UID, MANAGED_CONTAINERS, WRITABLE_PATHS, scratch_volume
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV, POD_INDEX_LABEL
 from .quantity import parse_quantity
 
@@ -26,14 +26,24 @@ def container_security_context(privileged: bool = False, overrides: Optional[dic
     if privileged:
         # Explicit opt-in only (AMD gpu.mountAll with allowPrivileged).
         return {"privileged": True, "allowPrivilegeEscalation": True, "readOnlyRootFilesystem": True}
-    return {
+    restricted = {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
         "readOnlyRootFilesystem": True,
         "runAsNonRoot": True,
         "seccompProfile": {"type": "RuntimeDefault"},
-        **copy.deepcopy(overrides or {}),
     }
+    return with_overrides(restricted, overrides or {})
+
+
+def with_overrides(security: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """A container securityContext with the user's keys over ours. Kubernetes refuses a
+    privileged container with allowPrivilegeEscalation false (ours): asking for privileged
+    asks for escalation too, unless the user says otherwise (which rules refuse)."""
+    merged = {**security, **copy.deepcopy(overrides)}
+    if overrides.get("privileged") is True and "allowPrivilegeEscalation" not in overrides:
+        merged["allowPrivilegeEscalation"] = True
+    return merged
 
 
 def pod_security_context(overrides: Optional[dict[str, Any]] = None) -> dict[str, Any]:
@@ -103,11 +113,12 @@ def container(
     mounts: Optional[list[dict[str, Any]]] = None,
     privileged: bool = False,
     security_overrides: Optional[dict[str, Any]] = None,
+    pull_policy: str = "IfNotPresent",
 ) -> Container:
     c: Container = {
         "name": name,
         "image": image,
-        "imagePullPolicy": "IfNotPresent",
+        "imagePullPolicy": pull_policy,
         "args": list(args),
         "resources": copy.deepcopy(resources) if resources else {},
         "securityContext": container_security_context(privileged, security_overrides),
@@ -190,7 +201,7 @@ def _merge_container(base: Item, patch: Item) -> Item:
             # Key by key, so a patch setting a CPU limit keeps the GPU limit we put there.
             out[key] = merge_resources(out.get(key), value)
         elif key == "securityContext" and isinstance(value, dict):
-            out[key] = {**out.get(key, {}), **copy.deepcopy(value)}
+            out[key] = with_overrides(out.get(key, {}), value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -220,6 +231,11 @@ def apply_pod_template(
         out["metadata"]["annotations"] = {**out["metadata"].get("annotations", {}), **meta["annotations"]}
     spec = out["spec"]
     for key, value in (user.get("spec") or {}).items():
+        if key == "containers":
+            # A patch of one of our containers goes to the pods that run it: a pool's
+            # podTemplate reaches both its SuperNode pods and its distributed SuperExec pods.
+            running = {c["name"] for c in spec["containers"]}
+            value = [c for c in value if c.get("name") in running or c.get("name") not in MANAGED_CONTAINERS]
         if key in ("containers", "initContainers"):
             spec[key] = _merge_keyed(spec.get(key, []), value, "name", _merge_container)
         elif key in POD_LIST_KEYS:

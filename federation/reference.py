@@ -70,8 +70,30 @@ def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
+def _bare(annotation: Any) -> Any:
+    """`annotation` without `Annotated[...]` metadata (a union's discriminator), also inside a union."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _bare(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        return Union[tuple(_bare(a) for a in typing.get_args(annotation))]
+    return annotation
+
+
+def _as_model(annotation: Any) -> tuple[Optional[ModelType], str]:
+    """The model a field holds, and how its type reads: `object`, or `string or object` for a model that may also
+    be written as a string (an image)."""
+    if _is_model(annotation):
+        return annotation, "object"
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        models = [a for a in typing.get_args(annotation) if _is_model(a)]
+        if len(models) == 1:
+            return models[0], type_text(annotation)
+    return None, ""
+
+
 def _without_none(annotation: Any) -> Any:
-    """`Optional[X]` -> `X`; anything else unchanged."""
+    """`Optional[X]` -> `X` (and `Annotated` metadata left out); anything else unchanged."""
+    annotation = _bare(annotation)
     if typing.get_origin(annotation) in (Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(args) == 1:
@@ -95,6 +117,7 @@ def _map_value(annotation: Any) -> Optional[Any]:
 
 def type_text(annotation: Any) -> str:
     """A YAML-minded name for a field's type: `string`, `list of string`, `one of `a`, `b``, `object`, ..."""
+    annotation = _bare(annotation)
     if annotation is Any:
         return "any"
     if annotation in _SCALARS:
@@ -171,6 +194,14 @@ def _docstring(model: ModelType) -> str:
     return _prose(model.__dict__.get("__doc__"))
 
 
+def fields_in_order(model: ModelType) -> list[tuple[str, Any]]:
+    """(name, FieldInfo) of `model`: its own fields in declaration order, then those of its mixins (pydantic
+    lists a base's fields first), so a section opens with what is particular to it."""
+    own = model.__dict__.get("__annotations__", {})
+    fields = list(model.model_fields.items())
+    return [f for f in fields if f[0] in own] + [f for f in fields if f[0] not in own]
+
+
 def _join(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
 
@@ -193,16 +224,17 @@ def _model_occurrences(root: ModelType) -> tuple[dict[ModelType, list[str]], dic
     owners: dict[ModelType, set[ModelType]] = {}
 
     def walk(model: ModelType, prefix: str) -> None:
-        for name, info in model.model_fields.items():
+        for name, info in fields_in_order(model):
             annotation = _without_none(info.annotation)
             path = _join(prefix, _key(name, model))
             item = _list_item(annotation)
             if item is not None and _is_model(item):
                 annotation, path = item, f"{path}[]"
-            if _is_model(annotation):
-                paths.setdefault(annotation, []).append(path)
-                owners.setdefault(annotation, set()).add(model)
-                walk(annotation, path)
+            held, _ = _as_model(annotation)
+            if held is not None:
+                paths.setdefault(held, []).append(path)
+                owners.setdefault(held, set()).add(model)
+                walk(held, path)
 
     walk(root, "")
     return paths, owners
@@ -254,7 +286,7 @@ class _Reference:
         later: list[tuple[str, ModelType, Optional[BaseModel]]],
     ) -> None:
         values = _field_values(model, instance)
-        for name, info in model.model_fields.items():
+        for name, info in fields_in_order(model):
             path = _join(prefix, _key(name, model))
             value = values[name]
             annotation = _without_none(info.annotation)
@@ -280,18 +312,38 @@ class _Reference:
                     )
                 )
                 later.append((f"{path}.<name>", value_type, None))
-            elif not _is_model(annotation):
+            elif (held := _as_model(annotation))[0] is None:
                 rows.append(Row(path, type_text(info.annotation), default_text(value), description))
-            elif annotation in self.canonical and path != self.canonical[annotation]:
-                see = f"Same keys as `{self.canonical[annotation]}`."
-                rows.append(Row(path, "object", default_text(value), f"{description} {see}".strip()))
-            elif prefix == "" or annotation in self.canonical:
-                later.append((path, annotation, value if isinstance(value, BaseModel) else None))
             else:
-                about = description or _docstring(annotation)
-                if about:
-                    rows.append(Row(path, "object", default_text(value), about))
-                self._rows(path, annotation, value if isinstance(value, BaseModel) else None, rows, later)
+                self._model_rows(prefix, path, held, value, description, rows, later)
+
+    def _model_rows(
+        self,
+        prefix: str,
+        path: str,
+        held: tuple[Optional[ModelType], str],
+        value: Any,
+        description: str,
+        rows: list[Row],
+        later: list[tuple[str, ModelType, Optional[BaseModel]]],
+    ) -> None:
+        """A field holding a model: a reference to where it is documented, a section of its own, or its rows
+        flattened into this section."""
+        model, label = held
+        assert model is not None
+        instance = value if isinstance(value, BaseModel) else None
+        if model in self.canonical and path != self.canonical[model]:
+            see = f"Same keys as `{self.canonical[model]}`."
+            rows.append(Row(path, label, default_text(value), f"{description} {see}".strip()))
+        elif prefix == "" or model in self.canonical:
+            if label != "object":  # also a string: its own row says so, the section gives the keys
+                rows.append(Row(path, label, default_text(value), description))
+            later.append((path, model, instance))
+        else:
+            about = description or _docstring(model)
+            if about:
+                rows.append(Row(path, label, default_text(value), about))
+            self._rows(path, model, instance, rows, later)
 
 
 def sections(root: ModelType = Federation) -> list[Section]:

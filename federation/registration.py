@@ -22,7 +22,7 @@ from pathlib import Path
 
 import tomli_w
 
-from . import resources
+from . import pod_settings, resources
 from .access import service_account
 from .kube import Manifest
 from .layout import REGISTRATION_DIR, REGISTRATION_VOLUME, WRITABLE_PATHS
@@ -103,6 +103,7 @@ def job(plan: FederationPlan) -> Manifest:
             {"name": "REGISTRATION_TIMEOUT_SECONDS", "value": str(TIMEOUT_SECONDS - 60)},
         ],
         mounts=ca_mounts(plan) + [{"name": REGISTRATION_VOLUME, "mountPath": REGISTRATION_DIR, "readOnly": True}],
+        pull_policy=plan.pull_policy(plan.spec.superlink.image),
     )
     container["command"] = ["python"]
     volumes = ca_volumes(plan) + [
@@ -110,6 +111,8 @@ def job(plan: FederationPlan) -> Manifest:
     ]
     pod = template(plan, plan.labels(NODE_REGISTRATION), [container], volumes, service_account=names.node_registration)
     pod["spec"]["restartPolicy"] = "Never"
+    # A Job's pod has nobody to spread from: the node settings only.
+    pod = pod_settings.apply_to_pod(plan, pod, None, {}, spread=False)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from . import access, appio, pods, probes, resources
+from . import access, appio, pod_settings, pods, probes, resources
 from .dialects import (
     ANY_ADDRESS,
     HEALTH_PORT,
@@ -34,6 +34,7 @@ from .workload_parts import (
     statefulset,
     superexec_container,
     template,
+    workload_meta,
 )
 
 
@@ -58,16 +59,18 @@ def _serverapp_superexec(plan: FederationPlan, wiring: ExecutorWiring) -> Contai
         SUPEREXEC_SERVERAPP,
         plugin="serverapp",
         image=plan.serverapp_superexec_image,
+        pull_policy=plan.pull_policy(sl.superexec_image),
         appio_address=appio_address(plan),
         ca_file=_serverapp_ca(plan),
         # A sidecar shares the pod's network namespace with the SuperLink.
-        health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
-        probe_settings=plan.superlink_probes,
+        default_health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
+        probe_settings=plan.serverapp_superexec_probes,
         wiring=wiring,
-        env=list(sl.env) or None,
+        env=list(sl.env),
         resources=resources.serverapp_superexec(plan),
         mounts=(ca_mounts(plan) if _serverapp_ca(plan) else []) + appio.auth_mounts(plan),
         auth_secret_file=appio.auth_file(plan),
+        settings=sl.superexec,
     )
 
 
@@ -109,6 +112,7 @@ def _superlink_container(plan: FederationPlan) -> Container:
         resources=resources.superlink(plan),
         mounts=mounts + list(sl.volume_mounts),
         health=health,
+        pull_policy=plan.pull_policy(sl.image),
     )
     command = superlink_command(plan.version)
     if command:  # state created before serving (see dialects); args stay Flower's own
@@ -153,6 +157,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
     pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
+    pod = pod_settings.apply_to_pod(plan, pod, sl, selector_labels(plan.name, SUPERLINK), main_container=SUPERLINK)
     pod = pods.apply_pod_template(pod, sl.pod_template, resources.added_container(plan))
     service: Manifest = {
         "apiVersion": "v1",
@@ -176,10 +181,18 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     }
     out = [
         statefulset(
-            plan, names.superlink, SUPERLINK, None, pod, replicas=1, service_name=names.superlink, claims=_claims(plan)
+            plan,
+            names.superlink,
+            SUPERLINK,
+            None,
+            pod,
+            replicas=1,
+            service_name=names.superlink,
+            claims=_claims(plan),
+            settings=sl,
         ),
         service,
-        access.service_account(plan, names.superlink, SUPERLINK),
+        access.service_account(plan, names.superlink, SUPERLINK, settings=sl.service_account),
     ]
     if sl.ingress is not None:
         out.append(_ingress(plan))
@@ -244,7 +257,13 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
                 },
             }
         )
-    wiring = executor_wiring(plan, names.superexec_serverapp, "serverapp", plan.serverapp_superexec_image)
+    wiring = executor_wiring(
+        plan,
+        names.superexec_serverapp,
+        "serverapp",
+        plan.serverapp_superexec_image,
+        plan.pull_policy(plan.spec.superlink.superexec_image),
+    )
     volumes = (
         (ca_volumes(plan) if _serverapp_ca(plan) else [])
         + appio.auth_volumes(plan, appio.superlink_auth_secret_name(plan))
@@ -258,18 +277,31 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
         service_account=names.superexec_serverapp,
         api_token=wiring.enabled,
     )
+    settings = plan.spec.superlink.superexec
+    pod = pod_settings.apply_to_pod(plan, pod, settings, selector_labels(plan.name, SUPEREXEC_SERVERAPP))
     out += wiring.objects
-    out.append(access.service_account(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP, api_token=wiring.enabled))
+    out.append(
+        access.service_account(
+            plan,
+            names.superexec_serverapp,
+            SUPEREXEC_SERVERAPP,
+            api_token=wiring.enabled,
+            settings=settings.service_account,
+        )
+    )
+    spec: dict[str, Any] = {
+        "replicas": settings.replicas,
+        "selector": {"matchLabels": selector_labels(plan.name, SUPEREXEC_SERVERAPP)},
+        "template": pod,
+    }
+    if settings.update_strategy:
+        spec["strategy"] = copy.deepcopy(settings.update_strategy)  # a Deployment's name for it
     out.append(
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": plan.meta(names.superexec_serverapp, SUPEREXEC_SERVERAPP),
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": selector_labels(plan.name, SUPEREXEC_SERVERAPP)},
-                "template": pod,
-            },
+            "metadata": workload_meta(plan, names.superexec_serverapp, SUPEREXEC_SERVERAPP, None, settings),
+            "spec": spec,
         }
     )
     return out

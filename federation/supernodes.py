@@ -8,49 +8,23 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import access, appio, nodeauth, pods, probes, resources
+from . import access, appio, gpus, nodeauth, pod_settings, pods, pool_superexec, probes, resources
 from .config import Pool
-from .dialects import ANY_ADDRESS, HEALTH_PORT, LOOPBACK, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, health_server_args
+from .dialects import ANY_ADDRESS, LOOPBACK, health_server_args
 from .kube import Container, Manifest, PodTemplate
-from .layout import AMD_DEVICES, SUPERNODE_HOST_ENV
-from .naming import SUPEREXEC_CLIENTAPP, SUPERNODE, selector_labels
-from .nodeconfig import POD_INDEX_ENV, render_node_config, uses_placeholder
+from .naming import SUPERNODE, selector_labels
+from .nodeconfig import render_node_config, uses_placeholder
 from .plan import FederationPlan
 from .workload_parts import (
     ExecutorWiring,
     ca_mounts,
     ca_volumes,
     claims_used_by,
-    executor_wiring,
     managed_container,
     statefulset,
-    superexec_container,
     template,
+    workload_meta,
 )
-
-GPU_RESOURCE_BY_VENDOR = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
-
-
-def _apply_gpu(pool: Pool, c: Container, pod: PodTemplate) -> None:
-    """Give the container that runs ClientApps the pool's GPUs."""
-    gpu = pool.gpu
-    if not gpu.enabled:
-        return
-    if gpu.mount_all:
-        if gpu.vendor == "nvidia":
-            pod["spec"]["runtimeClassName"] = gpu.runtime_class_name
-            c["env"] = pods.merge_env(c.get("env", []), [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])
-        else:
-            c["env"] = pods.merge_env(c.get("env", []), [{"name": "ROCR_VISIBLE_DEVICES", "value": "all"}])
-            c["securityContext"] = pods.container_security_context(privileged=True)
-            for vol, path in AMD_DEVICES.items():
-                pod["spec"]["volumes"].append({"name": vol, "hostPath": {"path": path}})
-                c["volumeMounts"].append({"name": vol, "mountPath": path})
-        return
-    resource = gpu.resource_name or GPU_RESOURCE_BY_VENDOR[str(gpu.vendor)]
-    limits = dict(c["resources"].get("limits", {}))
-    limits[resource] = gpu.count
-    c["resources"] = {**c["resources"], "limits": limits}
 
 
 def _supernode_env(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
@@ -61,31 +35,6 @@ def _supernode_env(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
     if uses_placeholder(pool.node_config, "{node}") or (plan.node_auth and not plan.stateful):
         system.append(pods.node_name_env())
     return pods.merge_env(system, plan.spec.supernodes.env, pool.env)
-
-
-def _clientapp_superexec(
-    plan: FederationPlan, pool: Pool, appio_address: str, env: list[dict[str, Any]], wiring: ExecutorWiring
-) -> Container:
-    return superexec_container(
-        plan,
-        SUPEREXEC_CLIENTAPP,
-        plugin="clientapp",
-        image=plan.clientapp_superexec_image(pool),
-        # HTTP era with TLS: the SuperNode serves its Runtime API over TLS (appio.py);
-        # gRPC era: its ClientAppIo API is plaintext, confined by NetworkPolicy.
-        appio_address=appio_address,
-        ca_file=plan.runtime_ca_file,
-        health_port=HEALTH_PORT if plan.distributed else SIDECAR_HEALTH_PORT,
-        probe_settings=plan.supernode_probes,
-        wiring=wiring,
-        env=pods.merge_env(env, plan.spec.supernodes.env, pool.env) or None,
-        resources=resources.clientapp_superexec(plan, pool),
-        # The federation's CA verifies the pool's Runtime API certificate.
-        mounts=(ca_mounts(plan) if plan.runtime_trust else [])
-        + appio.auth_mounts(plan)
-        + list(pool.superexec_volume_mounts),
-        auth_secret_file=appio.auth_file(plan),
-    )
 
 
 # SuperNodes keep Flower's own retry policy (flwr/common/retry_invoker.py): it retries
@@ -101,6 +50,7 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         ca_file=plan.client_ca_file,
         isolation=plan.spec.isolation_mode,
         appio_bind=ANY_ADDRESS if plan.distributed else LOOPBACK,
+        appio_port=plan.supernode_appio_port(pool),
         runtime_dependency_installation=plan.spec.allow_runtime_dependency_installation,
         runtime_tls=appio.runtime_server_tls(plan),
         auth_secret_file=appio.auth_file(plan),
@@ -112,7 +62,8 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
     node_config = render_node_config(pool.node_config, pool.name, pool.replicas)
     if node_config:
         args += ["--node-config", node_config]
-    args += health_server_args(plan.version, HEALTH_PORT) + list(pool.extra_args)
+    health_port = plan.supernode_health_port(pool)
+    args += health_server_args(plan.version, health_port) + list(pool.extra_args)
     c = managed_container(
         plan,
         SUPERNODE,
@@ -121,11 +72,44 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         env=_supernode_env(plan, pool) or None,
         resources=resources.supernode(plan, pool),
         mounts=mounts + list(pool.volume_mounts),
-        health=probes.grpc_health(plan.version, HEALTH_PORT, plan.supernode_probes),
+        health=probes.grpc_health(plan.version, health_port, plan.supernode_probes),
+        pull_policy=plan.pull_policy(plan.supernode_image_config(pool)),
     )
     if plan.distributed:
-        c["ports"] = [{"name": "clientappio", "containerPort": SUPERNODE_APPIO_PORT, "protocol": "TCP"}]
+        c["ports"] = [{"name": "clientappio", "containerPort": plan.supernode_appio_port(pool), "protocol": "TCP"}]
     return c
+
+
+def _services(plan: FederationPlan, pool: Pool, workload: str) -> list[Manifest]:
+    """The headless Service that gives SuperNode k the stable name `<workload>-k.<workload>`, and with a NodePort or
+    LoadBalancer `service.type` the Service that exposes the (one) SuperNode's ClientAppIo API."""
+    service = pool.service
+    port = {
+        "name": service.port_name,
+        "port": service.port,
+        "targetPort": plan.supernode_appio_port(pool),
+        "protocol": "TCP",
+    }
+    selector = selector_labels(plan.name, SUPERNODE, pool.name)
+    out: list[Manifest] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": plan.meta(workload, SUPERNODE, pool.name),
+            "spec": {"clusterIP": "None", "selector": selector, "publishNotReadyAddresses": True, "ports": [port]},
+        }
+    ]
+    if service.type != "ClusterIP":
+        exposed = {**port, **({"nodePort": service.node_port} if service.node_port else {})}
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": plan.meta(plan.names.pool_appio_service(pool.name), SUPERNODE, pool.name),
+                "spec": {"type": service.type, "selector": selector, "ports": [exposed]},
+            }
+        )
+    return out
 
 
 def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
@@ -133,7 +117,9 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     containers = [supernode]
     if plan.sidecar_superexec:
         containers.append(
-            _clientapp_superexec(plan, pool, f"{LOOPBACK}:{SUPERNODE_APPIO_PORT}", [], ExecutorWiring(False))
+            pool_superexec.clientapp_superexec(
+                plan, pool, f"{LOOPBACK}:{plan.supernode_appio_port(pool)}", [], ExecutorWiring(False)
+            )
         )
     volumes = (
         ca_volumes(plan)
@@ -144,7 +130,16 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     )
     pod = template(plan, plan.labels(SUPERNODE, pool.name), containers, volumes, service_account=workload)
     if not plan.distributed:  # else the GPU goes to the SuperExec's own pods
-        _apply_gpu(pool, containers[-1] if plan.process_isolation else supernode, pod)
+        gpus.apply(pool, containers[-1] if plan.process_isolation else supernode, pod)
+    # A DaemonSet has one pod per node already: no spreading preset.
+    pod = pod_settings.apply_to_pod(
+        plan,
+        pod,
+        pool,
+        selector_labels(plan.name, SUPERNODE, pool.name),
+        spread=plan.stateful,
+        main_container=SUPERNODE,
+    )
     pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
     if not plan.stateful and plan.node_auth:
         _only_nodes_with_keys(pod, nodeauth.slots(plan, pool))
@@ -185,43 +180,25 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
     """One pool's objects (its NetworkPolicies and node-keys Secret excepted)."""
     workload = plan.names.pool(pool.name)
     pod = _pod(plan, pool, workload)
-    out = [access.service_account(plan, workload, SUPERNODE, pool.name)] + _disruption_budget(plan, pool, workload)
+    sa = access.service_account(plan, workload, SUPERNODE, pool.name, settings=pool.service_account)
+    out = [sa] + _disruption_budget(plan, pool, workload)
     if not plan.stateful:
         out.append(
             {
                 "apiVersion": "apps/v1",
                 "kind": "DaemonSet",
-                "metadata": plan.meta(workload, SUPERNODE, pool.name),
+                "metadata": workload_meta(plan, workload, SUPERNODE, pool.name, pool),
                 "spec": {
                     "selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)},
                     "template": pod,
+                    **({"updateStrategy": copy.deepcopy(pool.update_strategy)} if pool.update_strategy else {}),
                 },
             }
         )
         return out
-    out.append(
-        {
-            # Headless: gives SuperNode k the stable name `<workload>-k.<workload>`.
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": plan.meta(workload, SUPERNODE, pool.name),
-            "spec": {
-                "clusterIP": "None",
-                "selector": selector_labels(plan.name, SUPERNODE, pool.name),
-                "publishNotReadyAddresses": True,
-                "ports": [
-                    {
-                        "name": "clientappio",
-                        "port": SUPERNODE_APPIO_PORT,
-                        "targetPort": SUPERNODE_APPIO_PORT,
-                        "protocol": "TCP",
-                    }
-                ],
-            },
-        }
-    )
+    out += _services(plan, pool, workload)
     claims = (
-        claims_used_by(pool.volume_claim_templates, pool.volume_mounts)
+        claims_used_by(pool.volume_claim_templates, pod)
         if plan.distributed
         else [copy.deepcopy(c) for c in pool.volume_claim_templates]
     )
@@ -236,49 +213,9 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
             service_name=workload,
             claims=claims,
             parallel=True,
+            settings=pool,
         )
     )
     if plan.distributed:
-        out += _distributed_superexec(plan, pool, workload)
+        out += pool_superexec.distributed_objects(plan, pool, workload)
     return out
-
-
-def _distributed_superexec(plan: FederationPlan, pool: Pool, supernode_workload: str) -> list[Manifest]:
-    """Distributed SuperExec for a StatefulSet pool: replica k serves SuperNode k, which
-    it finds by its stable name behind the pool's headless Service."""
-    name = plan.names.pool_superexec(pool.name)
-    host = f"{supernode_workload}-$({POD_INDEX_ENV}).{plan.service_host(supernode_workload)}"
-    env = [pods.pod_index_env(), {"name": SUPERNODE_HOST_ENV, "value": host}]
-    wiring = executor_wiring(plan, name, pool.name, plan.clientapp_superexec_image(pool))
-    c = _clientapp_superexec(plan, pool, f"$({SUPERNODE_HOST_ENV}):{SUPERNODE_APPIO_PORT}", env, wiring)
-    pod = template(
-        plan,
-        plan.labels(SUPEREXEC_CLIENTAPP, pool.name),
-        [c],
-        (ca_volumes(plan) if plan.runtime_trust else [])
-        + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
-        + list(pool.volumes)
-        + wiring.volumes,
-        service_account=name,
-        api_token=wiring.enabled,
-    )
-    _apply_gpu(pool, c, pod)
-    pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
-    sa = access.service_account(plan, name, SUPEREXEC_CLIENTAPP, pool.name, api_token=wiring.enabled)
-    return (
-        [sa]
-        + wiring.objects
-        + [
-            statefulset(
-                plan,
-                name,
-                SUPEREXEC_CLIENTAPP,
-                pool.name,
-                pod,
-                replicas=pool.replicas,
-                service_name=supernode_workload,
-                parallel=True,
-                claims=claims_used_by(pool.volume_claim_templates, pool.superexec_volume_mounts),
-            )
-        ]
-    )

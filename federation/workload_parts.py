@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import access, pods, probes
-from .config import Probes
+from .config import PodSettings, Probes, SuperExecSettings
 from .dialects import health_server_args
-from .kube import Container, Manifest, PodTemplate
+from .kube import Container, Manifest, ObjectMeta, PodTemplate
 from .layout import CA_DIR, CA_VOLUME, EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_VOLUME
 from .naming import selector_labels
 from .plan import FederationPlan
@@ -31,6 +31,7 @@ def managed_container(
     mounts: Optional[list[Mount]] = None,
     privileged: bool = False,
     health: Optional[dict[str, Any]] = None,
+    pull_policy: Optional[str] = None,
 ) -> Container:
     """A container of ours: its resources (resolved by `resources.py`), the restricted
     securityContext with the user's overrides, and probes."""
@@ -43,6 +44,7 @@ def managed_container(
         mounts=mounts,
         privileged=privileged,
         security_overrides=plan.spec.security_context,
+        pull_policy=pull_policy or plan.spec.image_pull_policy,
     )
     c.update(health or {})  # type: ignore[typeddict-item]  # probe keys only
     return c
@@ -101,7 +103,9 @@ class ExecutorWiring:
     objects: list[Manifest] = field(default_factory=list)
 
 
-def executor_wiring(plan: FederationPlan, workload: str, role: str, superexec_image: str) -> ExecutorWiring:
+def executor_wiring(
+    plan: FederationPlan, workload: str, role: str, superexec_image: str, pull_policy: str
+) -> ExecutorWiring:
     if not plan.kubernetes_executor:
         return ExecutorWiring(False)
     return ExecutorWiring(
@@ -115,7 +119,7 @@ def executor_wiring(plan: FederationPlan, workload: str, role: str, superexec_im
             }
         ],
         objects=[
-            access.executor_config_map(plan, workload, role, superexec_image),
+            access.executor_config_map(plan, workload, role, superexec_image, pull_policy),
             access.executor_role_binding(plan, workload),
         ],
     )
@@ -127,19 +131,23 @@ def superexec_container(
     *,
     plugin: str,
     image: str,
+    pull_policy: str,
     appio_address: str,
     ca_file: Optional[str],
-    health_port: int,
+    default_health_port: int,
     probe_settings: Probes,
     wiring: ExecutorWiring,
-    env: Optional[list[dict[str, Any]]],
+    env: list[dict[str, Any]],
     resources: dict[str, Any],
     mounts: list[Mount],
+    settings: SuperExecSettings,
     auth_secret_file: Optional[str] = None,
 ) -> Container:
     """A SuperExec (`plugin` serverapp or clientapp) dialling `appio_address`, verifying
     it with `ca_file` where that API is served over TLS and signing its requests with
-    `auth_secret_file` where the API checks them."""
+    `auth_secret_file` where the API checks them; `settings` are its component's
+    `superexec.*` (env over `env`, extra args, health port, lifecycle)."""
+    health_port = settings.container_ports.health or default_health_port
     args = (
         plan.dialect.superexec_args(
             plugin=plugin,
@@ -150,17 +158,22 @@ def superexec_container(
         )
         + health_server_args(plan.version, health_port)
         + wiring.args
+        + list(settings.extra_args)
     )
-    return managed_container(
+    c = managed_container(
         plan,
         container_name,
         image,
         args,
-        env=env,
+        env=pods.merge_env(env, settings.env) or None,
         resources=resources,
         mounts=mounts + wiring.mounts,
         health=probes.grpc_health(plan.version, health_port, probe_settings),
+        pull_policy=pull_policy,
     )
+    if settings.lifecycle:
+        c["lifecycle"] = copy.deepcopy(settings.lifecycle)
+    return c
 
 
 def statefulset(
@@ -174,19 +187,40 @@ def statefulset(
     service_name: str,
     claims: list[dict[str, Any]],
     parallel: bool = False,
+    settings: Optional[PodSettings] = None,
+    extra_selector: Optional[dict[str, str]] = None,
 ) -> Manifest:
     spec: dict[str, Any] = {"replicas": replicas, "serviceName": service_name}
     if parallel:
         # Independent peers (SuperNodes, their SuperExecs): start and replace them in parallel.
         spec["podManagementPolicy"] = "Parallel"
-    spec["selector"] = {"matchLabels": selector_labels(plan.name, component, pool)}
+    spec["selector"] = {"matchLabels": {**selector_labels(plan.name, component, pool), **(extra_selector or {})}}
     spec["template"] = template
+    if settings is not None and settings.update_strategy:
+        spec["updateStrategy"] = copy.deepcopy(settings.update_strategy)
     if claims:
         spec["volumeClaimTemplates"] = claims
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": plan.meta(name, component, pool), "spec": spec}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": workload_meta(plan, name, component, pool, settings),
+        "spec": spec,
+    }
 
 
-def claims_used_by(claims: list[dict[str, Any]], mounts: list[Mount]) -> list[dict[str, Any]]:
-    """The volumeClaimTemplates the given mounts use (a claim template per workload)."""
-    used = {m.get("name") for m in mounts}
+def workload_meta(
+    plan: FederationPlan, name: str, component: str, pool: Optional[str], settings: Optional[PodSettings]
+) -> ObjectMeta:
+    """A workload's metadata, with the component's own labels and annotations."""
+    if settings is None:
+        return plan.meta(name, component, pool)
+    return plan.meta(name, component, pool, extra_labels=settings.labels, extra_annotations=settings.annotations)
+
+
+def claims_used_by(claims: list[dict[str, Any]], pod: PodTemplate) -> list[dict[str, Any]]:
+    """The volumeClaimTemplates a pod's containers mount (a claim template per workload);
+    podTemplate patches included, so the pod's mounts are its own."""
+    spec = pod["spec"]
+    containers = [*spec.get("initContainers", []), *spec["containers"]]
+    used = {m.get("name") for c in containers for m in c.get("volumeMounts", [])}
     return [copy.deepcopy(c) for c in claims if c.get("metadata", {}).get("name") in used]

@@ -126,6 +126,32 @@ def test_grpc_era_appio_is_confined_to_its_pod_pair(placement):
         assert not allowed(objects, superlink, "ingress", stranger, 9091, "TCP", NS), stranger
 
 
+def test_grpc_era_pairs_include_every_superexec_of_a_supernode():
+    """superexec.replicas: 2 (the Helm chart's), gRPC era: SuperNode k takes 9094 from replica
+    k of both SuperExec StatefulSets (N-superexec-P and N-superexec-P-1) and from no other
+    replica; each of them sends only to SuperNode k."""
+    raw = base(GRPC_ERA, isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][0]["superexec"] = {"replicas": 2}
+    objects = core_objects(raw)
+    pool = raw["supernodes"]["pools"][0]
+    assert pool["name"] == "alpha" and pool["replicas"] == 3
+
+    def labels(component: str, pod: str, extra: dict | None = None) -> dict[str, str]:
+        out = {"app.kubernetes.io/instance": "sec", "app.kubernetes.io/component": component}
+        return {**out, "flower.flwr.ai/pool": "alpha", POD_NAME_LABEL: pod, **(extra or {})}
+
+    superexecs = [
+        (c, j, labels("superexec-clientapp", f"{s}-{j}", {"flower.flwr.ai/superexec-replica": str(c)}))
+        for c, s in enumerate(["sec-superexec-alpha", "sec-superexec-alpha-1"])
+        for j in range(3)
+    ]
+    for k in range(3):
+        node = labels("supernode", f"sec-supernode-alpha-{k}")
+        for c, j, superexec in superexecs:
+            assert allowed(objects, node, "ingress", superexec, 9094, "TCP", NS) == (j == k), (k, c, j)
+            assert allowed(objects, superexec, "egress", node, 9094, "TCP", NS) == (j == k), (c, j, k)
+
+
 def test_auth_secrets_are_random_per_pool_and_never_in_a_plain_render():
     run = run_program({"federation": PROCESS["nodeauth-distributed"]}, "dev", provider=RealTlsProvider())
     shown = {m["metadata"]["name"]: m for m in run.manifests(show_secrets=True) if m["kind"] == "Secret"}
@@ -173,6 +199,31 @@ def test_certmanager_issues_one_certificate_per_pool_from_the_federation_issuer(
         spec = certs[f"sec-supernode-{pool}-runtime-tls"]
         assert spec["issuerRef"] == issuer and spec["secretName"] == f"sec-supernode-{pool}-runtime-tls"
         assert f"*.sec-supernode-{pool}.{NS}.svc.cluster.local" in spec["dnsNames"]
+
+
+def _exposed_beta(raw: dict) -> dict:
+    """Pool beta (one SuperNode) exposed to SuperExecs outside the cluster by a NodePort Service."""
+    raw = copy.deepcopy(raw)
+    beta = raw["supernodes"]["pools"][1]
+    beta["service"] = {"type": "NodePort", "externalNames": ["beta.edge.example.org", "203.0.113.7"]}
+    beta["networkPolicy"] = {"allowExternal": True}
+    return raw
+
+
+def test_an_exposed_pools_certificate_names_what_outside_superexecs_dial():
+    """generate: the pool's certificate carries service.externalNames (a name, an IP); certManager: its
+    Certificate asks for them; the other pool's certificate does not."""
+    run = run_program({"federation": _exposed_beta(PROCESS["generate-distributed"])}, "dev", provider=RealTlsProvider())
+    secrets = {m["metadata"]["name"]: m for m in run.manifests(show_secrets=True) if m["kind"] == "Secret"}
+    for pool, outside in (("beta", True), ("alpha", False)):
+        pem = secrets[f"sec-supernode-{pool}-runtime-tls"]["stringData"]["tls.crt"].encode()
+        sans = x509.load_pem_x509_certificate(pem).extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        assert ("beta.edge.example.org" in sans.value.get_values_for_type(x509.DNSName)) is outside
+        ips = {str(ip) for ip in sans.value.get_values_for_type(x509.IPAddress)}
+        assert ips == ({"127.0.0.1", "203.0.113.7"} if outside else {"127.0.0.1"})
+    objects = manifests.render(plan_of(_exposed_beta(PROCESS["certmanager-distributed"]))).objects()
+    spec = next(m["spec"] for m in objects if m["metadata"]["name"] == "sec-supernode-beta-runtime-tls")
+    assert "beta.edge.example.org" in spec["dnsNames"] and spec["ipAddresses"] == ["127.0.0.1", "203.0.113.7"]
 
 
 def test_runtime_api_secret_is_required_exactly_where_it_is_used():

@@ -64,9 +64,15 @@ def _pod_template_patch(marker: str) -> dict[str, Any]:
     }
 
 
+DIGEST = "sha256:" + "5e" * 32
+ZONE = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-1a"]}
+IDENTITY = {"iam.gke.io/gcp-service-account": "fl@project.iam.gserviceaccount.com"}
+PRE_STOP = {"preStop": {"sleep": {"seconds": 2}}}
+
+
 def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
     """Process isolation with distributed SuperExecs and the Kubernetes executor, node
-    auth, and every per-component Kubernetes knob the config has."""
+    auth, and every per-component Kubernetes knob the config has (the Helm chart's too)."""
     probes = {
         "livenessProbe": {"periodSeconds": 20},
         "readinessProbe": {"failureThreshold": 6},
@@ -95,6 +101,26 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         "nodeConfig": {"partition-id": "{index}", "num-partitions": "{replicas}", "name": "{pool}-{index}"},
         "networkPolicy": {"allowExternalEgress": True},
         "disruptionBudget": {"minAvailable": 1},
+        "podAnnotations": {"example.org/pod": "supernode"},
+        "lifecycle": PRE_STOP,
+        "serviceAccount": {"annotations": IDENTITY},
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+        "superexec": {
+            "podAnnotations": {"example.org/pod": "superexec"},
+            "env": [{"name": "SUPEREXEC_ONLY", "value": "1"}],
+            "lifecycle": PRE_STOP,
+            "serviceAccount": {"annotations": IDENTITY},
+            "updateStrategy": {"type": "OnDelete"},
+        },
+    }
+    pool["images"] = {
+        "supernode": {
+            "registry": "registry.example.org",
+            "repository": "flwr/supernode",
+            "tag": "1.41.0",
+            "digest": DIGEST,
+        },
+        "superexecClientApp": "flwr/superexec:1.41.0",
     }
     pools = [pool, {"name": "cpu", "replicas": 1, "images": {"superexecClientApp": "flwr/superexec:1.41.0"}}]
     if tls.get("source") == "existingSecret":  # the user's own Runtime API certificates too
@@ -104,6 +130,11 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
         "namespace": NS,
         "version": "1.41.0",
         "labels": {"cost-center": "ml"},
+        "annotations": {"example.org/owner": "ml-platform"},
+        "podLabels": {"team-all": "fl"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "flower", "effect": "NoSchedule"}],
+        "affinity": {"podAntiAffinity": "soft", "nodeAffinity": {"matchExpressions": [ZONE]}},
+        "imagePullSecrets": ["regcred"],
         "isolationMode": "process",
         "superexecPlacement": "distributed",
         "executor": {
@@ -129,6 +160,9 @@ def every_feature(tls: dict[str, Any]) -> dict[str, Any]:
             "volumeMounts": [{"name": "audit", "mountPath": "/audit"}],
             "podTemplate": _pod_template_patch("superlink"),
             "probes": probes,
+            "serviceAccount": {"annotations": IDENTITY},
+            "lifecycle": PRE_STOP,
+            "superexec": {"replicas": 1, "podLabels": {"side": "serverapp"}},
         },
         "supernodes": {
             "env": [{"name": "ALL_NODES", "value": "1"}],
@@ -234,3 +268,51 @@ def test_secrets_hold_no_plain_material_in_the_render(rendered: tuple[str, list[
     for secret in secrets.values():
         values = {**secret.get("stringData", {}), **secret.get("data", {})}
         assert values and set(values.values()) == {"[secret]"}, secret["metadata"]["name"]
+
+
+def test_the_helm_charts_settings_arrive_next_to_the_checksums(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    _, objects = rendered
+    for o in objects:
+        if o["kind"] != "Namespace" or o["metadata"]["name"] == NS:
+            assert o["metadata"]["annotations"]["example.org/owner"] == "ml-platform", o["metadata"]["name"]
+    for kind, name in (
+        ("StatefulSet", "all-superlink"),
+        ("StatefulSet", "all-supernode-gpu"),
+        ("StatefulSet", "all-superexec-gpu"),
+        ("Deployment", "all-superexec-serverapp"),
+    ):
+        template = _by(objects, kind, name)["spec"]["template"]
+        assert template["metadata"]["labels"]["team-all"] == "fl", name
+        assert template["spec"]["imagePullSecrets"] == [{"name": "regcred"}], name
+        assert template["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+            "nodeSelectorTerms": [{"matchExpressions": [ZONE]}]
+        }, name
+        assert "podAntiAffinity" in template["spec"]["affinity"], name
+        # A podTemplate's tolerations are taken as given: they replace the merged ones.
+        patched = name != "all-superexec-serverapp"
+        assert template["spec"]["tolerations"][0]["key"] == ("gpu" if patched else "dedicated"), name
+    supernode = _by(objects, "StatefulSet", "all-supernode-gpu")
+    annotations = supernode["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["example.org/pod"] == "supernode" and len(annotations[nodeauth.CHECKSUM_ANNOTATION]) == 64
+    assert supernode["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    containers = {c["name"]: c for c in supernode["spec"]["template"]["spec"]["containers"]}
+    assert containers["supernode"]["image"] == f"registry.example.org/flwr/supernode:1.41.0@{DIGEST}"
+    assert containers["supernode"]["lifecycle"] == PRE_STOP
+    superexec = _by(objects, "StatefulSet", "all-superexec-gpu")
+    assert superexec["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert superexec["spec"]["template"]["metadata"]["annotations"]["example.org/pod"] == "superexec"
+    (c,) = [c for c in superexec["spec"]["template"]["spec"]["containers"] if c["name"] == "superexec-clientapp"]
+    assert c["lifecycle"] == PRE_STOP and {"name": "SUPEREXEC_ONLY", "value": "1"} in c["env"]
+    for name in ("all-supernode-gpu", "all-superexec-gpu", "all-superlink"):
+        sa = _by(objects, "ServiceAccount", name)
+        assert (
+            sa["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]
+            == IDENTITY["iam.gke.io/gcp-service-account"]
+        )
+    # Tokens stay where they were: off, except for the executor's SuperExecs.
+    assert _by(objects, "ServiceAccount", "all-supernode-gpu")["automountServiceAccountToken"] is False
+    assert _by(objects, "ServiceAccount", "all-superexec-gpu")["automountServiceAccountToken"] is True
+    assert (
+        _by(objects, "Deployment", "all-superexec-serverapp")["spec"]["template"]["metadata"]["labels"]["side"]
+        == "serverapp"
+    )

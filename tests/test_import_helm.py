@@ -7,17 +7,23 @@ Then refusals, --allow-drop, --preserve-behaviour and determinism."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import subprocess
 import sys
+from unittest.mock import patch
 
 import pytest
 
 from federation.dialects import FlowerVersion
-from federation.importers.chart import CHART, NO_COUNTERPART_YET
-from federation.importers.helm_steps import fullname
+from federation.helm_parameters import mappings
+from federation.importers import helm
+from federation.importers.chart import CHART, WHOLE
+from federation.importers.common import Stack, get_path, parts_of
+from federation.importers.helm import Values
+from federation.importers.helm_steps import COMPUTED, Steps, fullname
 from federation.plan import load_plan
-from tests.support.flower import GRPC_ERA, PROGRAMS
+from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS
 from tests.support.importing import (
     chart_fullname,
     chart_image,
@@ -31,7 +37,7 @@ from tests.support.importing import (
     write,
 )
 from tests.support.kube import started_containers
-from tests.support.manifests import get, pod_spec
+from tests.support.manifests import by_kind, get, pod_spec
 from tests.support.paths import ROOT
 from tests.support.seeds import HelmExample, chart_parameters, helm_examples
 from tests.support.tls_provider import new_openssh_key
@@ -48,23 +54,63 @@ def test_the_guide_has_examples():
     assert {e.id for e in EXAMPLES} >= {"multi-project-setup-pytorch", "node-authentication", "isolation-distributed"}
 
 
-def test_the_mapping_table_is_the_guides_parameter_list():
-    """Every parameter row of the guide has its entry (a row under a mapping-valued entry
-    belongs to it), with the guide's default; the table has nothing the guide lacks."""
+def test_the_importer_reads_the_one_mapping_table():
+    """What the importer takes each parameter to is docs/helm-parameters.md's row (the one pool
+    for `pools[]`), with the guide's default; a row under a mapping taken whole belongs to it.
+    The importer has no parameter the guide lacks."""
     rows = chart_parameters()
+    table = {m.parameter: m for m in mappings()}
     for path, default in rows.items():
         if path in CHART:
             assert CHART[path].default == default, path
+            row = table[path]
+            assert (CHART[path].status, CHART[path].note) == (row.status, row.note), path
+            assert CHART[path].to == (row.config_path.replace("[]", "[0]") if row.config_path else None), path
         else:
-            parent = next(p for p in CHART if path.startswith(p + "."))
+            parent = next(p for p in WHOLE if path.startswith(p + "."))
             node = CHART[parent].default
             for key in path[len(parent) + 1 :].split("."):
                 node = node[key]
             assert node == default, path
     for path in CHART:
         assert path in rows or any(r.startswith(path + ".") for r in rows), path
-    for path, param in CHART.items():  # each entry: a target, or a reason to refuse
-        assert (param.to is None) != (param.refuse is None), path
+
+
+def _sample(default):
+    """A value other than a parameter's default, of its type."""
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, int):
+        return default + 1
+    if isinstance(default, dict):
+        return {"example.org/key": "value"}
+    return ["example"] if isinstance(default, list) else "example"
+
+
+def test_each_carried_row_is_copied_to_its_path_as_it_is():
+    """Set alone, every carried or partial parameter no step computes lands at its row's config path (the one
+    pool's): the table decides where, not the importer (a negative control moves one row)."""
+    plain = [
+        path
+        for path, param in CHART.items()
+        if param.status in ("carried", "partial") and param.to and path not in COMPUTED
+    ]
+    assert len(plain) > 80 and set(CHART) >= COMPUTED, COMPUTED - set(CHART)
+
+    def imported(chart: dict, path: str, value: object) -> dict:
+        stack = Stack(stack="site", origin="test", command="test")
+        steps = Steps(Values({path: value}), stack, release=None, namespace=None, preserve=False)
+        steps.process = True  # superexec.* act
+        with patch.dict(helm.CHART, chart, clear=True):
+            helm._copy_plain(steps.vals, stack, steps)
+        assert list(stack.provenance.values()) == [path], path
+        return stack.config
+
+    for path in plain:
+        value = _sample(CHART[path].default)
+        assert get_path(imported(CHART, path, value), parts_of(str(CHART[path].to))) == value, path
+    moved = {**CHART, "supernode.labels": dataclasses.replace(CHART["supernode.labels"], to="labels")}
+    assert imported(moved, "supernode.labels", {"a": "b"}) == {"labels": {"a": "b"}}
 
 
 def _bumped(example: HelmExample) -> dict:
@@ -145,12 +191,13 @@ def _check_meaning(example, v, config, objects, cli):
         else:
             assert parsed["node_config"] is None
     superexecs = [(w, c, argv) for w, c, argv in started if c["name"] == "superexec-clientapp"]
-    assert len(superexecs) == (v["supernode.replicas"] if process else 0)
-    distributed = process and bool((v["superexec.supernode"] or {}).get("address"))
+    # The chart's SuperExecs run in workloads of their own: `superexecPlacement: distributed`.
+    assert len(superexecs) == (v["supernode.replicas"] * v["superexec.replicas"] if process else 0)
+    assert config.get("superexecPlacement") == ("distributed" if process else None)
     for w, c, argv in superexecs:
         assert c["image"] == chart_image(v, "superexec")
         cli.parse(PROGRAMS["superexec-clientapp"], argv)
-        assert w["metadata"]["name"] == (f"{name}-superexec-{pool}" if distributed else workload["metadata"]["name"])
+        assert w["metadata"]["name"].startswith(f"{name}-superexec-{pool}")
 
 
 def test_node_keys_are_never_inlined(tmp_path, capsys):
@@ -181,34 +228,31 @@ def test_one_key_for_several_replicas_is_refused_or_dropped(tmp_path, capsys):
 
 
 REFUSED = {
-    "global": {"annotations": {"team": "ml"}, "affinity": {"podAntiAffinity": "hard"}},
     "supernode": {
         "image": {"tag": "1.26.1"},
-        "updateStrategy": {"type": "Recreate"},
-        "service": {"type": "NodePort"},
-        "containerPorts": {"health": 9000},
-        "serviceAccount": {"annotations": {"iam": "role"}},
+        "selectorLabels": {"tier": "edge"},
+        "serviceAccount": {"enabled": False},
         "replicsa": 2,
     },
+    "superexec": {"enabled": True, "selectorLabels": {"tier": "edge"}, "supernode": {"port": 9999}},
 }
 
 
 def test_every_value_without_a_counterpart_is_refused_at_once(tmp_path, capsys):
     code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", REFUSED))
     assert code == 1 and out == ""
+    table = {m.parameter: m.note for m in mappings()}
     for line in [
-        f"global.annotations: {NO_COUNTERPART_YET}",
-        f"global.affinity.podAntiAffinity: {NO_COUNTERPART_YET}",
-        f"supernode.updateStrategy.type: {NO_COUNTERPART_YET}",
-        f"supernode.service.type: {NO_COUNTERPART_YET}",
-        f"supernode.serviceAccount.annotations: {NO_COUNTERPART_YET}",
-        "supernode.containerPorts.health: the health server port is 8081",
+        f"supernode.selectorLabels: {table['supernode.selectorLabels']}",
+        f"superexec.selectorLabels: {table['superexec.selectorLabels']}",
+        "supernode.serviceAccount.enabled: false: pods under the namespace's `default` ServiceAccount",
+        "superexec.supernode.port: 9999: the SuperNode serves its ClientAppIo API on 9094",
         "supernode.replicsa: not a parameter of the SuperNode Helm chart (it would ignore it); did you mean "
         "supernode.replicas?",
     ]:
         assert f"  - {line}" in err, err
     assert err.startswith("cannot import the SuperNode Helm chart's values in ")
-    assert "(7 problems)" in err.splitlines()[0]
+    assert "(5 problems)" in err.splitlines()[0]
 
 
 def test_allow_drop_lists_each_dropped_path_and_the_rest_validates(tmp_path, capsys):
@@ -218,13 +262,11 @@ def test_allow_drop_lists_each_dropped_path_and_the_rest_validates(tmp_path, cap
     paths = [line.split(":")[0].removeprefix("#   - ") for line in dropped.splitlines()]
     assert paths == sorted(
         [
-            "global.affinity.podAntiAffinity",
-            "global.annotations",
-            "supernode.containerPorts.health",
+            "superexec.selectorLabels",
+            "superexec.supernode.port",
             "supernode.replicsa",
-            "supernode.service.type",
-            "supernode.serviceAccount.annotations",
-            "supernode.updateStrategy.type",
+            "supernode.selectorLabels",
+            "supernode.serviceAccount.enabled",
         ]
     )
     load_plan(stack_config(out), "r")
@@ -262,28 +304,35 @@ def test_defaults_that_differ_are_said_and_preserved_on_request(tmp_path, capsys
     code, out, _ = run_import(capsys, "helm", path, "--release", "site-a")
     assert code == 0
     config = stack_config(out)
-    assert "networkPolicy" not in config["supernodes"] and "podTemplate" not in config["supernodes"]["pools"][0]
+    pool = config["supernodes"]["pools"][0]
+    assert "networkPolicy" not in pool and "automountServiceAccountToken" not in pool
+    assert "resourcesPreset" not in config
+    # A difference of taste only: the chart's spreading preset is written.
+    assert config["affinity"] == {"podAntiAffinity": "soft"}
     text = header(out)
     for said in [
-        "--preserve-behaviour sets supernodes.networkPolicy.allowExternalEgress: true.",
-        "--preserve-behaviour sets supernodes.pools[0].podTemplate.spec.automountServiceAccountToken: true.",
-        "--preserve-behaviour sets supernodes.pools[0].podTemplate.spec.affinity.",
+        "--preserve-behaviour sets supernodes.pools[0].networkPolicy.allowExternalEgress: true.",
+        "--preserve-behaviour sets supernodes.pools[0].automountServiceAccountToken: true.",
+        "--preserve-behaviour sets resourcesPreset: none.",
     ]:
         assert said in text, text
     code, out, _ = run_import(capsys, "helm", path, "--release", "site-a", "--preserve-behaviour")
     assert code == 0
     config = stack_config(out)
-    assert config["supernodes"]["networkPolicy"] == {"allowExternalEgress": True}
-    spec = config["supernodes"]["pools"][0]["podTemplate"]["spec"]
-    assert spec["automountServiceAccountToken"] is True
-    term = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
-    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    pool = config["supernodes"]["pools"][0]
+    assert pool["networkPolicy"] == {"allowExternalEgress": True} and pool["automountServiceAccountToken"] is True
+    assert config["resourcesPreset"] == "none"
     objects = render(config, "site-a")
-    pod = pod_spec(get(objects, "StatefulSet", "site-a-flower-client-supernode-supernode"))
-    assert pod["automountServiceAccountToken"] is True and pod["affinity"] == spec["affinity"]
+    workload = get(objects, "StatefulSet", "site-a-flower-client-supernode-supernode")
+    pod = pod_spec(workload)
+    assert pod["automountServiceAccountToken"] is True
+    supernode = next(c for c in pod["containers"] if c["name"] == "supernode")
+    assert not supernode.get("resources"), "the chart sets no resources"
+    term = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
     # The affinity term selects this pool's own pods.
-    labels = get(objects, "StatefulSet", "site-a-flower-client-supernode-supernode")["spec"]["template"]["metadata"]
-    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels["labels"].items()
+    labels = workload["spec"]["template"]["metadata"]["labels"]
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels.items()
     policy = get(objects, "NetworkPolicy", "site-a-flower-client-supernode-supernode")
     assert policy["spec"]["egress"] == [{}]  # any egress, as the chart's NetworkPolicy allowed
 
@@ -319,6 +368,7 @@ def test_scheduling_security_and_probes_reach_the_pods(tmp_path, capsys):
     assert code == 0, err
     config = stack_config(out)
     assert config["insecure"] is True and config["isolationMode"] == "process"
+    assert config["superexecPlacement"] == "distributed"
     objects = render(config, "r")
     workload = get(objects, "StatefulSet", "r-flower-client-supernode-supernode")
     pod = pod_spec(workload)
@@ -327,28 +377,166 @@ def test_scheduling_security_and_probes_reach_the_pods(tmp_path, capsys):
     assert pod["securityContext"]["fsGroup"] == 1000
     assert workload["spec"]["template"]["metadata"]["labels"]["app"] == "x"
     assert workload["metadata"]["labels"]["team"] == "ml"
-    supernode = next(c for c in pod["containers"] if c["name"] == "supernode")
-    superexec = next(c for c in pod["containers"] if c["name"] == "superexec-clientapp")
+    (supernode,) = pod["containers"]
+    superexec_pod = pod_spec(get(objects, "StatefulSet", "r-flower-client-superexec-supernode"))
+    (superexec,) = superexec_pod["containers"]
+    assert superexec_pod["nodeSelector"] == {"zone": "a", "disk": "ssd"}
     assert supernode["image"].endswith("flwr/supernode-ee:1.26.1@sha256:" + "a" * 64)
     assert supernode["imagePullPolicy"] == "Always" and superexec["imagePullPolicy"] == "IfNotPresent"
     assert supernode["securityContext"]["readOnlyRootFilesystem"] is False
-    assert supernode["resources"]["limits"] == {"memory": "2Gi"}
-    assert {e["name"] for e in supernode["env"]} >= {"A", "B"} and "B" not in {e["name"] for e in superexec["env"]}
+    assert superexec["securityContext"]["readOnlyRootFilesystem"] is False
+    assert supernode["resources"]["limits"]["memory"] == "2Gi"
+    # Here a pool's env reaches its SuperExecs too (under their own superexec.env).
+    assert {e["name"] for e in supernode["env"]} >= {"A", "B"} and {e["name"] for e in superexec["env"]} >= {"A", "B"}
     assert supernode["livenessProbe"]["periodSeconds"] == 20 == superexec["livenessProbe"]["periodSeconds"]
     egress = get(objects, "NetworkPolicy", "r-flower-client-supernode-supernode")["spec"]["egress"]
     assert {"ports": [{"port": 443}]} in egress
 
 
-def test_superexec_settings_that_a_pool_shares_must_agree(tmp_path, capsys):
+def test_superexec_settings_are_their_own(tmp_path, capsys):
+    """The chart's superexec.* apply to the SuperExecs alone, which keep the chart's own probe
+    values where only the SuperNode's are set (here they would inherit the SuperNodes')."""
     values = {
-        "supernode": {"image": {"tag": "1.26.1"}, "livenessProbe": {"periodSeconds": 20}},
+        "supernode": {
+            "image": {"tag": "1.26.1"},
+            "nodeSelector": {"disk": "hdd"},
+            "livenessProbe": {"periodSeconds": 20},
+        },
         "superexec": {"enabled": True, "nodeSelector": {"disk": "ssd"}},
     }
-    values["supernode"]["nodeSelector"] = {"disk": "hdd"}
-    code, _, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values))
-    assert code == 1
-    assert "  - superexec.nodeSelector: 'disk' differs from supernode.nodeSelector's" in err
-    assert "  - supernode.livenessProbe.periodSeconds: 20 here, 10 in superexec.livenessProbe.periodSeconds" in err
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--release", "r")
+    assert code == 0, err
+    objects = render(stack_config(out), "r")
+    supernode = pod_spec(get(objects, "StatefulSet", "r-flower-client-supernode-supernode"))
+    superexec = pod_spec(get(objects, "StatefulSet", "r-flower-client-superexec-supernode"))
+    assert supernode["nodeSelector"] == {"disk": "hdd"} and superexec["nodeSelector"] == {"disk": "ssd"}
+    assert supernode["containers"][0]["livenessProbe"]["periodSeconds"] == 20
+    assert superexec["containers"][0]["livenessProbe"]["periodSeconds"] == 10
+
+
+CHART_SETTINGS = {
+    "global": {
+        "annotations": {"example.org/owner": "ml-platform"},
+        "podLabels": {"team": "ml"},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "flower", "effect": "NoSchedule"}],
+        "affinity": {
+            "podAntiAffinity": "hard",
+            "nodeAffinity": {
+                "type": "soft",
+                "matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-1a"]}],
+            },
+        },
+        "image": {"pullPolicy": "Always"},
+    },
+    "supernode": {
+        "superlink": {"address": "fl.example.org", "port": 443},
+        "image": {
+            "registry": "registry.example.org",
+            "repository": "flwr/supernode",
+            "tag": "1.41.0",
+            "digest": "sha256:" + "4f" * 32,
+            "pullPolicy": "IfNotPresent",
+        },
+        "imagePullSecrets": ["regcred"],
+        "labels": {"tier": "edge"},
+        "annotations": {"example.org/rollout": "manual"},
+        "podAnnotations": {"prometheus.io/scrape": "false"},
+        "updateStrategy": {"type": "OnDelete"},
+        "lifecycle": {"preStop": {"sleep": {"seconds": 5}}},
+        "serviceAccount": {
+            "annotations": {"iam.gke.io/gcp-service-account": "sn@p.iam.gserviceaccount.com"},
+            "labels": {"azure.workload.identity/use": "true"},
+        },
+        "automountServiceAccountToken": True,
+        "service": {"type": "NodePort", "servicePortClientAppIo": 19094, "nodePortClientAppIo": 30094},
+        "containerPorts": {"clientAppIo": 9300, "health": 9301},
+        "networkPolicy": {"allowExternal": True},
+    },
+    "superexec": {
+        "enabled": True,
+        "replicas": 2,
+        "extraArgs": ["--allow-runtime-dependency-installation"],
+        "image": {"repository": "flwr/superexec", "tag": "1.41.0", "pullPolicy": "Never"},
+        "imagePullSecrets": ["superexec-cred"],
+        "podLabels": {"role": "executor"},
+        "nodeSelector": {"node.example.org/pool": "gpu"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+        "lifecycle": {"postStart": {"exec": {"command": ["true"]}}},
+        "serviceAccount": {"annotations": {"iam.gke.io/gcp-service-account": "se@p.iam.gserviceaccount.com"}},
+        "containerPorts": {"health": 9181},
+    },
+}
+
+
+def test_the_charts_settings_reach_the_render(tmp_path, capsys, flower):
+    """issue 12 §2's settings, imported from the chart's names (docs/helm-parameters.md), are in the rendered
+    objects, and real Flower 1.41 parses the command lines they shape."""
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", CHART_SETTINGS), "--release", "r")
+    assert code == 0, err
+    config = stack_config(out)
+    objects = render(config, "r")
+    name = "r-flower-client"
+    for o in objects:  # global.annotations: on every object
+        assert o["metadata"]["annotations"]["example.org/owner"] == "ml-platform", o["metadata"]["name"]
+    supernodes = get(objects, "StatefulSet", f"{name}-supernode-supernode")
+    assert supernodes["metadata"]["annotations"]["example.org/rollout"] == "manual"
+    assert supernodes["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    template = supernodes["spec"]["template"]
+    assert template["metadata"]["labels"]["team"] == "ml" and template["metadata"]["labels"]["tier"] == "edge"
+    assert template["metadata"]["annotations"]["prometheus.io/scrape"] == "false"
+    pod = template["spec"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert pod["tolerations"] == CHART_SETTINGS["global"]["tolerations"]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}] and pod["automountServiceAccountToken"] is True
+    assert "requiredDuringSchedulingIgnoredDuringExecution" in pod["affinity"]["podAntiAffinity"]  # hard
+    node_terms = pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]  # soft
+    assert node_terms[0]["preference"]["matchExpressions"][0]["values"] == ["eu-1a"]
+    (supernode,) = pod["containers"]
+    assert supernode["image"] == "registry.example.org/flwr/supernode:1.41.0@sha256:" + "4f" * 32
+    assert supernode["imagePullPolicy"] == "IfNotPresent"
+    assert supernode["lifecycle"] == {"preStop": {"sleep": {"seconds": 5}}}
+    parsed = flower[HTTP_ERA].parse(PROGRAMS["supernode"], supernode["args"])
+    assert parsed["superlink"] == "fl.example.org:443"
+    assert supernode["readinessProbe"]["grpc"]["port"] == 9301
+    account = get(objects, "ServiceAccount", f"{name}-supernode-supernode")
+    assert account["metadata"]["annotations"]["iam.gke.io/gcp-service-account"] == "sn@p.iam.gserviceaccount.com"
+    assert account["metadata"]["labels"]["azure.workload.identity/use"] == "true"
+    service = get(objects, "Service", f"{name}-supernode-supernode-clientappio")
+    assert service["spec"]["type"] == "NodePort"
+    assert service["spec"]["ports"][0] | {"name": "x"} == {
+        "name": "x",
+        "port": 19094,
+        "targetPort": 9300,
+        "nodePort": 30094,
+        "protocol": "TCP",
+    }
+    superexecs = [o for o in by_kind(objects, "StatefulSet") if o["metadata"]["name"].startswith(f"{name}-superexec-")]
+    assert sorted(o["metadata"]["name"] for o in superexecs) == [
+        f"{name}-superexec-supernode",
+        f"{name}-superexec-supernode-1",
+    ]
+    for workload in superexecs:
+        assert workload["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+        template = workload["spec"]["template"]
+        assert template["metadata"]["labels"]["role"] == "executor"
+        pod = template["spec"]
+        assert pod["nodeSelector"] == {"kubernetes.io/os": "linux", "node.example.org/pool": "gpu"}
+        assert (
+            pod["tolerations"] == CHART_SETTINGS["global"]["tolerations"] + CHART_SETTINGS["superexec"]["tolerations"]
+        )
+        assert pod["imagePullSecrets"] == [{"name": "superexec-cred"}]
+        (superexec,) = pod["containers"]
+        assert superexec["image"] == "registry.hub.docker.com/flwr/superexec:1.41.0"
+        assert superexec["imagePullPolicy"] == "Never"
+        assert superexec["lifecycle"] == CHART_SETTINGS["superexec"]["lifecycle"]
+        assert superexec["args"][-1] == "--allow-runtime-dependency-installation"
+        parsed = flower[HTTP_ERA].parse(PROGRAMS["superexec-clientapp"], superexec["args"])
+        assert parsed["runtime_api_address"].endswith(":9300")
+        assert parsed["health_server_address"].endswith(":9181")
+    account = get(objects, "ServiceAccount", f"{name}-superexec-supernode")
+    assert account["metadata"]["annotations"]["iam.gke.io/gcp-service-account"] == "se@p.iam.gserviceaccount.com"
 
 
 def test_node_config_placeholders_are_not_guessed(tmp_path, capsys):

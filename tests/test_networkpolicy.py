@@ -36,15 +36,15 @@ DNS_RULE = {"to": [DNS_PEER], "ports": [{"port": 53, "protocol": "UDP"}, {"port"
 
 def pair_policy_names(plan: FederationPlan) -> set[str]:
     """gRPC era, distributed: per replica, an Ingress policy for the SuperNode (from its own
-    SuperExec) and an Egress policy for the SuperExec (to its own SuperNode)."""
+    SuperExecs) and an Egress policy for each of its SuperExecs (to their own SuperNode)."""
     if not (plan.distributed and plan.grpc_era):
         return set()
-    return {
-        f"{NAME}-{role}-{p.name}-{k}-pair"
-        for p in plan.spec.supernodes.pools
-        for k in range(p.replicas or 0)
-        for role in ("supernode", "superexec")
-    }
+    out = set()
+    for p in plan.spec.supernodes.pools:
+        superexecs = [plan.names.pool_superexec_replica(p.name, c) for c in range(p.superexec.replicas)]
+        for k in range(p.replicas or 0):
+            out |= {f"{NAME}-supernode-{p.name}-{k}-pair"} | {f"{s}-{k}-pair" for s in superexecs}
+    return out
 
 
 def _is_pair(policy: dict) -> bool:
@@ -154,8 +154,10 @@ def test_in_pod_apis_are_never_reachable_from_elsewhere(sid):
                 assert set(peer) == {"podSelector"} and peer["podSelector"]["matchLabels"] in allowed, peer
         public = get(objects, "Service", f"{NAME}-superlink")
         assert appio not in {p["port"] for p in public["spec"]["ports"]}
-    # The SuperNodes' ClientAppIo / Runtime API (9094): only their own pool's SuperExec.
+    # The SuperNodes' ClientAppIo / Runtime API (9094 unless moved): only their own pool's SuperExec, and anyone
+    # only for a pool whose API is exposed on purpose (a NodePort/LoadBalancer Service with allowExternal).
     for pool in plan.spec.supernodes.pools:
+        port = plan.supernode_appio_port(pool)
         node_args = workload_container(
             objects,
             "DaemonSet" if plan.spec.mode == "DaemonSet" else "StatefulSet",
@@ -164,11 +166,11 @@ def test_in_pod_apis_are_never_reachable_from_elsewhere(sid):
         )["args"]
         bind = "0.0.0.0" if plan.distributed else "127.0.0.1"
         if plan.ports.serverappio is not None:
-            assert arg_after(node_args, "--clientappio-api-address") == f"{bind}:9094"
+            assert arg_after(node_args, "--clientappio-api-address") == f"{bind}:{port}"
         else:
-            assert (arg_after(node_args, "--host"), arg_after(node_args, "--port")) == (bind, "9094")
+            assert (arg_after(node_args, "--host"), arg_after(node_args, "--port")) == (bind, str(port))
         policy = get(objects, "NetworkPolicy", f"{NAME}-supernode-{pool.name}")
-        rules = [r for r in policy["spec"]["ingress"] if port_matches(r, 9094, "TCP")]
+        rules = [r for r in policy["spec"]["ingress"] if port_matches(r, port, "TCP")]
         # gRPC era: the pool's SuperExecs get in only through the per-replica pair
         # policies (tests/test_appio.py), task pods through the pool's own.
         assert bool(rules) == (plan.distributed and (not plan.grpc_era or plan.kubernetes_executor))
@@ -178,7 +180,9 @@ def test_in_pod_apis_are_never_reachable_from_elsewhere(sid):
         if not plan.grpc_era:
             allowed.append({INSTANCE: NAME, COMPONENT: "superexec-clientapp", POOL: pool.name})
         for r in rules:
-            assert r.get("from"), r
+            if not r.get("from"):
+                assert pool.service.type != "ClusterIP", r
+                continue
             for peer in r["from"]:
                 assert set(peer) == {"podSelector"} and peer["podSelector"]["matchLabels"] in allowed, peer
 

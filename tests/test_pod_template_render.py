@@ -52,3 +52,69 @@ def test_pod_template_renders_without_tls(tmp_path: Path, where: str) -> None:
     # Control: without TLS there is no Output on the template, and the same podTemplate renders.
     code, err = render(tmp_path, federation(True, where))
     assert code == 0, err
+
+
+def test_a_pools_container_patches_go_to_the_pods_that_run_each_container() -> None:
+    # Found by the config fuzzer: with distributed SuperExecs a pool's podTemplate reaches two
+    # pods, and a patch of `supernode` added a container without an image to the SuperExec's.
+    from components.offline import run_program
+    from tests.support.schema import validate
+    from tests.support.stacks import base
+
+    env = [{"name": "PATCHED", "value": "1"}]
+    patch = {
+        "spec": {
+            "containers": [
+                {"name": "supernode", "env": env},
+                {"name": "superexec-clientapp", "env": env},
+                {"name": "sidecar", "image": "busybox:1.36"},
+            ]
+        }
+    }
+    raw = base(isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][0]["podTemplate"] = patch
+    objects = run_program({"federation": raw}, "dev").manifests()
+    pods = {
+        o["metadata"]["name"]: o["spec"]["template"]["spec"]["containers"]
+        for o in objects
+        if o["kind"] == "StatefulSet"
+    }
+    assert [c["name"] for c in pods["sec-supernode-alpha"]] == ["supernode", "sidecar"]
+    assert [c["name"] for c in pods["sec-superexec-alpha"]] == ["superexec-clientapp", "sidecar"]
+    for name in ("sec-supernode-alpha", "sec-superexec-alpha"):
+        assert {"name": "PATCHED", "value": "1"} in pods[name][0]["env"]
+    assert all("PATCHED" not in str(c.get("env")) for c in pods["sec-supernode-beta"])
+    for obj in objects:
+        if obj["kind"] != "Certificate":
+            validate(obj)
+
+
+def test_distributed_statefulsets_get_the_claims_their_pods_mount_podtemplate_included() -> None:
+    # Found by the config fuzzer: a claim mounted only by a podTemplate patch went to neither StatefulSet.
+    from federation import manifests
+    from federation.plan import load_plan
+    from tests.support.stacks import base
+
+    claim = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    raw = base(isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][0].update(
+        volumeClaimTemplates=[{"metadata": {"name": n}, **claim} for n in ("node", "exec", "both", "unused")],
+        volumeMounts=[{"name": "node", "mountPath": "/node"}],
+        superexecVolumeMounts=[{"name": "exec", "mountPath": "/exec"}],
+        podTemplate={
+            "spec": {
+                "containers": [
+                    {"name": "superexec-clientapp", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+                    {"name": "sidecar", "image": "busybox:1.36", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+                ]
+            }
+        },
+    )
+    objects = manifests.render(load_plan(raw, "dev")).objects()
+    claims = {
+        o["metadata"]["name"]: [c["metadata"]["name"] for c in o["spec"].get("volumeClaimTemplates", [])]
+        for o in objects
+        if o["kind"] == "StatefulSet"
+    }
+    assert claims["sec-supernode-alpha"] == ["node", "both"]
+    assert claims["sec-superexec-alpha"] == ["exec", "both"]

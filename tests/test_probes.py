@@ -48,13 +48,27 @@ def test_probes_hit_the_real_health_endpoints(sid):
                 continue
             port = _health_port(c)
             sidecar = c["name"].startswith("superexec") and len(w["spec"]["template"]["spec"]["containers"]) > 1
-            assert port == (8082 if sidecar else 8081), (w["metadata"]["name"], c["name"])
+            expected = _configured_health_port(plan, w, c["name"]) or (8082 if sidecar else 8081)
+            assert port == expected, (w["metadata"]["name"], c["name"])
             pod_ports.append(port)
             for probe in ("livenessProbe", "readinessProbe"):
                 assert c[probe]["grpc"] == {"port": port}
                 assert "httpGet" not in c[probe]
         assert len(pod_ports) == len(set(pod_ports)), w["metadata"]["name"]  # no clash within a pod
     assert {"superlink", "supernode"} <= seen
+
+
+def _configured_health_port(plan, workload: dict, container: str) -> Optional[int]:
+    """A health port config moved (`containerPorts.health`), else None."""
+    pool_name = workload["metadata"]["labels"].get("flower.flwr.ai/pool")
+    pool = next((p for p in plan.spec.supernodes.pools if p.name == pool_name), None)
+    if container == "supernode" and pool is not None:
+        return pool.container_ports.health
+    if container == "superexec-clientapp" and pool is not None:
+        return pool.superexec.container_ports.health
+    if container == "superexec-serverapp":
+        return plan.spec.superlink.superexec.container_ports.health
+    return None
 
 
 def _probe_settings(c: dict, probe: str) -> Optional[tuple]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from federation.naming import POOL_LABEL, SUPEREXEC_REPLICA_LABEL
 from tests.support.defaults import PRESETS, RESTRICTED_CONTAINER_SC, RESTRICTED_POD_SC, TASK_POD_PRESET
 from tests.support.manifests import arg_after, by_kind, get, mounts_by_name, volumes_by_name, workloads
 from tests.support.netpol import selects
@@ -37,7 +38,12 @@ def test_every_workload_runs_under_its_own_service_account(sid):
     for w in workloads(objects):
         spec = w["spec"]["template"]["spec"]
         sa_name = spec["serviceAccountName"]
-        assert sa_name == w["metadata"]["name"] and sa_name in accounts
+        # A pool's further SuperExec StatefulSets (superexec.replicas) share its SuperExecs' account.
+        labels = w["metadata"]["labels"]
+        own = w["metadata"]["name"]
+        if SUPEREXEC_REPLICA_LABEL in w["spec"].get("selector", {}).get("matchLabels", {}):
+            own = plan.names.pool_superexec(labels[POOL_LABEL])
+        assert sa_name == own and sa_name in accounts
         assert accounts[sa_name]["metadata"]["namespace"] == w["metadata"]["namespace"]
         used.add(sa_name)
         is_superexec = w["metadata"]["labels"][COMPONENT].startswith("superexec")

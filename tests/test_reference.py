@@ -92,6 +92,9 @@ def test_sections_follow_the_model() -> None:
     assert [s.path for s in sections()] == [
         "",
         "superlink",
+        "superlink.image",
+        "superlink.superexec",
+        "superlink.serviceAccount",
         "supernodes",
         "supernodes.pools[]",
         "sites[]",
@@ -103,6 +106,7 @@ def test_sections_follow_the_model() -> None:
         "probes",
         "executor",
         "rbac",
+        "affinity",
     ]
 
 
@@ -131,7 +135,8 @@ def test_models_used_in_several_places_are_documented_once() -> None:
     assert "supernodes.pools[].networkPolicy.enabled" not in r and "networkPolicy.enabled" in r
     network = next(s for s in sections() if s.path == "networkPolicy")
     assert network.intro.endswith(
-        "`superlink.networkPolicy`, `supernodes.pools[].networkPolicy` and `supernodes.networkPolicy`."
+        "`superlink.networkPolicy`, `superlink.superexec.networkPolicy`, `supernodes.pools[].networkPolicy` and "
+        "`supernodes.networkPolicy`."
     )
 
 

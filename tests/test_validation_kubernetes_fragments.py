@@ -227,7 +227,12 @@ def test_superlink_pod_template_cannot_override_superlink_args():
     raw = cfg(
         superlink={
             "podTemplate": {
-                "spec": {"containers": [{"name": "sidecar"}, {"name": "superlink", "args": ["--insecure"]}]}
+                "spec": {
+                    "containers": [
+                        {"name": "sidecar", "image": "busybox:1.36"},
+                        {"name": "superlink", "args": ["--insecure"]},
+                    ]
+                }
             }
         }
     )
@@ -293,4 +298,111 @@ def test_duplicate_volumes_claims_and_mount_paths_are_reported():
             "duplicate mountPath '/data' (also volumeMounts[0])",
         ),
         ("federation.supernodes.pools[0].volumes[1].name", "duplicate volume name 'data' (also volumes[0])"),
+    ]
+
+
+def test_pod_template_containers_merge_into_ours_or_are_complete_containers():
+    # Found by the config fuzzer: a patch of a container the pod does not run, or a container
+    # of the user's without an image, reached the pod as a container without an image.
+    patch = {
+        "spec": {
+            "containers": [
+                {"name": "superexec-clientapp", "env": [{"name": "A", "value": "1"}]},
+                {"name": "sidecar"},
+                {"name": "supernode", "env": [{"name": "A", "value": "1"}]},
+            ],
+            "initContainers": [{"name": "supernode", "image": "busybox:1.36"}, {"name": "fetch"}],
+        }
+    }
+    raw = cfg(
+        sts_pool("a", podTemplate=patch),
+        superlink={"podTemplate": {"spec": {"containers": [{"name": "superexec-serverapp"}]}}},
+    )
+    at = "federation.supernodes.pools[0].podTemplate.spec"
+    assert problems(raw) == [
+        (
+            "federation.superlink.podTemplate.spec.containers[0].name",
+            "these pods run no superexec-serverapp container (theirs: superlink)",
+        ),
+        (f"{at}.containers[0].name", "these pods run no superexec-clientapp container (theirs: supernode)"),
+        (f"{at}.containers[1].image", "required: 'sidecar' is a container of your own (ours: supernode)"),
+        (f"{at}.initContainers[0].name", "'supernode' is the name of a container of flower-federation's"),
+        (f"{at}.initContainers[1].image", "required: 'fetch' is a container of your own (ours: supernode)"),
+    ]
+
+
+def test_pod_template_container_mounts_name_a_declared_volume():
+    # Found by the config fuzzer: a patch's mount of a volume the pod does not have reached the pod.
+    patch = {
+        "spec": {
+            "volumes": [{"name": "tpl", "emptyDir": {}}],
+            "containers": [
+                {
+                    "name": "supernode",
+                    "volumeMounts": [{"name": "tpl", "mountPath": "/t"}, {"name": "data", "mountPath": "/d"}],
+                }
+            ],
+            "initContainers": [
+                {"name": "fetch", "image": "busybox:1.36", "volumeMounts": [{"name": "ca", "mountPath": "/c"}]}
+            ],
+        }
+    }
+    assert problems(cfg(sts_pool("a", podTemplate=patch))) == [
+        (
+            "federation.supernodes.pools[0].podTemplate.spec.containers[0].volumeMounts[1].name",
+            "no volume named 'data' in volumes, volumeClaimTemplates or podTemplate.spec.volumes",
+        ),
+        (
+            "federation.supernodes.pools[0].podTemplate.spec.initContainers[0].volumeMounts[0].name",
+            "no volume named 'ca' in volumes, volumeClaimTemplates or podTemplate.spec.volumes",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("where", ["superlink", "pool"])
+def test_a_claim_needs_a_name(where):
+    # Found by the config fuzzer: a claim template without metadata.name reached the StatefulSet.
+    claim = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    raw = (
+        cfg(sts_pool("a", volumeClaimTemplates=[claim]))
+        if where == "pool"
+        else cfg(superlink={"volumeClaimTemplates": [claim]})
+    )
+    at = "federation.supernodes.pools[0]" if where == "pool" else "federation.superlink"
+    assert problems(raw) == [
+        (f"{at}.volumeClaimTemplates[0].metadata.name", "required: the name mounts use for the claim")
+    ]
+
+
+def test_amounts_are_not_negative_and_no_request_exceeds_its_own_limit():
+    # Found by the config fuzzer: a negative amount, or a request above the limit set next to
+    # it, reached the pod (the API server refuses both); a podTemplate container's amounts
+    # were not checked at all. (A component's request above a *default* limit raises the limit.)
+    patch = {
+        "spec": {
+            "containers": [
+                {"name": "supernode", "resources": {"requests": {"cpu": "lots"}}},
+                {
+                    "name": "sidecar",
+                    "image": "busybox:1.36",
+                    "resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}},
+                },
+            ]
+        }
+    }
+    raw = cfg(
+        sts_pool("a", supernodeResources={"requests": {"memory": "-1Gi"}}, podTemplate=patch),
+        defaultResources={"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
+        superlink={"persistence": {"size": "0"}},
+    )
+    at = "federation.supernodes.pools[0]"
+    assert problems(raw) == [
+        ("federation.defaultResources.requests.cpu", "'2' is above limits.cpu '1'"),
+        ("federation.superlink.persistence.size", "'0' must be more than 0 (e.g. 1Gi)"),
+        (
+            f"{at}.podTemplate.spec.containers[0].resources.requests.cpu",
+            "'lots' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)",
+        ),
+        (f"{at}.podTemplate.spec.containers[1].resources.requests.memory", "'2Gi' is above limits.memory '1Gi'"),
+        (f"{at}.supernodeResources.requests.memory", "'-1Gi' is negative"),
     ]

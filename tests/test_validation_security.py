@@ -79,8 +79,17 @@ CONFIG_CASES = {
             "copyFromServerSecret or existingSecret"
         ],
     ),
+    "generated-certificate-with-another-ca": (
+        # Found by the config fuzzer: this reached the Pulumi shell and crashed it (KeyError).
+        base(tls={"trust": {"source": "existingSecret", "existingSecret": "my-ca"}}),
+        [
+            "federation.tls.trust.source: 'existingSecret' cannot verify a generated server certificate (only the "
+            "generated CA signs it); leave trust unset (generated) or use tls.source existingSecret/certManager with "
+            "your own CA"
+        ],
+    ),
     "trust-existing-secret-unnamed": (
-        base(tls={"trust": {"source": "existingSecret"}}),
+        base(tls={"source": "existingSecret", "existingSecret": "my-tls", "trust": {"source": "existingSecret"}}),
         [
             "federation.tls.trust.existingSecret: name the Secret holding the CA certificate for trust.source "
             "existingSecret"
@@ -212,6 +221,29 @@ CONFIG_CASES = {
             "federation.podSecurityContext.runAsNonRoot: 'yes' is not of type 'boolean', 'null'",
         ],
     ),
+    # Kubernetes refuses a privileged container that may not escalate.
+    "privileged-without-escalation": (
+        base(
+            securityContext={"privileged": True, "allowPrivilegeEscalation": False},
+            superlink={
+                "podTemplate": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "superlink",
+                                "securityContext": {"privileged": True, "allowPrivilegeEscalation": False},
+                            }
+                        ]
+                    }
+                }
+            },
+        ),
+        [
+            "federation.securityContext.allowPrivilegeEscalation: Kubernetes refuses false for a privileged container",
+            "federation.superlink.podTemplate.spec.containers[0].securityContext.allowPrivilegeEscalation: Kubernetes "
+            "refuses false for a privileged container",
+        ],
+    ),
 }
 
 
@@ -228,3 +260,24 @@ def test_cert_manager_renew_before_must_be_shorter_than_duration():
         base(tls={"source": "certManager", "certManager": {**CM, "duration": "240h", "renewBefore": "360h"}})
     )
     assert [p.path for p in err.problems] == ["federation.tls.certManager.renewBefore"]
+
+
+@pytest.mark.parametrize("where", ["securityContext", "podTemplate"])
+def test_privileged_asks_for_privilege_escalation_too(where):
+    # Found by the config fuzzer: `privileged: true` over our restricted context rendered
+    # privileged with allowPrivilegeEscalation false, which the API server refuses.
+    from federation import manifests
+    from federation.plan import load_plan
+
+    privileged = {"privileged": True}
+    if where == "securityContext":
+        raw = base(securityContext=privileged)
+    else:
+        raw = base(
+            superlink={"podTemplate": {"spec": {"containers": [{"name": "superlink", "securityContext": privileged}]}}}
+        )
+    for obj in manifests.render(load_plan(raw, "dev")).objects():
+        for c in obj.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            security = c["securityContext"]
+            if security.get("privileged") or (where == "securityContext"):
+                assert security["privileged"] is True and security["allowPrivilegeEscalation"] is True, c["name"]

@@ -183,12 +183,24 @@ def test_a_hub_needs_no_pools_and_a_site_no_superlink() -> None:
 @pytest.mark.parametrize("placement", ["sidecar", "distributed"])
 def test_a_site_runs_process_isolation_without_a_superlink_image(placement: str) -> None:
     # The operator's superexecImage rule is about the SuperLink's SuperExec, which a site does not run
-    # (the SuperNode chart's "Isolated Setup" is a site in process isolation).
+    # (the SuperNode chart's "Isolated Setup" is a site in process isolation). Its pools still need
+    # their ClientApp SuperExec images, and a superlink.superexecImage is refused once, by the role rules.
     from federation.plan import load_plan
 
     raw = base(isolation="process", placement=placement, role="site")
     raw.pop("superlink")
     raw["supernodes"]["superlink"] = {"address": "fl.example.org", "certificate": {"pem": PEM}}
+    images = [pool.pop("images") for pool in raw["supernodes"]["pools"]]
+    assert_problems(
+        config_error(raw),
+        [
+            f"federation.supernodes.pools[{i}].images.superexecClientApp: spec.supernodes.pools[*].images."
+            "superexecClientApp is required when isolationMode=process"
+            for i in range(len(images))
+        ],
+    )
+    for pool, own in zip(raw["supernodes"]["pools"], images, strict=True):
+        pool["images"] = own
     plan = load_plan(raw, "dev")
     assert plan.process_isolation and plan.distributed is (placement == "distributed")
     raw["superlink"] = {"superexecImage": "flwr/superexec:1.41.0"}

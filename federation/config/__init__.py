@@ -17,6 +17,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model, ResourcesPreset
+from .images import Image, ImageRef, PullPolicy
 from .operations import (
     NETWORK_POLICY_DEFAULTS,
     DisruptionBudget,
@@ -27,11 +28,14 @@ from .operations import (
 )
 from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rbac, Tls, TrustSource
 from .sites import Cluster, Ingress, RemoteCertificate, RemoteSuperLink, Role, Site
+from .superexec import SuperExecPorts, SuperExecSettings
 from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
-from .supernodes import Gpu, Pool, PoolImages, SuperNodes
+from .supernodes import Gpu, Pool, PoolImages, SuperNodePorts, SuperNodes, SuperNodeService
+from .workloads import AffinityPresets, NodeAffinityPreset, PodSettings, ServiceAccountSettings
 
 __all__ = [
     "NETWORK_POLICY_DEFAULTS",
+    "AffinityPresets",
     "CertManager",
     "Cli",
     "Cluster",
@@ -39,26 +43,36 @@ __all__ = [
     "Executor",
     "Federation",
     "GeneratedCertificate",
+    "Image",
+    "ImageRef",
     "Gpu",
     "Ingress",
     "IssuerRef",
     "Model",
     "NetworkPolicy",
+    "NodeAffinityPreset",
     "NodeAuth",
     "Persistence",
+    "PodSettings",
     "Pool",
     "PoolImages",
     "ProbeSettings",
+    "PullPolicy",
     "Probes",
     "Rbac",
     "ResourcesPreset",
     "RemoteCertificate",
     "RemoteSuperLink",
     "Role",
+    "ServiceAccountSettings",
     "ServicePorts",
     "Site",
+    "SuperExecPorts",
+    "SuperExecSettings",
     "SuperLink",
     "SuperLinkService",
+    "SuperNodePorts",
+    "SuperNodeService",
     "SuperNodes",
     "Tls",
     "TrustSource",
@@ -94,6 +108,35 @@ class Federation(Model):
     labels: dict[str, str] = Field(
         default={}, description=("Extra labels on every object (ours win on a clash); never in selectors.")
     )
+    annotations: dict[str, str] = Field(
+        default={}, description="Annotations on every object (ours, and a component's own, win on a clash)."
+    )
+    pod_labels: dict[str, str] = Field(
+        default={},
+        description="Extra labels on every pod, the registration Job's and task pods' too (ours win on a clash).",
+    )
+    node_selector: dict[str, str] = Field(
+        default={},
+        description=(
+            "Node selector of every pod (the registration Job's and the Kubernetes executor's task pods' too); a "
+            "component's `nodeSelector` wins key by key."
+        ),
+    )
+    tolerations: list[Any] = Field(
+        default=[],
+        description="Tolerations (schema-checked) of every pod; a component's own are added after them.",
+    )
+    image_pull_policy: PullPolicy = Field(
+        default="IfNotPresent",
+        description="`imagePullPolicy` of every container (and task pod) whose image sets no `pullPolicy`.",
+    )
+    image_pull_secrets: list[str] = Field(
+        default=[],
+        description=(
+            "Names of Secrets (kubernetes.io/dockerconfigjson, yours) every pod pulls its images with, unless its "
+            "component sets `imagePullSecrets`; task pods get them through their ServiceAccount."
+        ),
+    )
     mode: Literal["StatefulSet", "DaemonSet"] = Field(
         default="StatefulSet",
         description=(
@@ -118,7 +161,8 @@ class Federation(Model):
         default=None,
         description=(
             "Flower version, a string (YAML reads `1.41` as a number; `1.41.0` is fine): picks the dialect of every "
-            "command line and port. Unset: `superlink.image`'s tag, else 1.41.0."
+            "command line and port. Unset: `superlink.image`'s tag, else (no SuperLink image) `supernodes.image`'s, else "
+            "1.41.0. An image that decides it and is pinned by a digest without a tag needs `version`."
         ),
     )
     insecure: bool = Field(
@@ -161,12 +205,15 @@ class Federation(Model):
         default={},
         description=(
             "Merged key by key over the restricted securityContext of every managed container (the chart's "
-            "`global.securityContext`)."
+            "`global.podSecurityContext`, whose keys are container fields)."
         ),
     )
     pod_security_context: dict[str, Any] = Field(
         default={},
-        description=("Merged key by key over the restricted pod securityContext (the chart's `podSecurityContext`)."),
+        description=(
+            "Merged key by key over the restricted pod securityContext (the chart's `global.securityContext`: "
+            "`runAsUser`, `runAsGroup`, `fsGroup`); a component's `podSecurityContext` merges over it."
+        ),
     )
     resources_preset: Optional[ResourcesPreset] = Field(
         default=None,
@@ -183,6 +230,7 @@ class Federation(Model):
             "`limits.cpu`, lower requests on a small cluster)."
         ),
     )
+    affinity: AffinityPresets = AffinityPresets()
 
 
 def json_schema() -> dict[str, Any]:

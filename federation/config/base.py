@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import types
+import typing
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -25,3 +27,17 @@ class Model(BaseModel):
         serialize_by_alias=True,
         frozen=True,
     )
+
+
+def field_type(annotation: Any) -> Any:
+    """A field's annotation down to the type that holds its keys: `Optional[X]` -> X,
+    `Annotated[X, ...]` -> X, a union of a string and a model (an image) -> the model.
+    For walking config paths through the models (error hints, the Helm parameter table)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return field_type(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [field_type(a) for a in typing.get_args(annotation) if a is not type(None)]
+        models = [a for a in args if isinstance(a, type) and issubclass(a, Model)]
+        return args[0] if len(args) == 1 else models[0] if len(models) == 1 else annotation
+    return annotation

@@ -7,6 +7,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model, ResourcesPreset
+from .images import Image
 
 
 class NetworkPolicy(Model):
@@ -142,8 +143,11 @@ class Executor(Model):
             '(see "Kubernetes executor").'
         ),
     )
-    image: Optional[str] = Field(
-        default=None, description=("Only with type kubernetes: the task pods' image. Unset: the SuperExec's image.")
+    image: Optional[Image] = Field(
+        default=None,
+        description=(
+            "Only with type kubernetes: the task pods' image (and pull policy). Unset: the SuperExec's image."
+        ),
     )
     resources_preset: Optional[ResourcesPreset] = Field(
         default=None,

@@ -52,7 +52,8 @@ class TrustSource(Model):
         description=(
             "generated: the CA pulumi-tls made (only with source generate). copyFromServerSecret: the server Secret's "
             "`ca.crt` (else `tls.crt`) copied into Secret `N-ca` at deploy time, as the chart's copyFromExistingSecret. "
-            "existingSecret: a CA Secret you manage. Unset: generated for source generate, else copyFromServerSecret."
+            "existingSecret: a CA Secret you manage (not with source generate, whose CA only pulumi-tls has). Unset: generated for "
+            "source generate, else copyFromServerSecret."
         ),
     )
     existing_secret: Optional[str] = Field(

@@ -7,8 +7,11 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model, ResourcesPreset
+from .images import Image
 from .operations import NetworkPolicy, Probes
 from .sites import Ingress
+from .superexec import SuperExecSettings
+from .workloads import PodSettings
 
 
 class ServicePorts(Model):
@@ -66,17 +69,18 @@ class Persistence(Model):
     )
 
 
-class SuperLink(Model):
+class SuperLink(PodSettings):
     """The SuperLink: StatefulSet `N-superlink` (one replica) and Service `N-superlink`; in `process`
     isolation also the ServerApp SuperExec, as a sidecar or (distributed) Deployment `N-superexec-serverapp`."""
 
-    image: Optional[str] = Field(
+    image: Optional[Image] = Field(
         default=None,
         description=(
-            "Unset: `flwr/superlink:<version>`. Its tag, if it is a version, must be of the federation's Flower dialect."
+            "A reference string or an object (keys below). Unset: `flwr/superlink:<version>`. Its tag, if it is a "
+            "version, must be of the federation's Flower dialect."
         ),
     )
-    superexec_image: Optional[str] = Field(
+    superexec_image: Optional[Image] = Field(
         default=None,
         description=(
             "ServerApp SuperExec image: required in `process` isolation (a site runs none), forbidden in `subprocess`."
@@ -153,6 +157,10 @@ class SuperLink(Model):
         description=(
             "For the SuperLink and its ServerApp SuperExec, over `probes` key by key (a key left out takes `probes`' value)."
         ),
+    )
+    superexec: SuperExecSettings = Field(
+        default=SuperExecSettings(),
+        description="The ServerApp SuperExec's settings (the Helm chart's `superexec.*`).",
     )
 
 

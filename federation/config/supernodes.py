@@ -7,17 +7,68 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model, ResourcesPreset
+from .images import Image
 from .operations import DisruptionBudget, NetworkPolicy, Probes
 from .sites import RemoteSuperLink
+from .superexec import SuperExecSettings
+from .workloads import PodSettings
 
 
 class PoolImages(Model):
-    supernode: Optional[str] = Field(
+    supernode: Optional[Image] = Field(
         default=None, description=("Unset: `supernodes.image`, else `flwr/supernode:<version>`.")
     )
-    superexec_client_app: Optional[str] = Field(
+    superexec_client_app: Optional[Image] = Field(
         default=None,
         description=("ClientApp SuperExec image: required in `process` isolation, forbidden in `subprocess`."),
+    )
+
+
+class SuperNodeService(Model):
+    """The pool's SuperNodes' ClientAppIo API (the Runtime API in the HTTP era), the Helm chart's
+    `supernode.service.*`. Plaintext by Flower's design: it leaves the SuperNodes' pods only with distributed
+    SuperExecs. ClusterIP: the pool's headless Service `N-supernode-P` (stable names for the SuperExecs). NodePort
+    or LoadBalancer: also Service `N-supernode-P-clientappio` of that type, for a SuperExec outside the cluster (the
+    chart's 'Isolation Distributed'); it needs distributed placement, one SuperNode (a SuperExec must stay with
+    one) and `networkPolicy.allowExternal: true` (say you accept a plaintext API reachable from outside)."""
+
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(default="ClusterIP", description="Service type.")
+    port: int = Field(default=9094, ge=1, le=65535, description="The Service's port.")
+    node_port: Optional[int] = Field(
+        default=None,
+        ge=30000,
+        le=32767,
+        description="NodePort or LoadBalancer: the node port. Unset: Kubernetes picks one.",
+    )
+    port_name: str = Field(default="clientappio", description="Name of the Service's port (an IANA service name).")
+    external_names: list[str] = Field(
+        default=[],
+        description=(
+            "NodePort or LoadBalancer: the DNS names and IP addresses SuperExecs outside the cluster dial the Service "
+            "by. Where the Runtime API is served over TLS (Flower 1.40+ on a hub with TLS) the pool's certificate "
+            "must name them: they are added to the one made for the pool (`tls.source` generate or certManager, "
+            "where they are required); with existingSecret the pool's `runtimeApiSecret` must carry them."
+        ),
+    )
+
+
+class SuperNodePorts(Model):
+    """Ports the SuperNode container listens on (the chart's `supernode.containerPorts.*`)."""
+
+    client_app_io: Optional[int] = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description=(
+            "The ClientAppIo API (gRPC era) / Runtime API (HTTP era) that SuperExecs dial. Unset: 9094. Bound to "
+            "127.0.0.1 unless the SuperExecs are distributed."
+        ),
+    )
+    health: Optional[int] = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="The gRPC health server the probes check (Flower up to 1.42). Unset: 8081.",
     )
 
 
@@ -54,11 +105,13 @@ class Gpu(Model):
     )
 
 
-class Pool(Model):
+class Pool(PodSettings):
     """A pool of SuperNodes, `P`: StatefulSet `N-supernode-P` with a headless Service of that name (mode
     StatefulSet) or DaemonSet `N-supernode-P` (mode DaemonSet), with its ServiceAccount, NetworkPolicy and
     PodDisruptionBudget. In `process` isolation each SuperNode gets a ClientApp SuperExec: a sidecar or
-    (distributed) replica k of StatefulSet `N-superexec-P`."""
+    (distributed) replica k of StatefulSet `N-superexec-P`. As in the Helm chart, the pool's pod settings (labels,
+    annotations, scheduling, pull secrets, ServiceAccount, ...) are its SuperNodes' pods' (a sidecar's too);
+    distributed SuperExecs take `superexec.*` instead; `podTemplate` patches both."""
 
     name: str = Field(description="Unique DNS-1123 label (lowercase letters, digits and `-`).")
     replicas: Optional[int] = Field(
@@ -148,12 +201,20 @@ class Pool(Model):
             '`*.N-supernode-P.NS.svc.<clusterDomain>` (the error lists them). See "The SuperExec hop".'
         ),
     )
+    superexec: SuperExecSettings = Field(
+        default=SuperExecSettings(), description="The pool's ClientApp SuperExecs (the Helm chart's `superexec.*`)."
+    )
+    service: SuperNodeService = SuperNodeService()
+    container_ports: SuperNodePorts = SuperNodePorts()
 
 
 class SuperNodes(Model):
     """Settings of every pool, and the pools."""
 
-    image: Optional[str] = Field(default=None, description="Unset: `flwr/supernode:<version>`.")
+    image: Optional[Image] = Field(
+        default=None,
+        description="A reference string or an object. Unset: `flwr/supernode:<version>`.",
+    )
     superlink: Optional[RemoteSuperLink] = Field(
         default=None, description="Role site only (and required there): the hub's SuperLink."
     )

@@ -2,10 +2,11 @@
 chart as a site stack (role: site), equivalent to `helm install RELEASE . --values VALUES.yaml`.
 
 Every value of the file is read as Helm would (the chart's defaults under it, mappings merged
-key by key, `null` removing a default) and must be a parameter of the chart (chart.py, the one
-mapping table). A parameter either goes to its config path or is refused there with the
-table's reason. The steps that compute a value (names, images, TLS, node keys, isolation,
-security contexts, per-container settings) are in helm_steps.py."""
+key by key, `null` removing a default) and must be a parameter of the chart. Where each goes
+is docs/helm-parameters.md, the one mapping table (read by chart.py): a parameter is copied
+to its config path, computed by a step (names, images, TLS, node keys, isolation, security
+contexts: helm_steps.py, helm_pods.py), dropped and said (ignored), or refused there with the
+table's reason."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from typing import Any, Optional
 from . import helm_steps
 from .chart import CHART, Param, known_prefixes
 from .common import Stack, validate
-from .helm_pods import SHARED
 
 PREFIXES = known_prefixes()
+SHARED = "a pool's SuperNodes and their SuperExecs share"
 
 
 def _leaves(values: dict[str, Any], stack: Stack, prefix: str = "") -> dict[str, Any]:
@@ -103,8 +104,8 @@ def import_values(
     return stack
 
 
-def _plain(param: Param) -> bool:
-    return param.to is not None and param.via is None
+def _plain(path: str, param: Param) -> bool:
+    return param.status in ("carried", "partial") and param.to is not None and path not in helm_steps.COMPUTED
 
 
 def _copy_plain(vals: Values, stack: Stack, steps: helm_steps.Steps) -> None:
@@ -113,10 +114,11 @@ def _copy_plain(vals: Values, stack: Stack, steps: helm_steps.Steps) -> None:
     that land in one place must agree, since a pool's SuperNodes and SuperExecs share it."""
     targets: dict[str, list[str]] = {}
     for path, param in CHART.items():
-        if _plain(param) and steps.active(path):
+        if _plain(path, param) and steps.active(path):
             targets.setdefault(str(param.to), []).append(path)
     for target, paths in targets.items():
-        set_ones = [p for p in paths if vals.set_by_user(p)]
+        # The chart's `""` is "unset" (a node port, an address): nothing to copy.
+        set_ones = [p for p in paths if vals.set_by_user(p) and not vals.get(p) == CHART[p].default == ""]
         if not set_ones:
             continue
         value = _combine(vals, stack, target, paths)
@@ -160,9 +162,14 @@ def _components(a: str, b: str) -> bool:
 
 
 def _refuse_listed(vals: Values, stack: Stack, steps: helm_steps.Steps) -> None:
+    """Refused parameters set to anything but the chart's default; ignored ones set at all are said."""
     for path, param in CHART.items():
-        if param.refuse is not None and vals.changed(path) and steps.active(path):
-            stack.refuse(path, param.refuse)
+        if path in helm_steps.COMPUTED or not steps.active(path):
+            continue
+        if param.status == "refused" and vals.changed(path):
+            stack.refuse(path, param.note)
+        elif param.status == "ignored" and vals.set_by_user(path):
+            stack.notes.append(f"Ignored: {path} ({param.note})")
 
 
 __all__ = ["import_values", "merged"]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .chart import POD
+from .chart import POOL
 
 if TYPE_CHECKING:
     from .helm_steps import Steps
 
-NETPOL = "supernodes.networkPolicy"
+NETPOL = f"{POOL}.networkPolicy"
 
 
 def differences(steps: Steps) -> list[str]:
@@ -32,7 +32,7 @@ def differences(steps: Steps) -> list[str]:
                 "that fetch data need allowExternalEgress or extraEgress). "
                 + steps.set_preserved(f"{NETPOL}.allowExternalEgress", True)
             )
-        if chart_default("networkPolicy.allowExternal"):
+        if not v.set_by_user("supernode.networkPolicy.allowExternal"):
             text = (
                 "Ingress: the chart admits its ClientAppIo API (9094) from anywhere (networkPolicy.allowExternal: "
                 "true) through a ClusterIP Service; here the pool's Service is headless (stable pod names) and the API "
@@ -40,37 +40,24 @@ def differences(steps: Steps) -> list[str]:
             if steps.distributed:
                 text += "takes only the pool's own SuperExecs. " + steps.set_preserved(f"{NETPOL}.allowExternal", True)
             else:
-                text += "stays on the pod's loopback, so there is nothing to admit or preserve."
+                text += "stays on the pod's loopback (no SuperExec dials it), so there is nothing to admit or preserve."
             out.append(text)
     if chart_default("automountServiceAccountToken"):
+        preserved = [steps.set_preserved(f"{POOL}.automountServiceAccountToken", True)]
+        if steps.process:
+            preserved.append(steps.set_preserved(f"{POOL}.superexec.automountServiceAccountToken", True))
         out.append(
             "Service account token: the chart mounts one in every pod (automountServiceAccountToken: true); here none "
-            "(Flower never calls the Kubernetes API). "
-            + steps.set_preserved(f"{POD}.spec.automountServiceAccountToken", True)
-        )
-    if not v.set_by_user("global.affinity.podAntiAffinity") and not any(
-        v.set_by_user(f"{c}.affinity") for c in components
-    ):
-        soft = {
-            "podAntiAffinity": {
-                "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "weight": 1,
-                        "podAffinityTerm": {
-                            "labelSelector": {"matchLabels": steps.selector()},
-                            "topologyKey": "kubernetes.io/hostname",
-                        },
-                    }
-                ]
-            }
-        }
-        out.append(
-            "Spreading: the chart prefers SuperNodes on different nodes (global.affinity.podAntiAffinity: soft); here "
-            "no affinity. " + steps.set_preserved(f"{POD}.spec.affinity", soft)
+            "(Flower never calls the Kubernetes API). " + " ".join(preserved)
         )
     out.append(
+        "Resources: the chart gives a container only the requests and limits of its values (none by default); "
+        "here every container starts from its role's preset, requests and a memory limit (the README's "
+        "'Resources'), with supernode.resources / superexec.resources key by key over it. "
+        + steps.set_preserved("resourcesPreset", "none")
+    )
+    out.append(
         "Kept, as nothing is lost by them: SuperNodes run as a StatefulSet (stable names, one node key per ordinal), "
-        "with a PodDisruptionBudget (maxUnavailable 1), a startup probe, and resource requests of 100m CPU and 256Mi "
-        "on every container where the chart sets none (`defaultResources`). TLS is on by default in both."
+        "with a PodDisruptionBudget (maxUnavailable 1) and a startup probe. TLS is on by default in both."
     )
     return out

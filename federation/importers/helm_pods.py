@@ -1,27 +1,59 @@
-"""`import helm`: the chart's security contexts and the settings of one container
-(lifecycle, pull policy, env, the API token), as our pods take them."""
+"""`import helm`: the steps about pods that are more than a copy (helm.py copies the rest as
+docs/helm-parameters.md says): the chart's global security contexts, key by key where
+Kubernetes takes each; the ServiceAccounts it can leave out; the SuperExecs' probes, which
+are the chart's own, not the SuperNodes'; and its spreading preset."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..helm_parameters import mappings
 from ..pods import container_security_context, pod_security_context
-from .chart import POD, POOL, SUPEREXEC_CONTAINER, SUPERNODE_CONTAINER
-from .common import get_path, parts_of
+from .chart import POOL
 
 if TYPE_CHECKING:
     from .helm_steps import Steps
 
-# Where Kubernetes takes each securityContext key: only in a container, only in a pod, or both.
+# Where Kubernetes takes a securityContext key: only in a container's, only in a pod's.
 CONTAINER_ONLY = {"allowPrivilegeEscalation", "capabilities", "privileged", "procMount", "readOnlyRootFilesystem"}
 POD_ONLY = {"fsGroup", "fsGroupChangePolicy", "supplementalGroups", "supplementalGroupsPolicy", "sysctls"}
-SHARED = "a pool's SuperNodes and their SuperExecs share"
+POD, CONTAINER = "podSecurityContext", "securityContext"
+PROBE_KEYS = (
+    "enabled",
+    "initialDelaySeconds",
+    "periodSeconds",
+    "timeoutSeconds",
+    "failureThreshold",
+    "successThreshold",
+)
+
+COMPUTED = frozenset(
+    {
+        "global.securityContext",
+        "global.podSecurityContext",
+        "supernode.serviceAccount.enabled",
+        "superexec.serviceAccount.enabled",
+    }
+)
+
+
+def run(steps: Steps) -> None:
+    security_contexts(steps)
+    service_accounts(steps)
+    if steps.process:
+        superexec_probes(steps)
+    spreading(steps)
 
 
 def security_contexts(steps: Steps) -> None:
+    """The chart's `global.securityContext` holds pod-level ids and `global.podSecurityContext`
+    container fields: each key goes where the table's row for it says, else where Kubernetes
+    takes it (a key only a pod or only a container has), else beside its siblings. Keys equal
+    to our restricted defaults are left out."""
     v, s = steps.vals, steps.stack
     ours = {**pod_security_context(), **container_security_context()}
-    for path in ("global.securityContext", "global.podSecurityContext"):
+    rows = {r.parameter: r.config_path for r in mappings()}
+    for path, side in (("global.securityContext", POD), ("global.podSecurityContext", CONTAINER)):
         given = v.get(path)
         if not isinstance(given, dict):
             s.refuse(path, "must be a mapping (a Kubernetes SecurityContext)", droppable=False)
@@ -29,79 +61,45 @@ def security_contexts(steps: Steps) -> None:
         for key, value in given.items():
             if ours.get(key) == value:
                 continue
-            target = "podSecurityContext" if key in POD_ONLY else "securityContext"
-            s.set((target, key), value, f"{path}.{key}")
-    for component in ("supernode", "superexec"):
-        path = f"{component}.podSecurityContext"
-        given = v.get(path)
-        if not steps.active(path) or not v.set_by_user(path):
-            continue
-        if not isinstance(given, dict):
-            s.refuse(path, "must be a mapping (a Kubernetes SecurityContext)", droppable=False)
-            continue
-        for key, value in given.items():
-            target = f"{POD}.spec.securityContext.{key}"
-            current = get_path(s.config, parts_of(target))
-            if key in CONTAINER_ONLY:
-                _patch(steps, component, "securityContext", {key: value}, f"{path}.{key}")
-            elif current is not None and current != value:  # the other component's, in one pod
-                s.refuse(f"{path}.{key}", f"{value!r} here, {current!r} for the SuperNodes: {SHARED} {target}")
-            else:
-                s.set(target, value, f"{path}.{key}")
-
-
-def _container(component: str) -> str:
-    return SUPERNODE_CONTAINER if component == "supernode" else SUPEREXEC_CONTAINER
-
-
-def _patch(steps: Steps, component: str, key: str, value: Any, source: str) -> None:
-    """A setting of one managed container: a podTemplate patch of it. Distributed
-    SuperExecs share the pool's podTemplate, where the patch would add the container to
-    the other workload too."""
-    if steps.distributed:
-        steps.stack.refuse(
-            source,
-            "a per-container setting has no counterpart yet with distributed SuperExecs (they share the pool's "
-            "podTemplate with the SuperNodes)",
-        )
-        return
-    target = f"{_container(component)}.{key}"
-    current = get_path(steps.stack.config, parts_of(target))
-    merged = {**current, **value} if isinstance(current, dict) and isinstance(value, dict) else value
-    steps.stack.set(target, merged, source)
-
-
-def per_container(steps: Steps) -> None:
-    v = steps.vals
-    components = ["supernode"] + (["superexec"] if steps.process else [])
-    for component in components:
-        if v.set_by_user(f"{component}.lifecycle") and v.get(f"{component}.lifecycle"):
-            _patch(steps, component, "lifecycle", v.get(f"{component}.lifecycle"), f"{component}.lifecycle")
-        own = f"{component}.image.pullPolicy"
-        policy = v.get(own) if v.set_by_user(own) else v.get("global.image.pullPolicy")
-        if policy != "IfNotPresent":
-            _patch(
-                steps, component, "imagePullPolicy", policy, own if v.set_by_user(own) else "global.image.pullPolicy"
+            row = rows.get(f"{path}.{key}")
+            target = (
+                row.split(".")[0] if row else POD if key in POD_ONLY else CONTAINER if key in CONTAINER_ONLY else side
             )
-    _env(steps, components)
-    _automount(steps, components)
+            s.set((target, key), value, f"{path}.{key}")
 
 
-def _env(steps: Steps, components: list[str]) -> None:
+def service_accounts(steps: Steps) -> None:
+    """`serviceAccount.enabled: false` (the namespace's shared `default`) has no counterpart."""
+    for component in ("supernode", "superexec"):
+        path = f"{component}.serviceAccount.enabled"
+        value = steps.vals.get(path)
+        if not steps.active(path) or value is True:
+            continue
+        if value is False:
+            steps.stack.refuse(
+                path,
+                "false: pods under the namespace's `default` ServiceAccount (which every pod there shares) have no "
+                "counterpart: here every component has a ServiceAccount of its own (least privilege)",
+            )
+        else:
+            steps.stack.refuse(path, f"must be true or false, not {value!r}", droppable=False)
+
+
+def superexec_probes(steps: Steps) -> None:
+    """Here a pool's SuperExecs inherit the SuperNodes' probes (`supernodes.probes`) key by
+    key; the chart's have their own. Where only the SuperNode's key is set, the SuperExecs'
+    keeps the chart's value."""
     v, s = steps.vals, steps.stack
-    lists = {c: v.get(f"{c}.env") for c in components if v.set_by_user(f"{c}.env")}
-    if not lists:
-        return
-    if len(components) == 1 or v.get("supernode.env") == v.get("superexec.env"):
-        s.set(f"{POOL}.env", v.get("supernode.env"), " and ".join(f"{c}.env" for c in lists))
-        return
-    for component, env in lists.items():
-        if env:
-            _patch(steps, component, "env", env, f"{component}.env")
+    for probe in ("livenessProbe", "readinessProbe"):
+        for key in PROBE_KEYS:
+            own = f"superexec.{probe}.{key}"
+            if v.set_by_user(f"supernode.{probe}.{key}") and not v.set_by_user(own):
+                s.set(f"{POOL}.superexec.probes.{probe}.{key}", v.get(own), f"{own} (the chart's default)")
 
 
-def _automount(steps: Steps, components: list[str]) -> None:
-    v, s = steps.vals, steps.stack
-    paths = [f"{c}.automountServiceAccountToken" for c in components]
-    if any(v.set_by_user(p) and v.get(p) is True for p in paths):
-        s.set(f"{POD}.spec.automountServiceAccountToken", True, ", ".join(p for p in paths if v.set_by_user(p)))
+def spreading(steps: Steps) -> None:
+    """`global.affinity.podAntiAffinity` differs only in taste (the chart's `soft`, ours `none`):
+    the chart's value is written (helm.py copies one the values file sets)."""
+    path = "global.affinity.podAntiAffinity"
+    if not steps.vals.set_by_user(path):
+        steps.stack.set("affinity.podAntiAffinity", steps.vals.get(path), f"{path} (the chart's default)")

@@ -1,15 +1,15 @@
-"""The steps of `import helm` that compute a value rather than copy one (chart.py's
-`via`): names (the chart's fullname), isolation and SuperExec placement, images and the
-Flower version, the SuperLink dialled, TLS, node keys, replicas and nodeConfig; security
-contexts and per-container settings are in helm_pods.py, where our defaults differ from the
-chart's in helm_defaults.py."""
+"""The steps of `import helm` that compute a value rather than copy it to the path
+docs/helm-parameters.md names (the parameters in `COMPUTED`): names (the chart's fullname),
+isolation and SuperExec placement, images and the Flower version, the SuperLink dialled,
+TLS, node keys, replicas and nodeConfig; the pod steps are in helm_pods.py, where our
+defaults differ from the chart's in helm_defaults.py."""
 
 from __future__ import annotations
 
 import shlex
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..dialects import SUPERNODE_APPIO_PORT, FlowerVersion, dialect_for, image_tag, supported_ranges
+from ..dialects import FlowerVersion, dialect_for, supported_ranges
 from ..naming import selector_labels
 from . import helm_pods
 from .chart import CHART_NAME, POOL
@@ -21,6 +21,31 @@ if TYPE_CHECKING:
     from .helm import Values
 
 PLACEHOLDERS = ("{index}", "{replicas}", "{pool}", "{node}")
+IMAGE_KEYS = ("registry", "repository", "tag", "digest", "pullPolicy")
+CERTIFICATE = "supernode.superlink.certificate"
+# What the steps compute (helm.py copies every other carried or partial parameter as it is).
+COMPUTED = helm_pods.COMPUTED | {
+    "nameOverride",
+    "fullnameOverride",
+    "supernode.name",
+    "superexec.name",
+    "supernode.enabled",
+    "supernode.isolationMode",
+    "superexec.enabled",
+    "superexec.supernode",
+    *(f"{component}.image.{key}" for component in ("supernode", "superexec") for key in IMAGE_KEYS),
+    "supernode.superlink.address",
+    "supernode.superlink.port",
+    "tls.enabled",
+    f"{CERTIFICATE}.existingSecret",
+    f"{CERTIFICATE}.copyFromExistingSecret.enabled",
+    f"{CERTIFICATE}.copyFromExistingSecret.secretName",
+    "global.nodeAuth.enabled",
+    "global.nodeAuth.authSupernodePrivateKey",
+    "global.nodeAuth.authSupernodePublicKey",
+    "supernode.replicas",
+    "supernode.node.config",
+}
 
 
 def fullname(release: str, name: str, override: str) -> str:
@@ -57,8 +82,7 @@ class Steps:
         self._tls()
         self._node_auth()
         self._pool()
-        helm_pods.security_contexts(self)
-        helm_pods.per_container(self)
+        helm_pods.run(self)
         for text in differences(self):
             self.stack.differences.append(text)
 
@@ -143,45 +167,52 @@ class Steps:
                 "superexec.enabled: true runs ClientApps in the SuperExecs, i.e. process isolation (the chart's "
                 "'Isolated Setup'), though supernode.isolationMode is left at its default."
             )
+        # The chart runs its SuperExecs in a workload of their own: so do we, which is where
+        # the superexec.* pod settings (replicas, scheduling, ServiceAccount, ...) apply.
+        self.distributed = True
+        s.set("superexecPlacement", "distributed", "superexec.enabled")
         target = v.get("superexec.supernode")
         if not isinstance(target, dict) or set(target) - {"address", "port"}:
             s.refuse("superexec.supernode", f"expected {{address, port}}, got {target!r}", droppable=False)
             return
-        port = target.get("port", SUPERNODE_APPIO_PORT)
-        if port != SUPERNODE_APPIO_PORT:
-            s.refuse("superexec.supernode.port", f"{port!r}: a SuperExec dials its SuperNode's API on port 9094")
-        self.distributed = bool(target.get("address"))
+        service_port = v.get("supernode.service.servicePortClientAppIo")
+        ports = {service_port, v.get("supernode.containerPorts.clientAppIo")}
+        port = target.get("port", service_port)
+        if port not in ports:
+            s.refuse(
+                "superexec.supernode.port",
+                f"{port!r}: the SuperNode serves its ClientAppIo API on {' and '.join(sorted(map(str, ports)))} "
+                "(supernode.service.servicePortClientAppIo, supernode.containerPorts.clientAppIo)",
+            )
         workload = f"{self.name}-superexec-{self.pool}"
-        if self.distributed:
-            s.set("superexecPlacement", "distributed", "superexec.supernode.address")
-            s.names.append(
-                f"SuperExecs: StatefulSet {workload}; replica k dials SuperNode k at its own in-cluster name "
-                f"({self.name}-supernode-{self.pool}-k.{self.name}-supernode-{self.pool}:9094) instead of "
-                f"superexec.supernode.address {target['address']!r}."
-            )
-        else:
-            s.names.append(
-                f"SuperExecs: a container superexec-clientapp beside each SuperNode (its API stays on the pod's "
-                f"loopback), where the chart runs Deployment {self.name}-{v.get('superexec.name')}."
-            )
-        if v.changed("superexec.name"):
-            s.names.append(f"superexec.name {v.get('superexec.name')!r} names nothing here: see above.")
+        more = " (and -1, -2, ... for superexec.replicas)" if v.changed("superexec.replicas") else ""
+        dialled = (
+            f"instead of superexec.supernode.address {target['address']!r}"
+            if target.get("address")
+            else "where the chart's SuperExec dials the SuperNode's Service"
+        )
+        s.names.append(
+            f"SuperExecs: StatefulSet {workload}{more}, where the chart runs Deployment "
+            f"{self.name}-{v.get('superexec.name')}; replica k dials SuperNode k at its own in-cluster name "
+            f"({self.name}-supernode-{self.pool}-k.{self.name}-supernode-{self.pool}) {dialled}."
+        )
 
     # --- images and version ------------------------------------------------------------------
 
-    def _image(self, component: str) -> Optional[str]:
-        keys = ("registry", "repository", "tag", "digest")
-        parts = [self.vals.get(f"{component}.image.{k}") for k in keys]
-        bad = [k for k, p in zip(keys, parts, strict=True) if not isinstance(p, str)]
+    def _image(self, component: str) -> Optional[dict[str, str]]:
+        """The chart's image parts as an image of ours (the same keys); the pull policy only
+        where the values file sets it (else `imagePullPolicy`, from global.image.pullPolicy)."""
+        keys = [k for k in IMAGE_KEYS if k != "pullPolicy" or self.vals.set_by_user(f"{component}.image.{k}")]
+        parts = {k: self.vals.get(f"{component}.image.{k}") for k in keys}
+        bad = [k for k, p in parts.items() if not isinstance(p, str)]
         for key in bad:
             self.stack.refuse(f"{component}.image.{key}", "must be a string", droppable=False)
-        registry, repository, tag, digest = (str(p or "") for p in parts)
-        if bad or not repository:
-            if not bad:
-                self.stack.refuse(f"{component}.image.repository", "must not be empty", droppable=False)
+        if bad:
             return None
-        ref = f"{registry}/{repository}" if registry else repository
-        return ref + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
+        if not parts["repository"]:
+            self.stack.refuse(f"{component}.image.repository", "must not be empty", droppable=False)
+            return None
+        return {k: str(p) for k, p in parts.items() if p}
 
     def _images(self) -> None:
         s = self.stack
@@ -193,7 +224,7 @@ class Steps:
             superexec = self._image("superexec")
             if superexec is not None:
                 s.set(f"{POOL}.images.superexecClientApp", superexec, "superexec.image.*")
-        tag = image_tag(image)
+        tag = image.get("tag", "")
         version = FlowerVersion.parse(tag) if tag else None
         if version is None:
             s.notes.append(
@@ -220,7 +251,7 @@ class Steps:
     def _tls(self) -> None:
         v, s = self.vals, self.stack
         enabled = v.get("tls.enabled")
-        cert = "supernode.superlink.certificate"
+        cert = CERTIFICATE
         if not isinstance(enabled, bool):
             s.refuse("tls.enabled", f"must be true or false, not {enabled!r}", droppable=False)
             return

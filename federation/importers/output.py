@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel
 
 from ..config import Federation
+from ..reference import fields_in_order
 from .common import Stack
 
 CONFIG_KEY = "flower-federation:federation"
@@ -38,7 +39,7 @@ def ordered(value: Any, model: Optional[type[BaseModel]] = Federation) -> Any:
         return [ordered(v, model) for v in value]
     if not isinstance(value, dict) or model is None:
         return value
-    fields = {(f.alias or name): f for name, f in model.model_fields.items()}
+    fields = {(f.alias or name): f for name, f in fields_in_order(model)}
     keys = [k for k in fields if k in value] + [k for k in value if k not in fields]
     return {k: ordered(value[k], _model_of(fields[k].annotation) if k in fields else None) for k in keys}
 

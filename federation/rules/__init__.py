@@ -12,15 +12,19 @@ from typing import Optional
 
 from ..dialects import Dialect
 from ..errors import Problem, problem
-from ..quantity import QUANTITY
+from ..quantity import parse_quantity
 from .fragments import fragments
+from .images import images
 from .keys import supplied_key_problems
 from .operator import cel_rules, disruption_budget, gpu, names, node_config, placement
 from .raw import DEFAULTS, Raw, as_list, get, pools_of
 from .resources import resources
 from .security import executor, network_policies, node_auth, probes, runtime_api_secrets, tls
 from .sites import roles
+from .superexec import superexecs
+from .supernode_api import supernode_apis
 from .versions import ports, version_gates, versions
+from .workloads import workloads
 
 __all__ = ["check", "supplied_key_problems"]
 
@@ -49,8 +53,11 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
         yield from ports(raw, dialect)
         yield from version_gates(raw, dialect)
     size = get(raw, "superlink", "persistence", "size")
-    if isinstance(size, str) and not QUANTITY.match(size):
+    amount = parse_quantity(size) if isinstance(size, str) else None
+    if isinstance(size, str) and amount is None:
         yield problem(("superlink", "persistence", "size"), f"'{size}' is not a Kubernetes quantity (e.g. 1Gi)")
+    elif amount is not None and amount <= 0:
+        yield problem(("superlink", "persistence", "size"), f"'{size}' must be more than 0 (e.g. 1Gi)")
     yield from placement(raw, mode, isolation)
     for i, pool in pools:
         if mode == "DaemonSet" and as_list(pool.get("volumeClaimTemplates")):
@@ -63,11 +70,15 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
         yield from disruption_budget(pool, i)
     yield from fragments(raw, pools)
     yield from resources(raw, pools, isolation)
+    yield from workloads(raw, pools)
+    yield from images(raw, pools)
     yield from tls(raw)
     yield from runtime_api_secrets(raw, stack, pools, dialect)
     yield from node_auth(raw, mode)
     yield from network_policies(raw, pools)
-    yield from probes(raw)
+    yield from probes(raw, pools)
     yield from executor(raw, isolation)
+    yield from superexecs(raw, pools, isolation, stack)
+    yield from supernode_apis(raw, pools, isolation, dialect)
     yield from roles(raw, pools, dialect)
     return dialect

@@ -4,13 +4,14 @@ checked against the Kubernetes OpenAPI schema, and our reserved names kept free.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from ..errors import Problem, problem
 from ..k8s_schema import fragment_errors
 from ..layout import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
-from ..naming import selector_labels
-from ..quantity import QUANTITY
+from ..naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE, selector_labels
+from ..quantity import parse_quantity
 from .raw import At, Pools, Raw, as_dict, as_list, get
 
 _LIST_FRAGMENTS = {
@@ -42,9 +43,11 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
                 yield problem((key,) + path, msg)
             if key == "defaultResources":
                 yield from quantities((key,), value)
+            if key == "securityContext":
+                yield from _privileged((key,), value)
     supernodes = as_dict(raw.get("supernodes"))
     yield from list_fragment(("supernodes", "env"), supernodes.get("env"), "envvar-v1.json")
-    yield from _reserved_env(("supernodes", "env"), supernodes.get("env"))
+    yield from reserved_env(("supernodes", "env"), supernodes.get("env"))
     for at, section, kind in sections:
         for key, schema in _LIST_FRAGMENTS.items():
             yield from list_fragment(at + (key,), section.get(key), schema)
@@ -54,19 +57,35 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
                 for path, msg in fragment_errors(value, schema):
                     yield problem(at + (key,) + path, msg)
                 yield from quantities(at + (key,), value)
-        yield from _reserved_env(at + ("env",), section.get("env"))
+        yield from reserved_env(at + ("env",), section.get("env"))
         yield from _duplicates(at, section)
         yield from _volume_refs(at, section)
-        yield from _pod_template(
-            at + ("podTemplate",), section.get("podTemplate"), "superlink" if kind == "superlink" else "supernode"
-        )
+        yield from _pod_template(at + ("podTemplate",), section.get("podTemplate"), _pod_containers(raw, kind))
 
 
 def quantities(at: At, resources: Raw) -> Iterator[Problem]:
+    """Amounts as the API server takes them: quantities, not negative, and within one
+    fragment no request above its limit (across fragments the defaults give way)."""
+    amounts: dict[str, dict[str, Decimal]] = {"limits": {}, "requests": {}}
     for section in ("limits", "requests"):
         for name, amount in as_dict(resources.get(section)).items():
-            if isinstance(amount, bool) or not QUANTITY.match(str(amount)):
+            value = None if isinstance(amount, bool) else parse_quantity(str(amount))
+            if value is None:
                 yield problem(at + (section, name), f"'{amount}' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)")
+            elif value < 0:
+                yield problem(at + (section, name), f"'{amount}' is negative")
+            else:
+                amounts[section][name] = value
+    for name, request in amounts["requests"].items():
+        limit = amounts["limits"].get(name)
+        if limit is not None and request > limit:
+            shown = resources["limits"][name]
+            yield problem(at + ("requests", name), f"'{resources['requests'][name]}' is above limits.{name} '{shown}'")
+
+
+def _privileged(at: At, security: Any) -> Iterator[Problem]:
+    if get(security, "privileged") is True and get(security, "allowPrivilegeEscalation") is False:
+        yield problem(at + ("allowPrivilegeEscalation",), "Kubernetes refuses false for a privileged container")
 
 
 def list_fragment(at: At, value: Any, schema: str) -> Iterator[Problem]:
@@ -77,7 +96,7 @@ def list_fragment(at: At, value: Any, schema: str) -> Iterator[Problem]:
             yield problem(at + (j,) + path, msg)
 
 
-def _reserved_env(at: At, env: Any) -> Iterator[Problem]:
+def reserved_env(at: At, env: Any) -> Iterator[Problem]:
     for j, item in enumerate(as_list(env)):
         if isinstance(item, dict) and item.get("name") in RESERVED_ENV:
             yield problem(at + (j, "name"), f"{item['name']} is set by flower-federation (node config placeholders)")
@@ -115,6 +134,8 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
             if not isinstance(v, dict):
                 continue  # the schema check reports it
             vname = v.get("name") if key == "volumes" else get(v, "metadata", "name")
+            if key == "volumeClaimTemplates" and vname is None:
+                yield problem(at + (key, j, "metadata", "name"), "required: the name mounts use for the claim")
             if vname in RESERVED_VOLUMES:
                 path = at + (key, j) + (("name",) if key == "volumes" else ("metadata", "name"))
                 yield problem(path, f"volume name '{vname}' is used by flower-federation")
@@ -128,22 +149,49 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
                 )
             if m.get("mountPath") in RESERVED_MOUNT_PATHS:
                 yield problem(at + (key, j, "mountPath"), f"{m['mountPath']} is mounted by flower-federation")
+    # A podTemplate's containers mount the same volumes (their paths are checked in _pod_template).
+    spec = as_dict(get(section, "podTemplate", "spec"))
+    for key in ("containers", "initContainers"):
+        for j, c in enumerate(as_list(spec.get(key))):
+            for k, m in enumerate(as_list(get(c, "volumeMounts"))):
+                name = get(m, "name")
+                if isinstance(name, str) and name not in declared:
+                    yield problem(
+                        at + ("podTemplate", "spec", key, j, "volumeMounts", k, "name"),
+                        f"no volume named '{name}' in volumes, volumeClaimTemplates or podTemplate.spec.volumes",
+                    )
 
 
-def _pod_template(at: At, template: Any, component: str) -> Iterator[Problem]:
+def _pod_containers(raw: Raw, kind: str) -> tuple[str, ...]:
+    """Our containers in the pods a section's podTemplate patches: the SuperLink's pod, or
+    a pool's SuperNode pods and distributed SuperExec pods."""
+    process = raw.get("isolationMode") == "process"
+    if kind == "superlink":
+        sidecar = process and raw.get("superexecPlacement") != "distributed"
+        return (SUPERLINK,) + ((SUPEREXEC_SERVERAPP,) if sidecar else ())
+    return (SUPERNODE,) + ((SUPEREXEC_CLIENTAPP,) if process else ())
+
+
+def _pod_template(at: At, template: Any, ours: tuple[str, ...]) -> Iterator[Problem]:
     if not isinstance(template, dict):
         return
     spec = as_dict(template.get("spec"))
     # PodSpec requires `containers`; a pod template here usually only patches, so check
     # it as if it named one container.
     probe = dict(template)
-    probe["spec"] = {**spec, "containers": spec.get("containers", [{"name": component}])}
+    probe["spec"] = {**spec, "containers": spec.get("containers", [{"name": ours[0]}])}
     for path, msg in fragment_errors(probe, "podtemplatespec-v1.json"):
         yield problem(at + path, msg)
     reserved = set(selector_labels("x", "x", "x"))
     for key in as_dict(get(template, "metadata", "labels")):
         if key in reserved:
             yield problem(at + ("metadata", "labels", key), "selector labels are set by flower-federation")
+    for key in ("containers", "initContainers"):
+        for j, c in enumerate(as_list(spec.get(key))):
+            resources = get(c, "resources")
+            if isinstance(resources, dict):
+                yield from quantities(at + ("spec", key, j, "resources"), resources)
+            yield from _privileged(at + ("spec", key, j, "securityContext"), get(c, "securityContext"))
     for j, c in enumerate(as_list(spec.get("containers"))):
         if isinstance(c, dict) and c.get("name") in MANAGED_CONTAINERS:
             for field in ("image", "command", "args"):
@@ -160,8 +208,27 @@ def _pod_template(at: At, template: Any, component: str) -> Iterator[Problem]:
                         at + ("spec", "containers", j, "volumeMounts", k, "mountPath"),
                         f"{m['mountPath']} is mounted by flower-federation",
                     )
+    yield from _added_containers(at, spec, ours)
     for j, v in enumerate(as_list(spec.get("volumes"))):
         if isinstance(v, dict) and v.get("name") in RESERVED_VOLUMES:
             yield problem(
                 at + ("spec", "volumes", j, "name"), f"volume name '{v['name']}' is used by flower-federation"
             )
+
+
+def _added_containers(at: At, spec: Raw, ours: tuple[str, ...]) -> Iterator[Problem]:
+    """A patch container merges into ours of the same name; any other is added to the pod,
+    so it needs an image and a name no container of the pod has."""
+    theirs = ", ".join(ours)
+    for key in ("containers", "initContainers"):
+        for j, c in enumerate(as_list(spec.get(key))):
+            name = c.get("name") if isinstance(c, dict) else None
+            if not isinstance(name, str) or (key == "containers" and name in ours):
+                continue
+            where = at + ("spec", key, j)
+            if key == "containers" and name in MANAGED_CONTAINERS:
+                yield problem(where + ("name",), f"these pods run no {name} container (theirs: {theirs})")
+            elif name in MANAGED_CONTAINERS or name in ours:
+                yield problem(where + ("name",), f"'{name}' is the name of a container of flower-federation's")
+            elif not c.get("image"):
+                yield problem(where + ("image",), f"required: '{name}' is a container of your own (ours: {theirs})")

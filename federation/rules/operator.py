@@ -64,7 +64,9 @@ def cel_rules(raw: Raw, mode: str, isolation: str, pools: Pools) -> Iterator[Pro
             yield problem(at + ("gpu", "vendor"), MSG_GPU_VENDOR)
     superexec = get(raw, "superlink", "superexecImage")
     if raw.get("role") == "site":
-        return  # no SuperLink here: a site's superlink.* keys are refused by the role rules
+        # A site runs no SuperLink, so no ServerApp SuperExec; its superlink.* keys are
+        # refused by the role rules (rules/sites.py), once.
+        return
     if isolation == "process" and not superexec:
         yield problem(("superlink", "superexecImage"), MSG_SUPEREXEC_REQUIRED)
     if isolation == "subprocess" and superexec:

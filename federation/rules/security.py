@@ -78,6 +78,14 @@ def tls(raw: Raw) -> Iterator[Problem]:
             ("tls", "trust", "source"),
             f"there is no generated CA with tls.source {source}; use copyFromServerSecret or existingSecret",
         )
+    if trust_source == "existingSecret" and source == "generate":
+        # The generated CA signs the server certificate, and no Secret of the user's can hold it before
+        # `pulumi up` makes it: SuperNodes trusting another CA would refuse the SuperLink.
+        yield problem(
+            ("tls", "trust", "source"),
+            "'existingSecret' cannot verify a generated server certificate (only the generated CA signs it); "
+            "leave trust unset (generated) or use tls.source existingSecret/certManager with your own CA",
+        )
     if trust_source == "existingSecret" and not trust.get("existingSecret"):
         yield problem(
             ("tls", "trust", "existingSecret"),
@@ -116,12 +124,14 @@ def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Di
         secret = pool.get("runtimeApiSecret")
         if needed and not secret:
             svc = f"{name}-supernode-{pool.get('name')}"
+            outside = [str(n) for n in as_list(get(pool, "service", "externalNames"))]
             yield problem(
                 at,
                 "required with tls.source existingSecret and isolationMode process (Flower 1.40+): the "
                 "kubernetes.io/tls Secret this pool's SuperNodes serve their Runtime API with, signed by the CA "
                 f"the federation trusts, with SANs localhost, 127.0.0.1, {svc}, {svc}.{namespace}, "
-                f"{svc}.{namespace}.svc, {svc}.{namespace}.svc.{domain} and *.{svc}.{namespace}.svc.{domain}",
+                f"{svc}.{namespace}.svc, {svc}.{namespace}.svc.{domain} and *.{svc}.{namespace}.svc.{domain}"
+                + (f" and its service.externalNames ({', '.join(outside)})" if outside else ""),
             )
         elif secret and not needed:
             yield problem(
@@ -158,6 +168,11 @@ def network_policies(raw: Raw, pools: Pools) -> Iterator[Problem]:
         (("supernodes", "networkPolicy"), get(raw, "supernodes", "networkPolicy")),
     ]
     sections += [(("supernodes", "pools", i, "networkPolicy"), p.get("networkPolicy")) for i, p in pools]
+    sections.append((("superlink", "superexec", "networkPolicy"), get(raw, "superlink", "superexec", "networkPolicy")))
+    sections += [
+        (("supernodes", "pools", i, "superexec", "networkPolicy"), get(p, "superexec", "networkPolicy"))
+        for i, p in pools
+    ]
     for at, np in sections:
         np = as_dict(np)
         yield from list_fragment(
@@ -196,8 +211,12 @@ def _strictly_inside(inner: str, outer: str) -> bool:
     return a.version == b.version and a != b and a.subnet_of(b)  # type: ignore[arg-type]
 
 
-def probes(raw: Raw) -> Iterator[Problem]:
-    for at in (("probes",), ("superlink", "probes"), ("supernodes", "probes")):
+def probes(raw: Raw, pools: Pools) -> Iterator[Problem]:
+    sections: list[At] = [("probes",), ("superlink", "probes"), ("supernodes", "probes")]
+    sections += [("superlink", "superexec", "probes")] + [
+        ("supernodes", "pools", i, "superexec", "probes") for i, _ in pools
+    ]
+    for at in sections:
         for probe in ("livenessProbe", "startupProbe"):
             value = get(raw, *at, probe, "successThreshold")
             if isinstance(value, int) and value != 1:

@@ -4,8 +4,9 @@ its dialect, the images and ports that must agree with it, and features gated by
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from typing import Any, Optional
+from typing import Optional
 
+from ..config.images import raw_reference
 from ..dialects import (
     DEFAULT_VERSION,
     FLWR_CONFIG_TOML_SINCE,
@@ -19,19 +20,30 @@ from ..dialects import (
     version_from_image,
 )
 from ..errors import Problem, problem
+from .images import image_locations
 from .raw import At, Pools, Raw, as_dict, get
 
 
-def resolve_version(raw: Raw) -> tuple[Optional[FlowerVersion], Optional[str]]:
-    """(version, where it came from): `version`, else the SuperLink image tag, else the default."""
+def version_source(raw: Raw) -> Optional[At]:
+    """The image whose tag gives the Flower version when `version` is unset: the SuperLink's, else (no SuperLink
+    image: a site, or a SuperLink on the default image) `supernodes.image`."""
+    for at in (("superlink", "image"), ("supernodes", "image")):
+        if raw_reference(get(raw, *at)) is not None:
+            return at
+    return None
+
+
+def resolve_version(raw: Raw) -> tuple[Optional[FlowerVersion], Optional[At]]:
+    """(version, where it came from): `version`, else the tag of the image `version_source` names, else the
+    default (source None)."""
     text = raw.get("version")
     if isinstance(text, str):
-        return FlowerVersion.parse(text), "version"
-    image = get(raw, "superlink", "image")
-    if isinstance(image, str):
-        v = version_from_image(image)
+        return FlowerVersion.parse(text), ("version",)
+    source = version_source(raw)
+    if source is not None:
+        v = version_from_image(str(raw_reference(get(raw, *source))))
         if v is not None:
-            return v, "superlink.image"
+            return v, source
     return FlowerVersion.parse(DEFAULT_VERSION), None
 
 
@@ -41,26 +53,24 @@ def versions(raw: Raw, pools: Pools) -> Generator[Problem, None, Optional[Dialec
     if version is None:
         yield problem(("version",), f"'{raw.get('version')}' is not a Flower version (expected X.Y.Z)")
         return None
+    unpinned = version_source(raw) if source is None else None
+    if unpinned is not None and "@" in str(raw_reference(get(raw, *unpinned))):
+        # A digest pins the image but says nothing of its Flower version: never guess the dialect.
+        yield problem(
+            unpinned,
+            "pinned by a digest without a version tag, so the Flower version (the dialect of every command line) is "
+            "unknown: set `version`, or give the tag too",
+        )
+        return None
     dialect = dialect_for(version)
     if dialect is None:
-        where: At = ("version",) if source == "version" else ("superlink", "image")
-        yield problem(where, f"Flower {version} is not supported; supported: {supported_ranges()}")
+        yield problem(source or ("version",), f"Flower {version} is not supported; supported: {supported_ranges()}")
         return None
-    images: list[tuple[At, Any]] = [
-        (("superlink", "image"), get(raw, "superlink", "image")),
-        (("superlink", "superexecImage"), get(raw, "superlink", "superexecImage")),
-        (("supernodes", "image"), get(raw, "supernodes", "image")),
-    ]
-    for i, pool in pools:
-        at: At = ("supernodes", "pools", i, "images")
-        images += [
-            (at + ("supernode",), get(pool, "images", "supernode")),
-            (at + ("superexecClientApp",), get(pool, "images", "superexecClientApp")),
-        ]
-    for at, image in images:
-        if not isinstance(image, str):
+    for at, image in image_locations(raw, pools):
+        text = raw_reference(image)
+        if text is None:
             continue
-        v = version_from_image(image)
+        v = version_from_image(text)
         if v is not None and not dialect.contains(v):
             yield problem(
                 at,

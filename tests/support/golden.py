@@ -58,6 +58,7 @@ GOLDENS = (
     Golden("daemonset-gpu"),
     Golden("grpc-era"),
     Golden("site-chart"),
+    Golden("site-chart-values"),
     Golden("hub", reads=(("acme/flower-federation/site-chart", "site-chart"),)),
     Golden("site-from-hub", reads=(("acme/flower-federation/hub", "hub"),)),
     Golden("multi-cluster"),

@@ -1,6 +1,7 @@
 """The examples of the two documents the importers read, taken from the markdown itself so a
-new example is picked up: tests/seeds/ holds copies of ../shared/seeds/ (the Helm chart's
-guide and the flower-operator README; a test checks they are current where ../shared exists).
+new example is picked up: copies of ../shared/seeds/, the Helm chart's guide in
+docs/reference/ (where `import helm` reads the chart's defaults) and the flower-operator
+README in tests/seeds/ (tests check both are current where ../shared exists).
 
 The chart guide's YAML lost its indentation in that copy (every line starts at column 0).
 `nest` puts it back from the guide's own Parameters tables: a key goes under the deepest
@@ -17,18 +18,17 @@ from typing import Any, Optional
 
 import yaml
 
-SEEDS = Path(__file__).resolve().parent.parent / "seeds"
-SHARED_SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
-HELM_GUIDE = "flower-supernode-helm-chart.md"
-OPERATOR_README = "flower-operator-readme.md"
+ROOT = Path(__file__).resolve().parents[2]
+HELM_GUIDE = ROOT / "docs" / "reference" / "flower-supernode-helm-chart.md"
+OPERATOR_README = ROOT / "tests" / "seeds" / "flower-operator-readme.md"
 
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.S | re.M)
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|.*\|\s*`(.*)`\s*\|\s*$")
 _KEY = re.compile(r"^([A-Za-z0-9_.-]+):(?:\s+(.*))?$")
 
 
-def text(name: str) -> str:
-    return (SEEDS / name).read_text(encoding="utf-8")
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
 
 
 def chart_parameters() -> dict[str, Any]:

@@ -149,7 +149,78 @@ def security_stacks() -> dict[str, dict[str, Any]]:
         pool["runtimeApiSecret"] = f"my-runtime-{pool['name']}"
     stacks["http-process-existing"] = existing
     stacks["http-process-insecure"] = base(HTTP_ERA, isolation="process", placement="distributed", insecure=True)
+    stacks["http-chart-settings"] = chart_settings()
     return stacks
+
+
+def chart_settings() -> dict[str, Any]:
+    """The Helm chart's settings (docs/helm-parameters.md) on a distributed process-isolation stack: global pod
+    settings, images in parts with a digest, pull secrets, ServiceAccount annotations, lifecycle hooks, update
+    strategies, moved container ports, two SuperExecs per SuperNode, and one SuperNode's ClientAppIo API exposed
+    through a NodePort Service."""
+    raw = base(
+        HTTP_ERA,
+        isolation="process",
+        placement="distributed",
+        nodeAuth={"enabled": True},
+        annotations={"example.org/owner": "ml-platform"},
+        podLabels={"team": "ml"},
+        nodeSelector={"kubernetes.io/os": "linux"},
+        tolerations=[{"key": "dedicated", "operator": "Equal", "value": "flower", "effect": "NoSchedule"}],
+        affinity={
+            "podAntiAffinity": "soft",
+            "nodeAffinity": {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "Exists"}]},
+        },
+        imagePullPolicy="Always",
+        imagePullSecrets=["regcred"],
+        superlink={
+            "serviceAccount": {"annotations": {"iam.gke.io/gcp-service-account": "sl@p.iam.gserviceaccount.com"}},
+            "lifecycle": {"preStop": {"sleep": {"seconds": 5}}},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "superexec": {"replicas": 2, "updateStrategy": {"type": "Recreate"}, "podLabels": {"side": "server"}},
+        },
+        supernodes={
+            "image": {
+                "registry": "registry.example.org",
+                "repository": "flwr/supernode",
+                "tag": HTTP_ERA,
+                "digest": "sha256:" + "4f" * 32,
+            }
+        },
+    )
+    alpha, beta = raw["supernodes"]["pools"]
+    alpha.update(
+        {
+            "containerPorts": {"clientAppIo": 9300, "health": 9301},
+            "service": {"port": 19094, "portName": "appio"},
+            "lifecycle": {"preStop": {"sleep": {"seconds": 5}}},
+            "serviceAccount": {"labels": {"azure.workload.identity/use": "true"}},
+            "superexec": {
+                "replicas": 2,
+                "extraArgs": ["--executor", "subprocess"],
+                "containerPorts": {"health": 9181},
+                "env": [{"name": "OMP_NUM_THREADS", "value": "4"}],
+                "nodeSelector": {"node.example.org/pool": "gpu"},
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "networkPolicy": {"allowExternalEgress": True},
+                "updateStrategy": {"type": "OnDelete"},
+            },
+        }
+    )
+    beta.update(
+        {
+            "service": {
+                "type": "NodePort",
+                "nodePort": 30094,
+                "externalNames": ["beta.edge.example.org", "203.0.113.7"],
+            },
+            "networkPolicy": {"allowExternal": True},
+            "images": {
+                "superexecClientApp": {"repository": "flwr/superexec", "tag": HTTP_ERA, "pullPolicy": "IfNotPresent"}
+            },
+        }
+    )
+    return raw
 
 
 def daemonset_node_keys(key_factory: Callable[[], str]) -> dict[str, dict[str, str]]:
