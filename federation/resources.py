@@ -79,10 +79,15 @@ def default_preset(plan: FederationPlan, role: str) -> str:
     """The preset a role gets when neither its component nor the top level names one.
     Whatever runs ServerApps or ClientApps (loads a model, trains) gets `small`; a process
     that only relays messages or launches pods gets `micro`; a helper container `nano`."""
+    return role_preset(role, process_isolation=plan.process_isolation, kubernetes_executor=plan.kubernetes_executor)
+
+
+def role_preset(role: str, *, process_isolation: bool, kubernetes_executor: bool) -> str:
+    """`default_preset` without a plan (what `import helm` tells a chart user)."""
     if role == SUPERNODE:  # in subprocess isolation the SuperNode's children train
-        return "micro" if plan.process_isolation else "small"
+        return "micro" if process_isolation else "small"
     if role in (SERVERAPP_SUPEREXEC, CLIENTAPP_SUPEREXEC):
-        return "micro" if plan.kubernetes_executor else "small"
+        return "micro" if kubernetes_executor else "small"
     if role == REGISTRATION:
         return "micro"
     if role == ADDED:

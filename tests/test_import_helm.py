@@ -211,6 +211,8 @@ def test_node_keys_are_never_inlined(tmp_path, capsys):
     assert body not in out and "PRIVATE KEY" not in out.split("\nconfig:")[1]
     assert stack_config(out)["nodeAuth"] == {"enabled": True, "keySource": "config"}
     assert 'pulumi config set --secret --path nodeAuthKeys.supernode.0 "$(cat supernode-0.key)"' in out
+    # Nothing writes the file: the comment says the user does, first.
+    assert "first write the key of global.nodeAuth.authSupernodePrivateKey (its text, as in the values file) to" in out
 
 
 def test_one_key_for_several_replicas_is_refused_or_dropped(tmp_path, capsys):
@@ -567,3 +569,131 @@ def test_same_values_same_bytes(tmp_path):
         cmd = [sys.executable, "-m", "federation", "import", "helm", path, "--allow-drop", "--preserve-behaviour"]
         outs.add(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout)
     assert len(outs) == 1
+
+
+BASE = {"supernode": {"image": {"tag": "1.26.1"}, "superlink": {"address": "hub"}}}
+
+
+def _process(**more) -> dict:
+    values = copy.deepcopy(BASE)
+    values["supernode"]["isolationMode"] = "process"
+    values["superexec"] = {"enabled": True, "image": {"tag": "1.26.1"}}
+    for component, settings in more.items():
+        values[component].update(settings)
+    return values
+
+
+def test_each_components_chart_default_is_judged_on_its_own(tmp_path, capsys):
+    """Values that set only the SuperNode's egress and token leave the SuperExec's at the
+    chart's (true): said, and set with --preserve-behaviour at the SuperExec's own path."""
+    egress = [{"to": [{"ipBlock": {"cidr": "10.50.0.0/16"}}]}]
+    values = _process(
+        supernode={
+            "networkPolicy": {"allowExternalEgress": False, "extraEgress": egress},
+            "automountServiceAccountToken": False,
+        }
+    )
+    path = write(tmp_path, "v.yaml", values)
+    code, out, err = run_import(capsys, "helm", path, "--release", "r")
+    assert code == 0, err
+    text = header(out)
+    assert "--preserve-behaviour sets supernodes.pools[0].superexec.networkPolicy.allowExternalEgress: true." in text
+    assert "--preserve-behaviour sets supernodes.pools[0].superexec.automountServiceAccountToken: true." in text
+    assert "supernodes.pools[0].networkPolicy.allowExternalEgress: true" not in text
+    assert "supernodes.pools[0].automountServiceAccountToken: true" not in text
+    code, out, err = run_import(capsys, "helm", path, "--release", "r", "--preserve-behaviour")
+    assert code == 0, err
+    pool = stack_config(out)["supernodes"]["pools"][0]
+    assert pool["networkPolicy"]["allowExternalEgress"] is False and pool["networkPolicy"]["extraEgress"] == egress
+    assert pool["automountServiceAccountToken"] is False
+    assert pool["superexec"]["networkPolicy"] == {"allowExternalEgress": True}
+    assert pool["superexec"]["automountServiceAccountToken"] is True
+    # Both left at the chart's default: one sentence names both paths, the phrase said once.
+    code, out, _ = run_import(capsys, "helm", write(tmp_path, "w.yaml", _process()), "--release", "r")
+    text = header(out)
+    assert (
+        "--preserve-behaviour sets supernodes.pools[0].automountServiceAccountToken: true and "
+        "supernodes.pools[0].superexec.automountServiceAccountToken: true." in text
+    )
+    assert all(line.count("--preserve-behaviour") <= 1 for line in text.splitlines()), text
+
+
+def test_image_pull_secrets_as_names_or_object_references(tmp_path, capsys):
+    values = copy.deepcopy(BASE)
+    values["supernode"]["imagePullSecrets"] = [{"name": "gar-pull"}, "other"]
+    values["global"] = {"imagePullSecrets": [{"name": "global-pull"}]}
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--release", "r")
+    assert code == 0, err
+    config = stack_config(out)
+    assert config["imagePullSecrets"] == ["global-pull"]
+    assert config["supernodes"]["pools"][0]["imagePullSecrets"] == ["gar-pull", "other"]
+    values["supernode"]["imagePullSecrets"] = [{"name": "a", "namespace": "x"}, 3]
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values))
+    assert code == 1 and out == ""
+    assert "  - supernode.imagePullSecrets[0]: must be a Secret's name or {name: <Secret>}, not {'name'" in err
+    assert "  - supernode.imagePullSecrets[1]: must be a Secret's name or {name: <Secret>}, not 3" in err
+
+
+def test_what_means_otherwise_here_is_said(tmp_path, capsys):
+    values = _process(
+        supernode={"replicas": 3, "env": [{"name": "LOG_LEVEL", "value": "DEBUG"}, {"name": "A", "value": "1"}]},
+        superexec={"replicas": 2, "env": [{"name": "A", "value": "2"}]},
+    )
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--release", "r")
+    assert code == 0, err
+    notes = header(out).split("# Notes:\n", 1)[1]
+    assert "superexec.replicas: 2 is SuperExecs per SuperNode here" in notes
+    assert "supernode.replicas x superexec.replicas = 3 x 2 = 6 SuperExec pods" in notes
+    assert "the chart runs superexec.replicas SuperExec pods in total" in notes
+    assert "supernode.env reaches the SuperExec containers too here, where ClientApp code runs" in notes
+    assert "by name): LOG_LEVEL; the chart" in notes  # A is the SuperExecs' own
+    # In-process training: the SuperNode's preset and its memory limit, and how to lift it.
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "w.yaml", BASE))
+    text = header(out)
+    assert "the SuperNode container, where ClientApps train in-process, requests cpu 500m, memory 512Mi" in text
+    assert "a memory limit of 768Mi (preset small)" in text
+    assert "--preserve-behaviour sets resourcesPreset: none." in text
+
+
+def test_every_problem_at_once_with_the_validation_of_what_would_be_written(tmp_path, capsys):
+    values = copy.deepcopy(BASE)
+    values["supernode"].update({"selectorLabels": {"tier": "edge"}, "replicas": 0})
+    path = write(tmp_path, "v.yaml", values)
+    code, out, err = run_import(capsys, "helm", path)
+    assert code == 1 and out == ""
+    assert f"  - supernode.selectorLabels: {CHART['supernode.selectorLabels'].note}" in err
+    assert "  - federation.supernodes.pools[0].replicas (from supernode.replicas): replicas must be set" in err
+    code, out, err = run_import(capsys, "helm", path, "--allow-drop")
+    assert code == 1 and "(1 problem)" in err and "pools[0].replicas (from supernode.replicas)" in err
+    # An object name too long comes of the names that make it, not of the setting reported at.
+    long = _process(superexec={"replicas": 2})
+    long["fullnameOverride"] = "a" * 40
+    code, _, err = run_import(capsys, "helm", write(tmp_path, "l.yaml", long))
+    assert code == 1
+    assert "superexec.replicas (from fullnameOverride; supernode.name): object name 'aaaa" in err
+
+
+def test_an_exposed_service_keeps_the_charts_allow_external(tmp_path, capsys):
+    values = _process(supernode={"service": {"type": "NodePort", "nodePortClientAppIo": 30994}})
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--release", "r")
+    assert code == 0, err
+    assert stack_config(out)["supernodes"]["pools"][0]["networkPolicy"] == {"allowExternal": True}
+    assert "so this stack sets supernodes.pools[0].networkPolicy.allowExternal: true" in header(out)
+    values["supernode"]["networkPolicy"] = {"allowExternal": False}
+    code, _, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--release", "r")
+    assert code == 1
+    assert "networkPolicy.allowExternal (from supernode.networkPolicy.allowExternal): the NodePort Service" in err
+
+
+def test_smaller_things_a_chart_user_meets(tmp_path, capsys):
+    values = {"global": {"nodeAuth": {"enabled": True}}, "supernode": {"superlink": {"port": "9092"}}}
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values))
+    assert code == 1
+    assert "global.nodeAuth.enabled: true: node authentication (`flwr supernode register`) needs Flower 1.23.0" in err
+    assert "use an image of Flower 1.23.0 or later (supernode.image.tag" in err
+    assert "or --allow-drop to import without node auth" in err
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--allow-drop")
+    assert code == 0, err
+    config = stack_config(out)
+    assert config["supernodes"]["superlink"]["port"] == 9092 and "nodeAuth" not in config
+    assert "supernode.superlink.address is 'my-superlink.example.com', the chart's placeholder" in header(out)

@@ -206,7 +206,10 @@ def test_reserved_volume_name_and_mount_path():
         )
     )
     assert problems(raw) == [
-        ("federation.supernodes.pools[0].volumeMounts[0].mountPath", "/tmp is mounted by flower-federation"),
+        (
+            "federation.supernodes.pools[0].volumeMounts[0].mountPath",
+            "/tmp is already a writable emptyDir mounted by flower-federation; leave this mount out",
+        ),
         ("federation.supernodes.pools[0].volumes[0].name", "volume name 'state' is used by flower-federation"),
     ]
 

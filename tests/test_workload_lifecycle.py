@@ -120,6 +120,27 @@ def test_lifecycle_goes_to_the_components_own_container(k8s_validate):
             {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
             ("federation.supernodes.pools[0].updateStrategy.rollingUpdate", not_a_field("maxSurge")),
         ),
+        *(
+            (
+                {},
+                {"rollingUpdate": {"maxUnavailable": zero}},
+                (
+                    "federation.supernodes.pools[0].updateStrategy.rollingUpdate.maxUnavailable",
+                    f"{zero!r}: a StatefulSet must update at least one pod at a time (Kubernetes refuses 0); leave it "
+                    "out (1) or set 1 or more",
+                ),
+            )
+            for zero in (0, "0%")
+        ),
+        (
+            {"mode": "DaemonSet"},
+            {"rollingUpdate": {"maxUnavailable": 0}},
+            (
+                "federation.supernodes.pools[0].updateStrategy.rollingUpdate.maxUnavailable",
+                "0: a DaemonSet must update at least one pod at a time (Kubernetes refuses 0 unless maxSurge is above "
+                "0); leave it out (1) or set 1 or more",
+            ),
+        ),
     ],
 )
 def test_update_strategy_is_checked_for_the_workloads_kind(kind_cfg: dict[str, Any], strategy, problem):
@@ -127,6 +148,11 @@ def test_update_strategy_is_checked_for_the_workloads_kind(kind_cfg: dict[str, A
     if kind_cfg.get("mode") != "DaemonSet":
         pool["replicas"] = 1
     assert problems(cfg(pool, **kind_cfg)) == [problem]
+
+
+def test_a_daemonset_may_hold_every_pod_while_it_surges():
+    pool = {"name": "a", "updateStrategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}}
+    assert_valid(cfg(pool, mode="DaemonSet"))
 
 
 def test_lifecycle_security_context_and_service_account_are_checked():

@@ -5,7 +5,7 @@ validation, so an import never prints a config `pulumi up` would reject."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -14,6 +14,9 @@ from ..sshkeys import CONFIG_KEY as NODE_KEYS_KEY
 
 Parts = tuple[PathPart, ...]
 _PART = re.compile(r"([^.\[\]]+)|\[([^\]]+)\]")
+# A validation problem about an object name's length: its source is what makes the name.
+_NAME_LENGTH = re.compile(r"^object name '[^']*' has \d+ characters")
+_POOL = re.compile(r"^federation\.supernodes\.pools\[(\d+)\]")
 
 
 def flow(value: Any) -> str:
@@ -129,13 +132,20 @@ class Stack:
     def refuse(self, path: str, reason: str, droppable: bool = True) -> None:
         self.refusals.append(Refusal(path, reason, droppable))
 
-    def settle(self, allow_drop: bool) -> None:
-        """With --allow-drop, droppable refusals become dropped values; raise with the rest."""
+    def settle(
+        self, allow_drop: bool, check: Optional[Callable[[Stack, frozenset[str]], list[Refusal]]] = None
+    ) -> None:
+        """With --allow-drop, droppable refusals become dropped values; raise with the rest,
+        and with the problems `check` (the project's validation) finds in what would be
+        written with the droppable ones dropped, so that one rerun with --allow-drop meets no
+        problem that could have been said now. Problems that come of a refused value are left
+        out (they would go with it)."""
         keep = [r for r in self.refusals if not (allow_drop and r.droppable)]
         if allow_drop:
             self.dropped = sorted({r for r in self.refusals if r.droppable})
         if keep:
-            raise ImportRefused(self.origin, keep)
+            found = check(self, frozenset(r.path for r in self.refusals)) if check is not None else []
+            raise ImportRefused(self.origin, keep + found)
         self.refusals = []
 
     def source_of(self, config_path: str) -> Optional[str]:
@@ -149,10 +159,11 @@ class Stack:
         return best[1] if best else None
 
 
-def validate(stack: Stack) -> None:
+def problems(stack: Stack, refused: frozenset[str] = frozenset()) -> list[Refusal]:
     """The project's own validation of what was built; its problems are refusals (never
     droppable: the source asked for something the config cannot be), each naming the source
-    path it came from. Node keys supplied later as secret config are left out."""
+    path it came from. Node keys supplied later as secret config are left out, and so are
+    problems that come of a `refused` source path."""
     from ..plan import load_plan
 
     try:
@@ -162,8 +173,38 @@ def validate(stack: Stack) -> None:
         for p in err.problems:
             if p.path.startswith(NODE_KEYS_KEY):
                 continue  # set afterwards with `pulumi config set --secret` (the stack file says how)
-            source = stack.source_of(p.path)
+            source = _source(stack, p.path, p.message)
+            if source and _comes_of(source, refused):
+                continue
             where = f"{p.path} (from {source})" if source else p.path
             found.append(Refusal(where, p.message, droppable=False))
-        if found:
-            raise ImportRefused(stack.origin, found) from None
+        return found
+    return []
+
+
+def _comes_of(source: str, refused: frozenset[str]) -> bool:
+    """Whether a source (`a, b`, `supernode.image.*`, `x (the chart's default)`) names a refused path."""
+    for part in re.split(r"[,;]| and ", source):
+        path = part.split(" (")[0].strip()
+        if path in refused or (path.endswith(".*") and any(r.startswith(path[:-1]) for r in refused)):
+            return True
+    return False
+
+
+def _source(stack: Stack, path: str, message: str) -> Optional[str]:
+    """Where a problem came from; an object name too long comes of the names that make it
+    (the federation's name, and the pool's), whatever setting the problem is reported at."""
+    if not _NAME_LENGTH.match(message):
+        return stack.source_of(path)
+    paths: list[tuple[PathPart, ...]] = [("name",)]
+    if m := _POOL.match(path):
+        paths.append(("supernodes", "pools", int(m.group(1)), "name"))
+    sources = [s for parts in paths if (s := stack.source_of(format_path(parts)))]
+    return "; ".join(dict.fromkeys(sources)) or stack.source_of(path)
+
+
+def validate(stack: Stack) -> None:
+    """Raise ImportRefused with every problem of `problems`."""
+    found = problems(stack)
+    if found:
+        raise ImportRefused(stack.origin, found)

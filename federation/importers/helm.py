@@ -6,7 +6,10 @@ key by key, `null` removing a default) and must be a parameter of the chart. Whe
 is docs/helm-parameters.md, the one mapping table (read by chart.py): a parameter is copied
 to its config path, computed by a step (names, images, TLS, node keys, isolation, security
 contexts: helm_steps.py, helm_pods.py), dropped and said (ignored), or refused there with the
-table's reason."""
+table's reason. `global.imagePullSecrets`, which the chart's tables only name, is an alias
+of the top-level `imagePullSecrets` (ALIASES); image pull secrets are taken as names or as
+Kubernetes' `{name: ...}` entries. A refusal comes with the project's validation of the
+stack `--allow-drop` would write, every problem in one report."""
 
 from __future__ import annotations
 
@@ -15,10 +18,15 @@ from typing import Any, Optional
 
 from . import helm_steps
 from .chart import CHART, Param, known_prefixes
-from .common import Stack, validate
+from .common import Stack, problems, validate
 
 PREFIXES = known_prefixes()
 SHARED = "a pool's SuperNodes and their SuperExecs share"
+# Parameters the chart reads that its Parameters tables only mention (supernode.imagePullSecrets
+# "overrides global.imagePullSecrets"): chart path -> config path. Not rows of
+# docs/helm-parameters.md, which lists the tables' parameters; its text names them.
+ALIASES = {"global.imagePullSecrets": "imagePullSecrets"}
+PULL_SECRETS = ("global.imagePullSecrets", "supernode.imagePullSecrets", "superexec.imagePullSecrets")
 
 
 def _leaves(values: dict[str, Any], stack: Stack, prefix: str = "") -> dict[str, Any]:
@@ -26,7 +34,7 @@ def _leaves(values: dict[str, Any], stack: Stack, prefix: str = "") -> dict[str,
     out: dict[str, Any] = {}
     for key, value in values.items():
         path = f"{prefix}.{key}" if prefix else str(key)
-        if path in CHART:
+        if path in CHART or path in ALIASES:
             out[path] = value
         elif path in PREFIXES and isinstance(value, dict):
             out.update(_leaves(value, stack, path))
@@ -37,6 +45,23 @@ def _leaves(values: dict[str, Any], stack: Stack, prefix: str = "") -> dict[str,
             hint = f"; did you mean {near[0]}?" if near else ""
             stack.refuse(path, f"not a parameter of the SuperNode Helm chart (it would ignore it){hint}")
     return out
+
+
+def secret_names(value: Any, path: str, stack: Stack) -> list[str]:
+    """Image pull secrets as chart users write them, names or Kubernetes' LocalObjectReferences
+    (`- name: x`), as the list of Secret names the config takes; any other entry is refused."""
+    if not isinstance(value, list):
+        stack.refuse(path, f"must be a list of Secret names or {{name: <Secret>}} entries, not {value!r}")
+        return []
+    names = []
+    for i, item in enumerate(value):
+        if isinstance(item, dict) and set(item) == {"name"}:
+            item = item["name"]
+        if isinstance(item, str) and item:
+            names.append(item)
+        else:
+            stack.refuse(f"{path}[{i}]", f"must be a Secret's name or {{name: <Secret>}}, not {item!r}")
+    return names
 
 
 def merged(default: Any, value: Any) -> Any:
@@ -94,12 +119,19 @@ def import_values(
     for path, value in sorted(user.items()):
         if value is None:
             stack.refuse(path, "null removes the chart's default, which leaves this parameter without a meaning")
+    for path in PULL_SECRETS:
+        if user.get(path) is not None:
+            user[path] = secret_names(user[path], path, stack)
+    aliases = {p: user.pop(p) for p in ALIASES if p in user}
+    for path, value in aliases.items():
+        if value is not None:
+            stack.set(ALIASES[path], value, path)
     vals = Values({p: v for p, v in user.items() if v is not None})
     steps = helm_steps.Steps(vals, stack, release=release, namespace=namespace, preserve=preserve)
     steps.run()
     _copy_plain(vals, stack, steps)
     _refuse_listed(vals, stack, steps)
-    stack.settle(allow_drop)
+    stack.settle(allow_drop, problems)
     validate(stack)
     return stack
 

@@ -1,63 +1,200 @@
 """Where flower-federation's defaults differ from the SuperNode chart's, for one import:
 each difference said in a comment of the stack file, and with --preserve-behaviour the
 chart's behaviour set explicitly. Values the user set are imported as they are and are not
-differences."""
+differences. Each component is judged on its own: a values file that sets the SuperNode's
+egress or token leaves the SuperExec's at the chart's default, which is then a difference
+of its own (set at `supernodes.pools[0].superexec.*`). Also here: what the chart's defaults
+imply that this import sets (an exposed ClientAppIo Service), and chart values that mean
+something else here (superexec.replicas, supernode.env), said in the Notes."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import resources
 from .chart import POOL
 
 if TYPE_CHECKING:
+    from .helm import Values
     from .helm_steps import Steps
 
 NETPOL = f"{POOL}.networkPolicy"
+SUPEREXEC = f"{POOL}.superexec"
+EXPOSED_TYPES = ("NodePort", "LoadBalancer")
 
 
 def differences(steps: Steps) -> list[str]:
-    v = steps.vals
-    out: list[str] = []
-    components = ["supernode"] + (["superexec"] if steps.process else [])
+    return [*_egress(steps), *_ingress(steps), *_tokens(steps), _resources(steps), _kept()]
 
-    def chart_default(param: str) -> bool:
-        """True where no component's value for `param` was set: the chart's default acts."""
-        return not any(v.set_by_user(f"{c}.{param}") for c in components)
 
-    if v.get("supernode.networkPolicy.enabled") is not False:
-        if chart_default("networkPolicy.allowExternalEgress"):
-            out.append(
-                "Egress: the chart's NetworkPolicy lets SuperNodes and SuperExecs reach anything "
-                "(networkPolicy.allowExternalEgress: true); here only cluster DNS and the SuperLink's port (ClientApps "
-                "that fetch data need allowExternalEgress or extraEgress). "
-                + steps.set_preserved(f"{NETPOL}.allowExternalEgress", True)
-            )
-        if not v.set_by_user("supernode.networkPolicy.allowExternal"):
-            text = (
-                "Ingress: the chart admits its ClientAppIo API (9094) from anywhere (networkPolicy.allowExternal: "
-                "true) through a ClusterIP Service; here the pool's Service is headless (stable pod names) and the API "
-            )
-            if steps.distributed:
-                text += "takes only the pool's own SuperExecs. " + steps.set_preserved(f"{NETPOL}.allowExternal", True)
-            else:
-                text += "stays on the pod's loopback (no SuperExec dials it), so there is nothing to admit or preserve."
-            out.append(text)
-    if chart_default("automountServiceAccountToken"):
-        preserved = [steps.set_preserved(f"{POOL}.automountServiceAccountToken", True)]
-        if steps.process:
-            preserved.append(steps.set_preserved(f"{POOL}.superexec.automountServiceAccountToken", True))
-        out.append(
-            "Service account token: the chart mounts one in every pod (automountServiceAccountToken: true); here none "
-            "(Flower never calls the Kubernetes API). " + " ".join(preserved)
-        )
-    out.append(
-        "Resources: the chart gives a container only the requests and limits of its values (none by default); "
-        "here every container starts from its role's preset, requests and a memory limit (the README's "
-        "'Resources'), with supernode.resources / superexec.resources key by key over it. "
-        + steps.set_preserved("resourcesPreset", "none")
+def exposure(steps: Steps) -> None:
+    """The chart's default supernode.networkPolicy.allowExternal is true: a values file that
+    exposes the ClientAppIo Service and leaves it there meant outside SuperExecs to reach it."""
+    v, s = steps.vals, steps.stack
+    kind = v.get("supernode.service.type")
+    steps.exposed = (
+        steps.distributed
+        and kind in EXPOSED_TYPES
+        and v.get("supernode.networkPolicy.enabled") is not False
+        and not v.set_by_user("supernode.networkPolicy.allowExternal")
     )
-    out.append(
+    if steps.exposed:
+        s.set(
+            f"{POOL}.networkPolicy.allowExternal",
+            True,
+            "supernode.service.type, with supernode.networkPolicy.allowExternal at the chart's default (true)",
+        )
+        s.notes.append(
+            f"supernode.service.type {kind} exposes the ClientAppIo API, which the chart's NetworkPolicy admits "
+            "from anywhere (supernode.networkPolicy.allowExternal defaults to true there): so this stack sets "
+            f"{POOL}.networkPolicy.allowExternal: true, as our default would keep outside SuperExecs out."
+        )
+
+
+def semantics(steps: Steps) -> None:
+    """Chart values that mean something else here, said where the values use them."""
+    v, s = steps.vals, steps.stack
+    if not steps.process:
+        return
+    if v.set_by_user("superexec.replicas"):
+        per, nodes = v.get("superexec.replicas"), v.get("supernode.replicas")
+        total = f"{nodes} x {per} = {nodes * per}" if isinstance(per, int) and isinstance(nodes, int) else "?"
+        s.notes.append(
+            f"superexec.replicas: {per!r} is SuperExecs per SuperNode here: StatefulSets "
+            f"{steps.name}-superexec-{steps.pool} and -1, -2, ..., each with the pool's replicas, so "
+            f"supernode.replicas x superexec.replicas = {total} SuperExec pods; the chart runs superexec.replicas "
+            "SuperExec pods in total, shared by all SuperNodes."
+        )
+    own = v.get("superexec.env") if v.set_by_user("superexec.env") else []
+    own_names = {e.get("name") for e in own if isinstance(e, dict)} if isinstance(own, list) else set()
+    env = v.get("supernode.env") if v.set_by_user("supernode.env") else []
+    names = (
+        [e["name"] for e in env if isinstance(e, dict) and isinstance(e.get("name"), str)]
+        if isinstance(env, list)
+        else []
+    )
+    reaching = [n for n in names if n not in own_names]
+    if reaching:
+        s.notes.append(
+            f"supernode.env reaches the SuperExec containers too here, where ClientApp code runs (the pool's env "
+            f"is the SuperExecs' base, superexec.env over it by name): {', '.join(reaching)}; the chart gives it to "
+            "the SuperNode only. Set a variable in superexec.env to give the SuperExecs another value."
+        )
+
+
+def _policy_here(v: Values, component: str) -> bool:
+    """Whether the component has a NetworkPolicy here: the SuperExecs' inherits the pool's
+    (the SuperNode's) `enabled` unless superexec.networkPolicy.enabled is set."""
+    if component == "superexec" and v.set_by_user("superexec.networkPolicy.enabled"):
+        return v.get("superexec.networkPolicy.enabled") is not False
+    return v.get("supernode.networkPolicy.enabled") is not False
+
+
+def _egress(steps: Steps) -> list[str]:
+    v = steps.vals
+    param = "networkPolicy.allowExternalEgress"
+    supernode = _policy_here(v, "supernode") and not v.set_by_user(f"supernode.{param}")
+    # The SuperExecs' policy inherits the pool's allowExternalEgress: one the values set true opens them too.
+    superexec = (
+        steps.process
+        and _policy_here(v, "superexec")
+        and not v.set_by_user(f"superexec.{param}")
+        and not (v.set_by_user(f"supernode.{param}") and v.get(f"supernode.{param}") is True)
+    )
+    here = "here only cluster DNS and the SuperLink's port"
+    if supernode and superexec:
+        return [
+            "Egress: the chart's NetworkPolicies let SuperNodes and SuperExecs reach anything "
+            f"(supernode.{param} and superexec.{param}: true); {here}, and for SuperExecs their SuperNode (ClientApps "
+            "that fetch data need allowExternalEgress or extraEgress). "
+            + steps.set_preserved(f"{NETPOL}.allowExternalEgress", True)
+            + " The SuperExecs' policy inherits it."
+        ]
+    out = []
+    if supernode:
+        out.append(
+            f"Egress: the chart's SuperNode NetworkPolicy lets SuperNodes reach anything (supernode.{param}: true); "
+            f"{here} (ClientApps that run in the SuperNode and fetch data need allowExternalEgress or extraEgress). "
+            + steps.set_preserved(f"{NETPOL}.allowExternalEgress", True)
+        )
+    if superexec:
+        out.append(
+            f"Egress: the chart's SuperExec NetworkPolicy lets the SuperExecs, where ClientApp code runs, reach "
+            f"anything (superexec.{param}: true, which the values leave at the chart's default); here only cluster "
+            "DNS and their SuperNode, plus what the SuperNode's networkPolicy settings allow, which the SuperExecs' "
+            f"policy inherits (ClientApps that fetch data need superexec.{param} or superexec.networkPolicy."
+            "extraEgress). " + steps.set_preserved(f"{SUPEREXEC}.networkPolicy.allowExternalEgress", True)
+        )
+    return out
+
+
+def _ingress(steps: Steps) -> list[str]:
+    v = steps.vals
+    if v.get("supernode.networkPolicy.enabled") is False or v.set_by_user("supernode.networkPolicy.allowExternal"):
+        return []
+    if steps.exposed:
+        return []  # helm_steps set allowExternal: true for the exposed Service and said so
+    text = (
+        "Ingress: the chart admits its ClientAppIo API (9094) from anywhere (networkPolicy.allowExternal: "
+        "true) through a ClusterIP Service; here the pool's Service is headless (stable pod names) and the API "
+    )
+    if steps.distributed:
+        text += "takes only the pool's own SuperExecs. " + steps.set_preserved(f"{NETPOL}.allowExternal", True)
+    else:
+        text += "stays on the pod's loopback (no SuperExec dials it), so there is nothing to admit or preserve."
+    return [text]
+
+
+def _tokens(steps: Steps) -> list[str]:
+    v = steps.vals
+    param = "automountServiceAccountToken"
+    supernode = not v.set_by_user(f"supernode.{param}")
+    superexec = steps.process and not v.set_by_user(f"superexec.{param}")
+    if not supernode and not superexec:
+        return []
+    who = " and ".join(c for c, on in (("SuperNode", supernode), ("SuperExec", superexec)) if on)
+    params = " and ".join(f"{c}.{param}" for c, on in (("supernode", supernode), ("superexec", superexec)) if on)
+    preserved = steps.preserved(
+        [(path, True) for path, on in ((f"{POOL}.{param}", supernode), (f"{SUPEREXEC}.{param}", superexec)) if on]
+    )
+    return [
+        f"Service account token: the chart mounts one in every {who} pod ({params}: true, the chart's default); "
+        "here none (Flower never calls the Kubernetes API). " + preserved
+    ]
+
+
+def _preset_text(role: str, *, process: bool) -> str:
+    name = resources.role_preset(role, process_isolation=process, kubernetes_executor=False)
+    size = resources.PRESETS[name]
+    return (
+        f"requests cpu {size['requests']['cpu']}, memory {size['requests']['memory']} and a memory limit of "
+        f"{size['limits']['memory']} (preset {name})"
+    )
+
+
+def _resources(steps: Steps) -> str:
+    if steps.process:
+        sizes = (
+            f"the SuperNode container {_preset_text(resources.SUPERNODE, process=True)}; the SuperExec container, "
+            f"where ClientApps train, {_preset_text(resources.CLIENTAPP_SUPEREXEC, process=True)}"
+        )
+        lift = "supernode.resources / superexec.resources (supernodeResources / superexecResources here)"
+    else:
+        sizes = (
+            f"the SuperNode container, where ClientApps train in-process, "
+            f"{_preset_text(resources.SUPERNODE, process=False)}"
+        )
+        lift = "supernode.resources (supernodeResources here)"
+    return (
+        "Resources: the chart gives a container only the requests and limits of its values (none by default); "
+        f"here every container starts from its role's preset (the README's 'Resources'): {sizes}. A ClientApp that "
+        f"needs more memory is OOM-killed at that limit: raise it with {lift}, taken key by key over the preset, or "
+        "run without presets as the chart does. " + steps.set_preserved("resourcesPreset", "none")
+    )
+
+
+def _kept() -> str:
+    return (
         "Kept, as nothing is lost by them: SuperNodes run as a StatefulSet (stable names, one node key per ordinal), "
         "with a PodDisruptionBudget (maxUnavailable 1) and a startup probe. TLS is on by default in both."
     )
-    return out

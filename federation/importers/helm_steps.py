@@ -9,12 +9,12 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..dialects import FlowerVersion, dialect_for, supported_ranges
+from ..dialects import NODE_AUTH_SINCE, FlowerVersion, dialect_for, supported_ranges
 from ..naming import selector_labels
 from . import helm_pods
 from .chart import CHART_NAME, POOL
 from .common import flow
-from .helm_defaults import differences
+from .helm_defaults import differences, exposure, semantics
 
 if TYPE_CHECKING:
     from .common import Stack
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 PLACEHOLDERS = ("{index}", "{replicas}", "{pool}", "{node}")
 IMAGE_KEYS = ("registry", "repository", "tag", "digest", "pullPolicy")
 CERTIFICATE = "supernode.superlink.certificate"
+# The chart's default SuperLink address: a placeholder of its documentation, never a real SuperLink.
+PLACEHOLDER_ADDRESS = "my-superlink.example.com"
 # What the steps compute (helm.py copies every other carried or partial parameter as it is).
 COMPUTED = helm_pods.COMPUTED | {
     "nameOverride",
@@ -66,6 +68,8 @@ class Steps:
         self.preserve = preserve
         self.process = False
         self.distributed = False
+        self.exposed = False  # the ClientAppIo Service exposed, allowExternal left at the chart's default
+        self.version: Optional[FlowerVersion] = None
         self.name = ""
         self.pool = str(vals.get("supernode.name"))
 
@@ -82,6 +86,8 @@ class Steps:
         self._tls()
         self._node_auth()
         self._pool()
+        exposure(self)
+        semantics(self)
         helm_pods.run(self)
         for text in differences(self):
             self.stack.differences.append(text)
@@ -225,7 +231,7 @@ class Steps:
             if superexec is not None:
                 s.set(f"{POOL}.images.superexecClientApp", superexec, "superexec.image.*")
         tag = image.get("tag", "")
-        version = FlowerVersion.parse(tag) if tag else None
+        version = self.version = FlowerVersion.parse(tag) if tag else None
         if version is None:
             s.notes.append(
                 f"The SuperNode image's tag {tag!r} names no Flower version: this stack assumes Flower's default here "
@@ -245,8 +251,18 @@ class Steps:
 
     def _superlink(self) -> None:
         v, s = self.vals, self.stack
-        s.set("supernodes.superlink.address", v.get("supernode.superlink.address"), "supernode.superlink.address")
-        s.set("supernodes.superlink.port", v.get("supernode.superlink.port"), "supernode.superlink.port")
+        address, port = v.get("supernode.superlink.address"), v.get("supernode.superlink.port")
+        s.set("supernodes.superlink.address", address, "supernode.superlink.address")
+        if address == PLACEHOLDER_ADDRESS:
+            s.notes.append(
+                f"supernode.superlink.address is {PLACEHOLDER_ADDRESS!r}, the chart's placeholder (its default), not "
+                "a real SuperLink: set supernodes.superlink.address to the address your SuperLink's Fleet API "
+                "answers on before `pulumi up`."
+            )
+        # Helm renders a quoted number ("9092") into the command line all the same.
+        if isinstance(port, str) and port.strip().isdigit():
+            port = int(port.strip())
+        s.set("supernodes.superlink.port", port, "supernode.superlink.port")
 
     def _tls(self) -> None:
         v, s = self.vals, self.stack
@@ -295,6 +311,17 @@ class Steps:
             if ignored:
                 s.notes.append(f"Ignored with global.nodeAuth.enabled false, as in the chart: {', '.join(ignored)}.")
             return
+        if self.version is not None and self.version < NODE_AUTH_SINCE:
+            s.refuse(
+                "global.nodeAuth.enabled",
+                f"true: node authentication (`flwr supernode register`) needs Flower {NODE_AUTH_SINCE} or later, and "
+                f"the SuperNode image is Flower {self.version}: use an image of Flower {NODE_AUTH_SINCE} or later "
+                "(supernode.image.tag, and superexec.image.tag alike), or --allow-drop to import without node auth",
+            )
+            keys = sorted(p for p in v.user if p.startswith("global.nodeAuth.") and p != "global.nodeAuth.enabled")
+            if keys:
+                s.notes.append(f"Without node auth (--allow-drop), unused: {', '.join(keys)}.")
+            return
         s.set("nodeAuth.enabled", True, "global.nodeAuth.enabled")
         replicas = v.get("supernode.replicas")
         handover = (
@@ -314,7 +341,7 @@ class Steps:
             return
         s.set("nodeAuth.keySource", "config", key_path)
         s.secrets += [
-            f"# the key of {key_path}, written to supernode-0.key:",
+            f"# first write the key of {key_path} (its text, as in the values file) to supernode-0.key, then:",
             "pulumi config set --secret --path "
             + shlex.quote(f"nodeAuthKeys.{self.pool}.0")
             + ' "$(cat supernode-0.key)"',
@@ -349,11 +376,15 @@ class Steps:
 
     def set_preserved(self, path: str, value: Any) -> str:
         """--preserve-behaviour: set the source's behaviour; say what was (or would be) set."""
-        shown = f"{path}: {flow(value)}" if not isinstance(value, dict) else path
+        return self.preserved([(path, value)])
+
+    def preserved(self, settings: list[tuple[str, Any]]) -> str:
+        """--preserve-behaviour for several settings, said in one sentence."""
+        shown = [f"{path}: {flow(value)}" if not isinstance(value, dict) else path for path, value in settings]
         if self.preserve:
-            self.stack.set(path, value, "--preserve-behaviour")
-            return f"--preserve-behaviour set {shown}."
-        return f"--preserve-behaviour sets {shown}."
+            for path, value in settings:
+                self.stack.set(path, value, "--preserve-behaviour")
+        return f"--preserve-behaviour {'set' if self.preserve else 'sets'} {' and '.join(shown)}."
 
 
 __all__ = ["Steps", "fullname"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .common import ImportRefused, Refusal, Stack, flow, validate
+from .common import ImportRefused, Refusal, Stack, flow, problems, validate
 
 API_VERSION = "flwr.exalsius.ai/v1"
 KIND = "Federation"
@@ -133,7 +133,7 @@ def import_cr(doc: Any, *, where: str, command: str, allow_drop: bool = False, p
         stack.notes.append(
             f"Ignored: {', '.join(ignored)} (what the API server and the operator record, not what the CR asks)."
         )
-    stack.settle(allow_drop)
+    stack.settle(allow_drop, problems)
     validate(stack)
     return stack
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+from .. import layout
 from ..errors import Problem, problem
 from ..k8s_schema import fragment_errors
 from ..layout import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
@@ -123,6 +124,26 @@ def _duplicates(at: At, section: Raw) -> Iterator[Problem]:
             seen.setdefault(value, j)
 
 
+# What flower-federation mounts at each reserved path, so a refusal says what is there.
+MOUNTED = {
+    **dict.fromkeys(layout.WRITABLE_PATHS.values(), "a writable emptyDir"),
+    layout.STATE_DIR: "the state volume (sized by persistence)",
+    layout.TLS_DIR: "the component's TLS certificate",
+    layout.CA_DIR: "the CA certificate",
+    layout.RUNTIME_TLS_DIR: "the runtime API's TLS certificate",
+    layout.SUPEREXEC_AUTH_DIR: "the SuperExec auth secret",
+    layout.NODE_KEY_DIR: "the node authentication key",
+    layout.EXECUTOR_CONFIG_DIR: "the Kubernetes executor's config",
+    layout.REGISTRATION_DIR: "the node registration's files",
+    **dict.fromkeys(layout.AMD_DEVICES.values(), "the AMD GPU device (gpu.mountAll)"),
+}
+assert set(MOUNTED) == RESERVED_MOUNT_PATHS, "a reserved mount path without a description"
+
+
+def already_mounted(path: str) -> str:
+    return f"{path} is already {MOUNTED[path]} mounted by flower-federation; leave this mount out"
+
+
 def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
     declared = {v.get("name") for v in as_list(section.get("volumes")) if isinstance(v, dict)}
     declared |= {
@@ -148,7 +169,7 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
                     at + (key, j, "name"), f"no volume named '{m['name']}' in volumes or volumeClaimTemplates"
                 )
             if m.get("mountPath") in RESERVED_MOUNT_PATHS:
-                yield problem(at + (key, j, "mountPath"), f"{m['mountPath']} is mounted by flower-federation")
+                yield problem(at + (key, j, "mountPath"), already_mounted(m["mountPath"]))
     # A podTemplate's containers mount the same volumes (their paths are checked in _pod_template).
     spec = as_dict(get(section, "podTemplate", "spec"))
     for key in ("containers", "initContainers"):
@@ -206,7 +227,7 @@ def _pod_template(at: At, template: Any, ours: tuple[str, ...]) -> Iterator[Prob
                 if isinstance(m, dict) and m.get("mountPath") in RESERVED_MOUNT_PATHS:
                     yield problem(
                         at + ("spec", "containers", j, "volumeMounts", k, "mountPath"),
-                        f"{m['mountPath']} is mounted by flower-federation",
+                        already_mounted(m["mountPath"]),
                     )
     yield from _added_containers(at, spec, ours)
     for j, v in enumerate(as_list(spec.get("volumes"))):

@@ -89,6 +89,27 @@ def update_strategy(at: At, strategy: Any, kind: str) -> Iterator[Problem]:
         yield problem(at + ("type",), f"a {kind} takes {' or '.join(types)}, not '{kind_type}'")
     elif kind_type not in (None, "RollingUpdate") and strategy.get("rollingUpdate") is not None:
         yield problem(at + ("rollingUpdate",), f"only with type RollingUpdate, not {kind_type}")
+    rolling = as_dict(strategy.get("rollingUpdate"))
+    # Kubernetes' own validation: a StatefulSet must update at least one pod at a time; a
+    # DaemonSet may hold all only while it surges (maxSurge above 0).
+    zero = _zero(rolling.get("maxUnavailable"))
+    if zero and (kind == "StatefulSet" or (kind == "DaemonSet" and not _positive(rolling.get("maxSurge")))):
+        unless = "" if kind == "StatefulSet" else " unless maxSurge is above 0"
+        yield problem(
+            at + ("rollingUpdate", "maxUnavailable"),
+            f"{rolling['maxUnavailable']!r}: a {kind} must update at least one pod at a time (Kubernetes refuses "
+            f"0{unless}); leave it out (1) or set 1 or more",
+        )
+
+
+def _zero(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool) and value == 0) or value in ("0", "0%")
+
+
+def _positive(value: Any) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > 0
+    return isinstance(value, str) and value.rstrip("%").isdigit() and int(value.rstrip("%")) > 0
 
 
 def container_settings(at: At, section: Raw) -> Iterator[Problem]:
