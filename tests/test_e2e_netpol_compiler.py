@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness.enforce import OUTSIDE_IP
+from tests.e2e.harness.enforce import DNS_LABELS, OUTSIDE_IP
 from tests.e2e.harness.netpol import (
     Endpoint,
     PolicyError,
@@ -243,6 +243,7 @@ class Federation:
         namespace = raw.get("namespace", NAMESPACE)
         self.pods["cli"] = Endpoint("cli", "cli", namespace, "10.9.0.2", CLI_LABELS)
         self.pods["intruder"] = Endpoint("intruder", "intruder", namespace, "10.9.0.3", {"app": "intruder"})
+        self.pods["kube-dns"] = Endpoint("kube-dns", "kube-dns", "kube-system", "10.9.0.4", DNS_LABELS)
         self.rules = compile_policies(by_kind(objects, "NetworkPolicy"), self.pods.values())
 
     def pod(self, prefix: str) -> Endpoint:
@@ -273,6 +274,9 @@ def test_e2e_federation_admits_what_flower_needs_and_nothing_else(version):
     assert not fed.can("intruder", "e2e-superlink", p["fleet"])
     assert not fed.can("intruder", "e2e-superlink", p["control"])
     assert fed.can("intruder", OUTSIDE_IP, 443), "no policy selects the intruder: its egress is open"
+    for pod in ("e2e-superlink", "e2e-supernode-b-0", "e2e-node-registration"):
+        assert fed.can(pod, "kube-dns", 53, "UDP") and fed.can(pod, "kube-dns", 53, "TCP")
+        assert not fed.can(pod, "kube-dns", 54, "UDP")
     assert not fed.can("e2e-superlink", OUTSIDE_IP, 443)
     if version == GRPC_ERA:  # separate ports: least privilege is visible per port
         assert not fed.can("e2e-supernode-a-0", "e2e-superlink", p["control"])

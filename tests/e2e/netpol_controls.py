@@ -4,7 +4,8 @@ allowed set must time out (its packets dropped by the policy, as a CNI drops the
 the same attempt from an allowed pod must connect, so no negative is vacuous (the port
 listens, the route exists). The "intruder" is an extra pod in the federation's
 namespace with labels no policy names; the outside world is a host outside the cluster
-(harness/enforce.py, OUTSIDE_IP) listening on 443, which the intruder reaches.
+(harness/enforce.py, OUTSIDE_IP) listening on 443, which the intruder reaches; cluster
+DNS a stand-in kube-dns pod listening on TCP 53 (lookups themselves use hosts files).
 
 Each check runs every source's attempts at once, with a short connect timeout: a few
 seconds per federation, inside the scenarios' existing lanes.
@@ -16,6 +17,8 @@ import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
+
+from tests.e2e.harness.enforce import DNS_PORT
 
 if TYPE_CHECKING:
     from tests.e2e.harness import Cluster, Pod
@@ -89,6 +92,7 @@ def superlink_and_egress(fed: Federation) -> str:
     superlink, node = fed.superlink, fed.supernodes_pods[0]
     ports = superlink_ports(superlink)
     outside = c.netpol.outside(OUTSIDE_PORT)
+    dns = c.netpol.cluster_dns()
     attempts = [
         ("intruder to the Fleet API", bad, superlink.ip, ports["Fleet"], DROPPED),
         ("intruder to the Control API", bad, superlink.ip, ports["Control"], DROPPED),
@@ -100,6 +104,9 @@ def superlink_and_egress(fed: Federation) -> str:
         ("SuperNode to the outside world", node.netns, outside, OUTSIDE_PORT, DROPPED),
         ("SuperLink to the outside world", superlink.netns, outside, OUTSIDE_PORT, DROPPED),
         ("intruder (egress open) to the outside world", bad, outside, OUTSIDE_PORT, OK),
+        # Name lookups use hosts files: these show the DNS rules select the DNS pod.
+        ("SuperNode to cluster DNS", node.netns, dns, DNS_PORT, OK),
+        ("SuperLink to cluster DNS", superlink.netns, dns, DNS_PORT, OK),
     ]
     if ports["Control"] != ports["Fleet"]:  # gRPC era: least privilege per port
         attempts.append(("SuperNode to the Control API", node.netns, superlink.ip, ports["Control"], DROPPED))
@@ -128,5 +135,6 @@ def distributed_apis(fed: Federation) -> str:
             ("ServerApp SuperExec to the ServerAppIo/Runtime API", serverapp.netns, superlink.ip, appio, OK),
             ("ClientApp SuperExec to the outside world", superexec.netns, outside, OUTSIDE_PORT, DROPPED),
             ("intruder (egress open) to the outside world", bad, outside, OUTSIDE_PORT, OK),
+            ("ClientApp SuperExec to cluster DNS", superexec.netns, c.netpol.cluster_dns(), DNS_PORT, OK),
         ],
     )

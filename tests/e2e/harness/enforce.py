@@ -34,6 +34,8 @@ NFT_MISSING = (
 )
 # A documentation address (RFC 5737) for "the outside world": no pod, no cluster.
 OUTSIDE_IP = "203.0.113.80"
+DNS_LABELS = {"k8s-app": "kube-dns"}
+DNS_PORT = 53
 
 PROBE = """
 import json, socket, sys, threading
@@ -90,8 +92,9 @@ class Enforcer:
         self.rules: dict[str, PodRules] = {}
         self._loaded: dict[str, str] = {}  # netns -> ruleset text in force
         self._lock = threading.Lock()
-        self._listeners: dict[int, subprocess.Popen] = {}  # the outside host's, by port
+        self._listeners: dict[tuple[str, int], subprocess.Popen] = {}  # by address
         self._outside = False
+        self._setup_lock = threading.Lock()  # not self._lock: add_client syncs under it
 
     # -- what the policies see
     def endpoints(self) -> list[Endpoint]:
@@ -146,31 +149,48 @@ class Enforcer:
         )
         return json.loads(res.stdout)
 
+    def _listen(self, netns: str, ip: str, port: int) -> None:
+        """A TCP listener at ip:port in `netns` that accepts and closes (once per address)."""
+        if (ip, port) in self._listeners:
+            return
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", netns, sys.executable, "-c", LISTENER, ip, str(port)],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        self._listeners[(ip, port)] = proc
+        if proc.stdout is None or proc.stdout.readline().strip() != "ready":
+            raise HarnessError(f"the listener on {ip}:{port} in {netns} did not start")
+
     def outside(self, port: int) -> str:
         """A host outside the cluster listening on `port` (OUTSIDE_IP, on the node, every
         pod routed to it): what egress to the outside world would reach. Returns its address."""
         c = self.cluster
-        with self._lock:
+        with self._setup_lock:
             if not self._outside:
                 run_cmd(["ip", "-n", c.node_ns, "addr", "add", f"{OUTSIDE_IP}/32", "dev", "lo"])
                 c.add_route(f"{OUTSIDE_IP}/32", c.bridge_ip)
                 self._outside = True
-            if port not in self._listeners:
-                proc = subprocess.Popen(
-                    ["ip", "netns", "exec", c.node_ns, sys.executable, "-c", LISTENER, OUTSIDE_IP, str(port)],
-                    stdout=subprocess.PIPE,
-                    stdin=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    text=True,
-                    start_new_session=True,
-                )
-                self._listeners[port] = proc
-                if proc.stdout is None or proc.stdout.readline().strip() != "ready":
-                    raise HarnessError(f"the outside host's listener on {port} did not start")
+            self._listen(c.node_ns, OUTSIDE_IP, port)
         return OUTSIDE_IP
 
+    def cluster_dns(self) -> str:
+        """A stand-in for the cluster DNS pod (namespace kube-system, `k8s-app: kube-dns`,
+        as the policies' DNS rules select it) listening on TCP 53: the controls connect to
+        it, while name lookups themselves use the hosts files. Returns its address."""
+        c = self.cluster
+        netns = f"{c.id}-kube-dns"
+        with self._setup_lock:
+            if netns not in c.addresses:
+                c.add_client("kube-dns", "kube-system", DNS_LABELS)
+            self._listen(netns, c.addresses[netns], DNS_PORT)
+        return c.addresses[netns]
+
     def close(self) -> None:
-        """Stop the outside host's listeners (the tables go with the namespaces)."""
+        """Stop the listeners (the tables go with the namespaces)."""
         for proc in self._listeners.values():
             kill(proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):

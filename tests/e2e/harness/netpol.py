@@ -34,9 +34,10 @@ Limits of the emulation (also in the README's testing section):
 - Addresses are IPv4; IPv6 `ipBlock`s compile to `ip6` rules, but no pod has an IPv6
   address. ICMP other than errors of allowed connections is dropped in an isolated
   direction (also implementation-defined).
-- Cluster DNS is a hosts file (harness/dns.py): no packet goes to a DNS pod, so rules
-  for DNS (port 53 to kube-dns in kube-system) are compiled but never exercised; a
-  policy that forgot DNS would pass here.
+- Cluster DNS is a hosts file (harness/dns.py): name lookups send no packet, so the
+  policies' DNS rules (port 53 to kube-dns in kube-system) are exercised only by the
+  negative controls' connections to a stand-in kube-dns pod (enforce.cluster_dns, TCP;
+  UDP is compiled the same way but not probed).
 - Services have no virtual IPs here (their names resolve to the backing pod), so traffic
   is judged against the pod's address and port, as Kubernetes judges it after DNAT.
   A LoadBalancer (harness/wan.py) relays from its own external address: the backing
