@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.harness import enforce
 from tests.e2e.harness.enforce import DNS_LABELS, OUTSIDE_IP
+from tests.e2e.harness.host import HarnessError
 from tests.e2e.harness.netpol import (
     Endpoint,
     PolicyError,
@@ -335,3 +337,12 @@ def test_compiling_leaves_the_policies_alone():
     before = copy.deepcopy(policies)
     compile_policies(policies, pods_of(objects))
     assert policies == before
+
+
+def test_without_nft_the_harness_refuses_to_run_a_cluster(monkeypatch):
+    """No silent run without enforcement: a cluster cannot be made without `nft`."""
+    monkeypatch.setattr(enforce.shutil, "which", lambda name: None)
+    monkeypatch.setattr(enforce.os, "access", lambda path, mode: False)
+    assert enforce.nft_path() is None
+    with pytest.raises(HarnessError, match="nftables"):
+        enforce.Enforcer(cluster=None)  # type: ignore[arg-type]  (refused before it looks at one)
