@@ -93,7 +93,7 @@ def pytest_terminal_summary(terminalreporter):
                 tr.write_line(f"            incident: {text}")
     tr.write_line(
         "(a scenario's time counts from the end of the previous one on the same federation; "
-        "the first on a federation includes starting it: 1 (subprocess), 2 (process), 5 (negative), "
+        "the first on a federation includes starting it: 1 (subprocess), 2 (process), 2b (distributed), 5 (negative), "
         "6 (sites: a hub and four site clusters). "
         "Both versions run side by side.)"
     )

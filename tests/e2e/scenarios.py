@@ -14,6 +14,10 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
      pod, each with the partition-id its ordinal gives; the ServerApp ran in the
      SuperLink's container and the ClientApps in the SuperNodes' containers, each
      container staying under the memory limit it was rendered with (its role's default).
+     Then the NetworkPolicy controls (netpol_controls.py): an intruder pod cannot reach
+     the SuperLink's Fleet or Control port or a SuperNode's ClientAppIo/Runtime port, a
+     SuperNode or the SuperLink cannot reach the outside world; a SuperNode reaches
+     Fleet, the CLI's pod Control, the intruder the outside world.
   3. the SuperLink pod is deleted (its process killed) and recreated on the same
      claim: the earlier runs and the registered nodes are still listed, the SuperNodes
      reconnect without registering again, and a new run completes.
@@ -23,11 +27,22 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
 - `process`: the same stack with process isolation (SuperExec sidecars).
   2. the run completes, and ServerApp/ClientApps ran in the SuperExec containers, not
      in the SuperLink/SuperNode containers; every container under its memory limit.
+- `distributed`: process isolation with the SuperExecs in workloads of their own
+  (`superexecPlacement: distributed`), one SuperNode: the policies between pods that
+  only this placement has (SuperExec -> SuperLink ServerAppIo/Runtime API, SuperExec ->
+  its SuperNode's ClientAppIo/Runtime API, bound to every address) carry a real run.
+  2b. the run completes with the apps in the SuperExec pods, each container under its
+     memory limit; an intruder cannot reach
+     either API, the SuperLink not the SuperNode's, the SuperExec not the outside world;
+     each SuperExec reaches its API.
 - `negative`: one SuperNode whose pod trusts another deployment's CA (its CA volume
   points at a Secret holding that CA).
   5. the harness reports the federation not ready (SuperLink Ready, no SuperNode
      online, the SuperNode's log shows the certificate verification failure): the suite
      can fail.
+
+Every NetworkPolicy of the render is enforced in every pod (harness/enforce.py), so
+every scenario also shows that the policies let through what Flower needs.
 
 Waits are bounded everywhere (see the constants). What real Flower does that a test
 must not hide (a crash the kubelet restarts) is kept as an incident and printed in the
@@ -46,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from federation.quantity import parse_quantity
+from tests.e2e import netpol_controls
 from tests.e2e.harness import NotReady
 from tests.e2e.stack import NAME, Federation, RunResult, config, render
 
@@ -150,6 +166,7 @@ def scenario_1(fed: Federation, memo: dict) -> None:
     rid = run_id(result)
     memo["runs"] = assert_listed(fed, rid)
     memo["nodes"] = ids
+    fed.phases.append(netpol_controls.superlink_and_egress(fed))
 
 
 def scenario_3(fed: Federation, memo: dict) -> None:
@@ -239,6 +256,28 @@ def scenario_2(fed: Federation, memo: dict) -> None:
     assert_listed(fed, run_id(result))
 
 
+def distributed_config(version: str) -> dict[str, Any]:
+    raw = config(version, isolation="process", pools=[("a", 1)])
+    raw["superexecPlacement"] = "distributed"
+    return raw
+
+
+def scenario_2b(fed: Federation, memo: dict) -> None:
+    fed.wait_ready(READY_TIMEOUT)
+    # A ClientApp runs in the SuperExec pod that serves SuperNode k (its host name), with
+    # that SuperNode's node config.
+    expected = {pod.replace("-supernode-", "-superexec-"): v for pod, v in expected_clients(fed.rendered.raw).items()}
+    result = fed.run_app({"min-nodes": len(expected)})
+    assert_completed(result, expected)
+    (serverapp,) = fed.pods("superexec-serverapp")
+    assert ran_in(result, "flwr-serverapp") == {(serverapp.name, "superexec-serverapp")}, result.ran
+    clientapps = {(p.name, "superexec-clientapp") for p in fed.pods("superexec-clientapp")}
+    assert ran_in(result, "flwr-clientapp") == clientapps, result.ran
+    assert_within_memory_limits(fed, result)
+    assert_listed(fed, run_id(result))
+    fed.phases.append(netpol_controls.distributed_apis(fed))
+
+
 TLS_FAILURE = re.compile(
     r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|unable to get local issuer|"
     r"Handshake failed|SSL",
@@ -301,6 +340,7 @@ GROUPS = [
         lambda v: Federation(v, config(v), label="subprocess"),
     ),
     Group("process", [("2", scenario_2)], lambda v: Federation(v, config(v, isolation="process"), label="process")),
+    Group("distributed", [("2b", scenario_2b)], lambda v: Federation(v, distributed_config(v), label="distributed")),
     Group(
         "negative",
         [("5", scenario_5)],
@@ -309,9 +349,9 @@ GROUPS = [
 ]
 SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
 # Lanes per Flower version (threads): the subprocess federation's three scenarios take
-# longest; the other two federations share a lane. So at most four federations run at
+# longest; the other federations share a lane. So at most four federations run at
 # once: mostly idle processes (Flower polls), which two cores handle.
-LANES = [["subprocess"], ["process", "negative"]]
+LANES = [["subprocess"], ["process", "distributed", "negative"]]
 # One federation starts at a time: a start is a burst of CPU (every container imports
 # Flower), and several at once on two cores slow a SuperLink past its liveness probe
 # (killed at ~20-30 s). A lane holds the gate until its SuperLink is Ready.

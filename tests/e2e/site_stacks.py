@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from components.offline import run_program
-from tests.e2e.stack import _RENDER_LOCK, Rendered
+from tests.e2e.stack import _RENDER_LOCK, CLI_LABELS, Rendered
 from tests.support.tls_provider import RealTlsProvider, _unwrap
 
 ORG = "acme/flower-federation"
@@ -68,6 +68,7 @@ def hub_config(version: str, sites: tuple[str, ...] = ()) -> dict[str, Any]:
         "nodeAuth": {"enabled": True},
         # HTTP era: Fleet and Control share the exposed port, which the hub must accept.
         "superlink": {
+            "networkPolicy": {"ingressPodMatchLabels": dict(CLI_LABELS)},  # the hub's flwr user
             "service": {"type": "LoadBalancer"},
             "externalAddress": EXTERNAL_HOST,
             "exposeControlApi": True,

@@ -54,7 +54,11 @@ def check(lanes, version: str, scenario: str, record_property) -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.scenario("subprocess isolation, pools 3+1, TLS + node auth: all online, 2-round run completes", id="1")
+@pytest.mark.scenario(
+    "subprocess isolation, pools 3+1, TLS + node auth: all online, 2-round run completes; "
+    "NetworkPolicy controls (intruder, outside world)",
+    id="1",
+)
 def test_1_subprocess_isolation(lanes, version, record_property):
     check(lanes, version, "1", record_property)
 
@@ -63,6 +67,16 @@ def test_1_subprocess_isolation(lanes, version, record_property):
 @pytest.mark.scenario("process isolation: the run completes in the SuperExec sidecars", id="2")
 def test_2_process_isolation(lanes, version, record_property):
     check(lanes, version, "2", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "process isolation, distributed SuperExecs: the run completes in the SuperExec pods; "
+    "their APIs refuse an intruder (NetworkPolicies enforced)",
+    id="2b",
+)
+def test_2b_distributed_superexecs(lanes, version, record_property):
+    check(lanes, version, "2b", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
