@@ -149,6 +149,11 @@ def _only_nodes_with_keys(pod: PodTemplate, node_names: list[str]) -> None:
     required["nodeSelectorTerms"] = [{**t, "matchFields": [*t.get("matchFields", []), match]} for t in terms]
 
 
+# A rolling update (StatefulSet or DaemonSet) replaces one SuperNode, then the next once
+# the new one is available: Ready for minReadySeconds. Ready is Flower's health server,
+# which answers before the SuperNode has activated with the SuperLink, so without that
+# pause the next one could leave while the new one is not yet back: two offline at once
+# although the PodDisruptionBudget allows one (e2e scenario 11 checks both views).
 def _disruption_budget(plan: FederationPlan, pool: Pool, workload: str) -> list[Manifest]:
     budget = pool.disruption_budget
     if not budget.enabled:
@@ -182,6 +187,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
                 "spec": {
                     "selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)},
                     "template": pod,
+                    **({"minReadySeconds": pool.min_ready_seconds} if pool.min_ready_seconds else {}),
                 },
             }
         )
@@ -223,6 +229,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
             service_name=workload,
             claims=claims,
             parallel=True,
+            min_ready_seconds=pool.min_ready_seconds,
         )
     )
     if plan.distributed:

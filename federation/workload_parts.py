@@ -171,11 +171,14 @@ def statefulset(
     service_name: str,
     claims: list[dict[str, Any]],
     parallel: bool = False,
+    min_ready_seconds: int = 0,
 ) -> Manifest:
     spec: dict[str, Any] = {"replicas": replicas, "serviceName": service_name}
     if parallel:
         # Independent peers (SuperNodes, their SuperExecs): start and replace them in parallel.
         spec["podManagementPolicy"] = "Parallel"
+    if min_ready_seconds:
+        spec["minReadySeconds"] = min_ready_seconds
     spec["selector"] = {"matchLabels": selector_labels(plan.name, component, pool)}
     spec["template"] = template
     if claims:
