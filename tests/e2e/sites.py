@@ -77,7 +77,7 @@ from tests.e2e.harness.wan import Wan
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
 from tests.e2e.stack import _RENDER_LOCK, Federation, Rendered
 from tests.support.flower import venv
-from tests.support.tls_provider import RealTlsProvider, _unwrap
+from tests.support.tls_provider import PulumiState
 
 ORG = "acme/flower-federation"
 HUB = "hub"
@@ -192,25 +192,6 @@ def other_ca() -> str:
 
 
 # --- rendering ------------------------------------------------------------------------------
-
-
-class PulumiState:
-    """A stack's state across `pulumi up`s, for the generated key material: a resource
-    whose inputs did not change keeps its outputs (same keys, same certificates); one
-    whose inputs changed is replaced (new ones). The provider behind it is real."""
-
-    def __init__(self) -> None:
-        self.real = RealTlsProvider()
-        self.kept: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-
-    def __call__(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-        digest = json.dumps(_unwrap(inputs), sort_keys=True, default=str)
-        kept = self.kept.get((typ, name))
-        if kept is not None and kept[0] == digest:
-            return dict(kept[1])
-        out = self.real(typ, name, inputs)
-        self.kept[(typ, name)] = (digest, out)
-        return dict(out)
 
 
 def render_stack(
