@@ -11,7 +11,7 @@ import pytest
 from tests.e2e import harness  # imports neither scenarios nor stack (rewritten below)
 
 # Scenario functions run in lane threads, but their asserts should read like tests'.
-pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.stack", "tests.e2e.sites")
+pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.faults", "tests.e2e.stack", "tests.e2e.sites")
 
 HERE = Path(__file__).resolve().parent
 _SKIP: list = []  # computed once: [reason or None]
@@ -81,7 +81,7 @@ def pytest_terminal_summary(terminalreporter):
     for entry in sorted(_RESULTS.values(), key=lambda e: e["order"]):
         by_version.setdefault(entry["version"], []).append(entry)
     for version in sorted(by_version):
-        entries = sorted(by_version[version], key=lambda e: e["scenario"])
+        entries = sorted(by_version[version], key=lambda e: int(e["scenario"].split(".")[0]))
         total = sum(e["seconds"] for e in entries)
         passed = sum(e["outcome"] == "passed" for e in entries)
         tr.write_line(f"Flower {version}: {passed}/{len(entries)} scenarios passed, {total:.1f}s")
