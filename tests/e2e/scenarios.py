@@ -24,9 +24,11 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
   4. SuperNode a-1 is killed while its ClientApp trains: the run still finishes with
      the other pods, the harness restarts the container, it comes back online under the
      same node id, and the next run has all four pods again.
+  11. a rolling update of pool a; 8. the SuperLink killed mid-run (faults.py).
 - `process`: the same stack with process isolation (SuperExec sidecars).
   2. the run completes, and ServerApp/ClientApps ran in the SuperExec containers, not
      in the SuperLink/SuperNode containers; every container under its memory limit.
+  10. a ClientApp SuperExec killed mid-run; 12. a 60 s network partition (faults.py).
 - `distributed`: process isolation with the SuperExecs in workloads of their own
   (`superexecPlacement: distributed`), one SuperNode: the policies between pods that
   only this placement has (SuperExec -> SuperLink ServerAppIo/Runtime API, SuperExec ->
@@ -61,7 +63,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from federation.quantity import parse_quantity
-from tests.e2e import netpol_controls
+
+# faults: scenarios 8, 10, 11, 12; it reads this module's helpers at call time.
+from tests.e2e import faults, netpol_controls
 from tests.e2e.harness import NotReady
 from tests.e2e.stack import NAME, Federation, RunResult, config, render
 
@@ -336,10 +340,20 @@ class Group:
 GROUPS = [
     Group(
         "subprocess",
-        [("1", scenario_1), ("3", scenario_3), ("4", scenario_4)],
+        [
+            ("1", scenario_1),
+            ("3", scenario_3),
+            ("4", scenario_4),
+            ("11", faults.scenario_11),
+            ("8", faults.scenario_8),
+        ],
         lambda v: Federation(v, config(v), label="subprocess"),
     ),
-    Group("process", [("2", scenario_2)], lambda v: Federation(v, config(v, isolation="process"), label="process")),
+    Group(
+        "process",
+        [("2", scenario_2), ("10", faults.scenario_10), ("12", faults.scenario_12)],
+        lambda v: Federation(v, config(v, isolation="process"), label="process"),
+    ),
     Group("distributed", [("2b", scenario_2b)], lambda v: Federation(v, distributed_config(v), label="distributed")),
     Group(
         "negative",
@@ -348,9 +362,10 @@ GROUPS = [
     ),
 ]
 SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
-# Lanes per Flower version (threads): the subprocess federation's three scenarios take
-# longest; the other federations share a lane. So at most four federations run at
-# once: mostly idle processes (Flower polls), which two cores handle.
+# Lanes per Flower version (threads): the subprocess federation's scenarios take longest;
+# the other federations share a lane (the process one carries the 60 s partition,
+# mostly waiting). So at most four federations run at once: mostly idle processes
+# (Flower polls), which two cores handle.
 LANES = [["subprocess"], ["process", "distributed", "negative"]]
 # One federation starts at a time: a start is a burst of CPU (every container imports
 # Flower), and several at once on two cores slow a SuperLink past its liveness probe

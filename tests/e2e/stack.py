@@ -39,7 +39,7 @@ from typing import Any, Optional
 from components.offline import run_program
 from tests.e2e.harness import Cluster, NotReady, Pod
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv
-from tests.support.tls_provider import RealTlsProvider
+from tests.support.tls_provider import PulumiState, RealTlsProvider
 
 VERSIONS = (GRPC_ERA, HTTP_ERA)
 APP_DIR = Path(__file__).resolve().parent / "app"
@@ -102,11 +102,12 @@ def _first_error(text: str) -> str:
 _RENDER_LOCK = threading.Lock()
 
 
-def render(raw: dict[str, Any]) -> Rendered:
-    """The project's render path, with real key material. One at a time: the Pulumi
-    SDK's lazy imports are not thread-safe (lanes render concurrently)."""
+def render(raw: dict[str, Any], provider: Optional[Callable[..., dict[str, Any]]] = None) -> Rendered:
+    """The project's render path, with real key material (`provider`: a PulumiState to
+    keep it across renders, as a stack's state does). One at a time: the Pulumi SDK's
+    lazy imports are not thread-safe (lanes render concurrently)."""
     with _RENDER_LOCK:
-        run = run_program({"federation": copy.deepcopy(raw)}, "e2e", provider=RealTlsProvider())
+        run = run_program({"federation": copy.deepcopy(raw)}, "e2e", provider=provider or RealTlsProvider())
         return Rendered(raw, run.manifests(show_secrets=True), run.outputs)
 
 
@@ -138,7 +139,8 @@ class Federation:
         tamper: Optional[Callable[[list[dict[str, Any]]], None]] = None,
     ):
         self.version = version
-        self.rendered = render(raw)
+        self.state = PulumiState()  # the stack's state: a later render keeps its keys
+        self.rendered = render(raw, self.state)
         self.manifests = copy.deepcopy(self.rendered.manifests)
         if tamper is not None:
             tamper(self.manifests)
@@ -167,6 +169,11 @@ class Federation:
         except BaseException:
             self.cluster.close()
             raise
+
+    def rerender(self, raw: dict[str, Any]) -> Rendered:
+        """The same stack after a config edit (the next `pulumi up`): keys and
+        certificates kept by its state."""
+        return render(raw, self.state)
 
     def start_rest(self, timeout: float) -> None:
         """SuperLink-first rollout: once the SuperLink is Ready and the keys are

@@ -99,6 +99,41 @@ def test_5_negative_control_wrong_ca(lanes, version, record_property):
     check(lanes, version, "5", record_property)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "SuperLink killed mid-run: that run reported finished by Flower, not hung; the next run completes", id="8"
+)
+def test_8_superlink_restart_mid_run(lanes, version, record_property):
+    check(lanes, version, "8", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "process isolation, ClientApp SuperExec killed mid-run: restarted, the run finishes, the next has every node",
+    id="10",
+)
+def test_10_clientapp_superexec_killed(lanes, version, record_property):
+    check(lanes, version, "10", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "rolling update of pool a (nodeConfig): pool b never offline, pool a within its PDB, the next run sees it",
+    id="11",
+)
+def test_11_rolling_update(lanes, version, record_property):
+    check(lanes, version, "11", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "network partition SuperNodes/SuperLink for 60 s, healed: every node offline then back online, a run completes",
+    id="12",
+)
+def test_12_network_partition(lanes, version, record_property):
+    check(lanes, version, "12", record_property)
+
+
 def test_9_nothing_left_behind(lanes):
     """After every federation closed: no network namespace, /etc/netns entry, process,
     work directory or mountpoint of ours is left."""

@@ -26,7 +26,15 @@ from tests.e2e.harness.containers import Prober
 from tests.e2e.harness.enforce import Enforcer
 from tests.e2e.harness.host import ID_PREFIX, HarnessError, NotReady, children, kill, ns_exec, run_cmd
 from tests.e2e.harness.jobs import Job
-from tests.e2e.harness.network import NETNS_INODES, add_netns, attach_to_bridge, netns_pids, our_netns, pick_subnet
+from tests.e2e.harness.network import (
+    NETNS_INODES,
+    add_netns,
+    attach_to_bridge,
+    isolate_port,
+    netns_pids,
+    our_netns,
+    pick_subnet,
+)
 from tests.e2e.harness.pods import Pod, pods_for
 from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
 from tests.support.manifests import WORKLOAD_KINDS, object_data
@@ -119,6 +127,8 @@ class Cluster:
         self._close_lock = threading.Lock()
         self._ips = 10
         self._veths = 0
+        self.veths: dict[str, str] = {}  # netns -> its veth's bridge end (in node_ns)
+        self.partitioned: set[str] = set()  # netns whose bridge port is isolated (partition)
         self.clients: list[tuple[str, str]] = []  # (netns, Kubernetes namespace)
         self.client_labels: dict[str, dict[str, str]] = {}  # netns -> the labels its pod would have
         self.addresses: dict[str, str] = {}  # netns -> its address on the bridge
@@ -187,6 +197,7 @@ class Cluster:
         self.netns.append(netns)
         self.addresses[netns] = ip
         attach_to_bridge(netns, self.node_ns, self.bridge, veth, ip, self.subnet.prefixlen)
+        self.veths[netns] = veth
         for cidr, via in self.routes:
             run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
         return ip
@@ -197,6 +208,21 @@ class Cluster:
         for netns in self.netns:
             if netns != self.node_ns:
                 run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
+
+    def partition(self, pods: Iterable[Pod]) -> None:
+        """A network partition: the given pods stop reaching one another (their bridge
+        ports are isolated: frames between them are dropped silently). The node, where
+        the kubelet probes from, and every other pod or client still reach them, as
+        across nodes whose network split while each kubelet still sees its own pods."""
+        for p in pods:
+            isolate_port(self.node_ns, self.veths[p.netns], True)
+            self.partitioned.add(p.netns)
+
+    def heal(self) -> None:
+        """The partition is over: every isolated port is joined again."""
+        for netns in sorted(self.partitioned):
+            isolate_port(self.node_ns, self.veths[netns], False)
+        self.partitioned.clear()
 
     def add_host(self, name: str, ip: str) -> None:
         """`name` resolves to `ip` in every pod and client of this cluster (a public DNS
