@@ -157,6 +157,11 @@ def _only_nodes_with_keys(pod: PodTemplate, node_names: list[str]) -> None:
     required["nodeSelectorTerms"] = [{**t, "matchFields": [*t.get("matchFields", []), match]} for t in terms]
 
 
+# A rolling update (StatefulSet or DaemonSet) replaces one SuperNode, then the next once
+# the new one is available: Ready for minReadySeconds. Ready is Flower's health server,
+# which answers before the SuperNode has activated with the SuperLink, so without that
+# pause the next one could leave while the new one is not yet back: two offline at once
+# although the PodDisruptionBudget allows one (e2e scenario 11 checks both views).
 def _disruption_budget(plan: FederationPlan, pool: Pool, workload: str) -> list[Manifest]:
     budget = pool.disruption_budget
     if not budget.enabled:
@@ -192,6 +197,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
                     "selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)},
                     "template": pod,
                     **({"updateStrategy": copy.deepcopy(pool.update_strategy)} if pool.update_strategy else {}),
+                    **({"minReadySeconds": pool.min_ready_seconds} if pool.min_ready_seconds else {}),
                 },
             }
         )
@@ -214,6 +220,7 @@ def objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
             claims=claims,
             parallel=True,
             settings=pool,
+            min_ready_seconds=pool.min_ready_seconds,
         )
     )
     if plan.distributed:

@@ -189,11 +189,14 @@ def statefulset(
     parallel: bool = False,
     settings: Optional[PodSettings] = None,
     extra_selector: Optional[dict[str, str]] = None,
+    min_ready_seconds: int = 0,
 ) -> Manifest:
     spec: dict[str, Any] = {"replicas": replicas, "serviceName": service_name}
     if parallel:
         # Independent peers (SuperNodes, their SuperExecs): start and replace them in parallel.
         spec["podManagementPolicy"] = "Parallel"
+    if min_ready_seconds:
+        spec["minReadySeconds"] = min_ready_seconds
     spec["selector"] = {"matchLabels": {**selector_labels(plan.name, component, pool), **(extra_selector or {})}}
     spec["template"] = template
     if settings is not None and settings.update_strategy:

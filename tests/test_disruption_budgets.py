@@ -1,5 +1,7 @@
 """PodDisruptionBudgets: one per pool, covering exactly that pool's SuperNodes,
-`maxUnavailable: 1` unless configured, and refused percentages above 100%."""
+`maxUnavailable: 1` unless configured, and refused percentages above 100%; and the
+pools' `minReadySeconds`, which keeps a rolling update within that budget in Flower's
+terms too (e2e scenario 11 shows it with real SuperNodes)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ def test_one_disruption_budget_per_pool(sid):
         workload = get(objects, kind, pdb["metadata"]["name"])
         assert pdb["spec"]["selector"] == workload["spec"]["selector"]
         assert pdb["spec"]["maxUnavailable"] == 1 and "minAvailable" not in pdb["spec"]
+        # A rolling update replaces the next SuperNode only 10 s after one is Ready.
+        assert workload["spec"]["minReadySeconds"] == 10
         # It covers exactly that pool's SuperNodes (not its SuperExecs).
         covered = [gid for gid, labels in groups.items() if selects(pdb["spec"]["selector"], labels)]
         assert covered == [f"{kind}/{pdb['metadata']['name']}"]
@@ -57,3 +61,24 @@ def test_disruption_budget_percentages_above_100_are_refused():
     with pytest.raises(ConfigError) as err:
         load_plan(raw, "dev")
     assert [p.path for p in err.value.problems] == ["federation.supernodes.pools[0].disruptionBudget.maxUnavailable"]
+
+
+def test_min_ready_seconds_settings():
+    """Per pool, on its StatefulSet or DaemonSet only (never the SuperLink's or a
+    distributed SuperExec's); 0 leaves the field out (Kubernetes' default)."""
+    raw = base(GRPC_ERA)
+    raw["supernodes"]["pools"][0]["minReadySeconds"] = 0
+    raw["supernodes"]["pools"][1]["minReadySeconds"] = 45
+    objects = core_objects(raw)
+    spec = {s["metadata"]["name"]: s["spec"].get("minReadySeconds") for s in by_kind(objects, "StatefulSet")}
+    assert spec == {f"{NAME}-superlink": None, f"{NAME}-supernode-alpha": None, f"{NAME}-supernode-beta": 45}
+
+
+@pytest.mark.parametrize("value", [-1, "10", 1.5, True])
+def test_min_ready_seconds_must_be_a_count(value):
+    raw = base(GRPC_ERA)
+    raw["supernodes"]["pools"][1]["minReadySeconds"] = value
+    with pytest.raises(ConfigError) as err:
+        load_plan(raw, "dev")
+    assert [p.path for p in err.value.problems] == ["federation.supernodes.pools[1].minReadySeconds"]
+    assert "greater than or equal to 0" in str(err.value) or "valid integer" in str(err.value)

@@ -206,6 +206,17 @@ class Pool(PodSettings):
     )
     service: SuperNodeService = SuperNodeService()
     container_ports: SuperNodePorts = SuperNodePorts()
+    min_ready_seconds: int = Field(
+        default=10,
+        ge=0,
+        description=(
+            "`minReadySeconds` of the pool's StatefulSet or DaemonSet: how long a replaced SuperNode must be Ready "
+            "before a rolling update replaces the next. Its readiness is Flower's health server, which answers before "
+            "the SuperNode has connected to the SuperLink; 10 s cover Flower's first connection attempts (retried "
+            "after at most 1, 2 and 4 s), so the update keeps the PodDisruptionBudget in the federation too (never "
+            "two SuperNodes of a pool offline at once). 0: the next as soon as one is Ready."
+        ),
+    )
 
 
 class SuperNodes(Model):

@@ -11,7 +11,7 @@ import pytest
 from tests.e2e import harness  # imports neither scenarios nor stack (rewritten below)
 
 # Scenario functions run in lane threads, but their asserts should read like tests'.
-pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.stack", "tests.e2e.sites")
+pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.faults", "tests.e2e.stack", "tests.e2e.sites")
 
 HERE = Path(__file__).resolve().parent
 _SKIP: list = []  # computed once: [reason or None]
@@ -68,6 +68,13 @@ def pytest_runtest_logreport(report):
         entry["outcome"] = "skipped" if report.skipped else report.outcome
 
 
+def _scenario_order(entry: dict) -> tuple[int, str]:
+    """Scenarios by number, then letter: 1, 2, 2b, 3, ..., 10, 11, 12."""
+    number = entry["scenario"].split(".")[0]
+    digits = number.rstrip("abcdefghijklmnopqrstuvwxyz")
+    return int(digits), number[len(digits) :]
+
+
 def pytest_terminal_summary(terminalreporter):
     if not _RESULTS:
         return
@@ -81,7 +88,7 @@ def pytest_terminal_summary(terminalreporter):
     for entry in sorted(_RESULTS.values(), key=lambda e: e["order"]):
         by_version.setdefault(entry["version"], []).append(entry)
     for version in sorted(by_version):
-        entries = sorted(by_version[version], key=lambda e: e["scenario"])
+        entries = sorted(by_version[version], key=_scenario_order)
         total = sum(e["seconds"] for e in entries)
         passed = sum(e["outcome"] == "passed" for e in entries)
         tr.write_line(f"Flower {version}: {passed}/{len(entries)} scenarios passed, {total:.1f}s")
@@ -93,8 +100,8 @@ def pytest_terminal_summary(terminalreporter):
                 tr.write_line(f"            incident: {text}")
     tr.write_line(
         "(a scenario's time counts from the end of the previous one on the same federation; "
-        "the first on a federation includes starting it: 1 (subprocess), 2 (process), 5 (negative), "
-        "6 (sites: a hub and four site clusters). "
+        "the first on a federation includes starting it: 1 (subprocess; then 3, 4, 11, 8), 2 (process; then 10, 12), "
+        "2b (distributed), 5 (negative), 6 (sites: a hub and four site clusters), 7 (the SuperExec hop). "
         "Both versions run side by side.)"
     )
     if harness.EXPOSED:

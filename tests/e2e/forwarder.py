@@ -1,8 +1,10 @@
 """A load balancer's data path, run by the harness in the network namespace of the
 emulated node that owns the load balancer address (harness/wan.py): for each
 `LISTEN_IP:PORT=BACKEND_IP:PORT` argument it accepts TCP connections on the first and
-relays each, byte for byte in both directions, to the second. It never looks inside
-(TLS passes through end to end, as with a TCP load balancer or TLS passthrough).
+relays each, byte for byte in both directions, to the second, from the listening
+address (the backend sees the load balancer's address, as NetworkPolicies then judge
+it). It never looks inside (TLS passes through end to end, as with a TCP load balancer
+or TLS passthrough).
 
 Prints `ready` once every listener is bound; logs one line per connection to stderr.
 Only the standard library: it runs under whichever Python starts it.
@@ -34,9 +36,9 @@ def _pipe(src, dst):
             dst.shutdown(socket.SHUT_WR)  # pass the half-close on
 
 
-def _relay(client, peer, backend):
+def _relay(client, peer, backend, source):
     try:
-        upstream = socket.create_connection(backend, timeout=5)
+        upstream = socket.create_connection(backend, timeout=5, source_address=(source, 0))
     except OSError as exc:
         _log(f"{peer[0]}:{peer[1]} -> {backend[0]}:{backend[1]} refused: {exc}")
         client.close()
@@ -52,9 +54,10 @@ def _relay(client, peer, backend):
 
 
 def _serve(listener, backend):
+    source = listener.getsockname()[0]
     while True:
         client, peer = listener.accept()
-        threading.Thread(target=_relay, args=(client, peer, backend), daemon=True).start()
+        threading.Thread(target=_relay, args=(client, peer, backend, source), daemon=True).start()
 
 
 def _address(text):

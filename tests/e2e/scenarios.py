@@ -14,20 +14,38 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
      pod, each with the partition-id its ordinal gives; the ServerApp ran in the
      SuperLink's container and the ClientApps in the SuperNodes' containers, each
      container staying under the memory limit it was rendered with (its role's default).
+     Then the NetworkPolicy controls (netpol_controls.py): an intruder pod cannot reach
+     the SuperLink's Fleet or Control port or a SuperNode's ClientAppIo/Runtime port, a
+     SuperNode or the SuperLink cannot reach the outside world; a SuperNode reaches
+     Fleet, the CLI's pod Control, the intruder the outside world.
   3. the SuperLink pod is deleted (its process killed) and recreated on the same
      claim: the earlier runs and the registered nodes are still listed, the SuperNodes
      reconnect without registering again, and a new run completes.
   4. SuperNode a-1 is killed while its ClientApp trains: the run still finishes with
-     the other pods, the harness restarts the container, it comes back online under the
-     same node id, and the next run has all four pods again.
+     the other pods (its round ends once they replied: the app's round-quorum), the
+     harness restarts the container, it comes back online under the same node id, and
+     the next run has all four pods again.
+  11. a rolling update of pool a; 8. the SuperLink killed mid-run (faults.py).
 - `process`: the same stack with process isolation (SuperExec sidecars).
   2. the run completes, and ServerApp/ClientApps ran in the SuperExec containers, not
      in the SuperLink/SuperNode containers; every container under its memory limit.
+  10. a ClientApp SuperExec killed mid-run; 12. a 60 s network partition (faults.py).
+- `distributed`: process isolation with the SuperExecs in workloads of their own
+  (`superexecPlacement: distributed`), one SuperNode: the policies between pods that
+  only this placement has (SuperExec -> SuperLink ServerAppIo/Runtime API, SuperExec ->
+  its SuperNode's ClientAppIo/Runtime API, bound to every address) carry a real run.
+  2b. the run completes with the apps in the SuperExec pods, each container under its
+     memory limit; an intruder cannot reach
+     either API, the SuperLink not the SuperNode's, the SuperExec not the outside world;
+     each SuperExec reaches its API.
 - `negative`: one SuperNode whose pod trusts another deployment's CA (its CA volume
   points at a Secret holding that CA).
   5. the harness reports the federation not ready (SuperLink Ready, no SuperNode
      online, the SuperNode's log shows the certificate verification failure): the suite
      can fail.
+
+Every NetworkPolicy of the render is enforced in every pod (harness/enforce.py), so
+every scenario also shows that the policies let through what Flower needs.
 
 Waits are bounded everywhere (see the constants). What real Flower does that a test
 must not hide (a crash the kubelet restarts) is kept as an incident and printed in the
@@ -46,17 +64,15 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from federation.quantity import parse_quantity
+
+# faults: scenarios 8, 10, 11, 12; it reads this module's helpers at call time.
+from tests.e2e import faults, netpol_controls
 from tests.e2e.harness import NotReady
 from tests.e2e.stack import NAME, Federation, RunResult, config, render
 
 READY_TIMEOUT = 150  # a federation start on a loaded 2-core machine takes 20-60 s
 NEGATIVE_TIMEOUT = 35  # after registration, a healthy SuperNode is online in ~5-20 s
 KILL_WINDOW = 60
-# Scenario 4's run waits this long for the killed SuperNode's reply before it aggregates the
-# others'. The survivors' replies must fit in it too: each starts a `flwr-clientapp` process
-# (importing flwr, several seconds of CPU) while the other lanes load both cores, and at 20 s
-# 1.41.0's replies arrived 19-26 s after the round began (0 rounds aggregated).
-INTERRUPTED_ROUND_TIMEOUT = 45.0
 
 
 @dataclass
@@ -99,6 +115,12 @@ def node_id_from_log(fed: Federation, pod_name: str) -> Optional[str]:
     """The node id the SuperNode's latest incarnation logged."""
     ids = re.findall(r"SuperNode ID: (\d+)", fed.cluster.pod(pod_name).containers[0].log(100000))
     return ids[-1] if ids else None
+
+
+def quorum(pods: Any) -> str:
+    """The app's `round-quorum`: the pods whose replies end a round (the survivors of a
+    fault), so a test waits for exactly those and not for a round timeout to expire."""
+    return ",".join(sorted(pods))
 
 
 def assert_completed(result: RunResult, expected: dict[str, list[int]], rounds: int = 2) -> None:
@@ -155,6 +177,7 @@ def scenario_1(fed: Federation, memo: dict) -> None:
     rid = run_id(result)
     memo["runs"] = assert_listed(fed, rid)
     memo["nodes"] = ids
+    fed.phases.append(netpol_controls.superlink_and_egress(fed))
 
 
 def scenario_3(fed: Federation, memo: dict) -> None:
@@ -212,13 +235,13 @@ def scenario_4(fed: Federation, memo: dict) -> None:
             time.sleep(0.1)
         raise AssertionError(f"no ClientApp of {victim_pod} seen running within {KILL_WINDOW}s")
 
+    # The run does not hang on the lost node: it finishes with the others, its round
+    # ending once they replied (round-quorum; the round timeout only bounds a hang).
+    survivors = {pod: v for pod, v in expected.items() if pod != victim_pod}
     interrupted = fed.run_app(
-        {"num-server-rounds": 1, "train-seconds": 3.0, "round-timeout": INTERRUPTED_ROUND_TIMEOUT},
-        during=kill_while_training,
+        {"num-server-rounds": 1, "train-seconds": 3.0, "round-quorum": quorum(survivors)}, during=kill_while_training
     )
     assert interrupted.during_error is None, interrupted.during_error
-    # The run does not hang on the lost node: it finishes with the others.
-    survivors = {pod: v for pod, v in expected.items() if pod != victim_pod}
     assert_completed(interrupted, survivors, rounds=1)
 
     deadline = time.monotonic() + 30
@@ -243,6 +266,28 @@ def scenario_2(fed: Federation, memo: dict) -> None:
     assert ran_in(result, "flwr-clientapp") == {(pod, "superexec-clientapp") for pod in expected}, result.ran
     assert_within_memory_limits(fed, result)
     assert_listed(fed, run_id(result))
+
+
+def distributed_config(version: str) -> dict[str, Any]:
+    raw = config(version, isolation="process", pools=[("a", 1)])
+    raw["superexecPlacement"] = "distributed"
+    return raw
+
+
+def scenario_2b(fed: Federation, memo: dict) -> None:
+    fed.wait_ready(READY_TIMEOUT)
+    # A ClientApp runs in the SuperExec pod that serves SuperNode k (its host name), with
+    # that SuperNode's node config.
+    expected = {pod.replace("-supernode-", "-superexec-"): v for pod, v in expected_clients(fed.rendered.raw).items()}
+    result = fed.run_app({"min-nodes": len(expected)})
+    assert_completed(result, expected)
+    (serverapp,) = fed.pods("superexec-serverapp")
+    assert ran_in(result, "flwr-serverapp") == {(serverapp.name, "superexec-serverapp")}, result.ran
+    clientapps = {(p.name, "superexec-clientapp") for p in fed.pods("superexec-clientapp")}
+    assert ran_in(result, "flwr-clientapp") == clientapps, result.ran
+    assert_within_memory_limits(fed, result)
+    assert_listed(fed, run_id(result))
+    fed.phases.append(netpol_controls.distributed_apis(fed))
 
 
 TLS_FAILURE = re.compile(
@@ -303,10 +348,21 @@ class Group:
 GROUPS = [
     Group(
         "subprocess",
-        [("1", scenario_1), ("3", scenario_3), ("4", scenario_4)],
+        [
+            ("1", scenario_1),
+            ("3", scenario_3),
+            ("4", scenario_4),
+            ("11", faults.scenario_11),
+            ("8", faults.scenario_8),
+        ],
         lambda v: Federation(v, config(v), label="subprocess"),
     ),
-    Group("process", [("2", scenario_2)], lambda v: Federation(v, config(v, isolation="process"), label="process")),
+    Group(
+        "process",
+        [("2", scenario_2), ("10", faults.scenario_10), ("12", faults.scenario_12)],
+        lambda v: Federation(v, config(v, isolation="process"), label="process"),
+    ),
+    Group("distributed", [("2b", scenario_2b)], lambda v: Federation(v, distributed_config(v), label="distributed")),
     Group(
         "negative",
         [("5", scenario_5)],
@@ -314,10 +370,11 @@ GROUPS = [
     ),
 ]
 SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
-# Lanes per Flower version (threads): the subprocess federation's three scenarios take
-# longest; the other two federations share a lane. So at most four federations run at
-# once: mostly idle processes (Flower polls), which two cores handle.
-LANES = [["subprocess"], ["process", "negative"]]
+# Lanes per Flower version (threads): the subprocess federation's scenarios take longest;
+# the other federations share a lane (the process one carries the 60 s partition,
+# mostly waiting). So at most four federations run at once: mostly idle processes
+# (Flower polls), which two cores handle.
+LANES = [["subprocess"], ["process", "distributed", "negative"]]
 # One federation starts at a time: a start is a burst of CPU (every container imports
 # Flower), and several at once on two cores slow a SuperLink past its liveness probe
 # (killed at ~20-30 s). A lane holds the gate until its SuperLink is Ready.

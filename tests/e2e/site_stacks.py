@@ -14,14 +14,14 @@ is rendered: by itself, reading other stacks' outputs only through `stack_output
 Each render is the project's own (components.offline.run_program, real key material);
 `stack_outputs` is exactly what `render --stack-outputs org/proj/stack=FILE.json` and a
 pulumi.StackReference supply. Pulumi keeps a stack's generated keys and certificates
-across its `up`s (its state): `PulumiState` does the same for one stack's renders.
+across its `up`s (its state): `PulumiState` (tests/support/tls_provider.py) does the same
+for one stack's renders.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime
-import json
 from typing import Any, Optional
 
 from cryptography import x509
@@ -30,8 +30,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from components.offline import run_program
-from tests.e2e.stack import _RENDER_LOCK, Rendered
-from tests.support.tls_provider import RealTlsProvider, _unwrap
+from tests.e2e.stack import _RENDER_LOCK, CLI_LABELS, Rendered
+from tests.support.tls_provider import PulumiState
 
 ORG = "acme/flower-federation"
 HUB = "hub"
@@ -68,6 +68,7 @@ def hub_config(version: str, sites: tuple[str, ...] = ()) -> dict[str, Any]:
         "nodeAuth": {"enabled": True},
         # HTTP era: Fleet and Control share the exposed port, which the hub must accept.
         "superlink": {
+            "networkPolicy": {"ingressPodMatchLabels": dict(CLI_LABELS)},  # the hub's flwr user
             "service": {"type": "LoadBalancer"},
             "externalAddress": EXTERNAL_HOST,
             "exposeControlApi": True,
@@ -121,25 +122,6 @@ def other_ca() -> str:
 
 
 # --- rendering ------------------------------------------------------------------------------
-
-
-class PulumiState:
-    """A stack's state across `pulumi up`s, for the generated key material: a resource
-    whose inputs did not change keeps its outputs (same keys, same certificates); one
-    whose inputs changed is replaced (new ones). The provider behind it is real."""
-
-    def __init__(self) -> None:
-        self.real = RealTlsProvider()
-        self.kept: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-
-    def __call__(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-        digest = json.dumps(_unwrap(inputs), sort_keys=True, default=str)
-        kept = self.kept.get((typ, name))
-        if kept is not None and kept[0] == digest:
-            return dict(kept[1])
-        out = self.real(typ, name, inputs)
-        self.kept[(typ, name)] = (digest, out)
-        return dict(out)
 
 
 def render_stack(

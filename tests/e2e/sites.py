@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from tests.e2e import netpol_controls
 from tests.e2e.harness import Cluster, NotReady
 from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.wan import Wan
@@ -74,7 +75,7 @@ from tests.e2e.site_stacks import (
     stack_name,
     workload,
 )
-from tests.e2e.stack import Federation, Rendered
+from tests.e2e.stack import CLI_LABELS, Federation, Rendered
 from tests.support.flower import venv
 
 SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
@@ -125,7 +126,7 @@ class Hub(Federation):
         self.incidents: list[str] = []
         self._crashes_seen: dict[tuple[str, str], int] = {}
         self.cluster = cluster
-        self.cli_netns = cluster.add_client("cli", HUB_NAMESPACE)
+        self.cli_netns = cluster.add_client("cli", HUB_NAMESPACE, CLI_LABELS)
         self._prepare_cli(doc)
 
 
@@ -397,6 +398,22 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     relayed = run.wan.balancer_log(f"{HUB_NAME}-superlink")
     for s in ADMITTED:
         assert f"{run.sites[s].pod.ip}:" in relayed, f"{s} did not come through the load balancer:\n{relayed}"
+    # The site's NetworkPolicy: its SuperNode may dial the hub's port and nothing else
+    # outside (the probe namespace, which no policy selects, reaches that outside host).
+    probe_ns = next(n for n, _ in site_a.clients if n.endswith("-probe"))
+    assert site_a.netpol is not None
+    outside = site_a.netpol.outside(netpol_controls.OUTSIDE_PORT)
+    site_node = run.sites[ADMITTED[0]].pod.netns
+    run.phases.append(
+        netpol_controls.expect(
+            site_a,
+            [
+                ("site SuperNode to the hub's port", site_node, lb_ip, fleet_port, netpol_controls.OK),
+                ("site SuperNode to the outside world", site_node, outside, 443, netpol_controls.DROPPED),
+                ("unselected pod to the outside world", probe_ns, outside, 443, netpol_controls.OK),
+            ],
+        )
+    )
     for s in (INTRUDER, MISCONFIGURED):  # done: their crash loops only cost CPU now
         run.sites[s].cluster.close()
     restarts = {s: run.sites[s].pod.containers[0].restarts for s in ADMITTED}

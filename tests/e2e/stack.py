@@ -5,10 +5,12 @@
   pulumi-tls resources), then `manifests(show_secrets=True)` and the stack outputs.
 - Every workload's pods run on a `harness.Cluster` (see harness/).
 - The CLI runs as a user would, in its own network namespace `cli` in the federation's
-  namespace (same cluster DNS), with `FLWR_HOME/config.toml` = the exported `flwrConfig`
-  verbatim and the exported `caCertificate` mounted at the `root-certificates` path that
-  config names; node keys are registered by running the exported `nodeAuth.registerScript`
-  with `sh`, with the real `flwr` on PATH.
+  namespace (same cluster DNS; a pod labelled CLI_LABELS, which the SuperLink's
+  NetworkPolicy admits as a configured source: every NetworkPolicy is enforced), with
+  `FLWR_HOME/config.toml` = the exported `flwrConfig` verbatim and the exported
+  `caCertificate` mounted at the `root-certificates` path that config names; node keys
+  are registered by running the exported `nodeAuth.registerScript` with `sh`, with the
+  real `flwr` on PATH.
 - The federation is ready when the SuperLink's pod is Ready (its probes), the register
   script succeeded, every pod is Ready, every SuperNode's current process logged its node
   id, `flwr supernode list --format json` (asked only then, at most every 3 s: each call
@@ -37,7 +39,7 @@ from typing import Any, Optional
 from components.offline import run_program
 from tests.e2e.harness import Cluster, NotReady, Pod
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv
-from tests.support.tls_provider import RealTlsProvider
+from tests.support.tls_provider import PulumiState, RealTlsProvider
 
 VERSIONS = (GRPC_ERA, HTTP_ERA)
 APP_DIR = Path(__file__).resolve().parent / "app"
@@ -46,11 +48,16 @@ NAMESPACE = "flower-e2e"
 CLI_TIMEOUT = 60
 RUN_TIMEOUT = 90
 APP_PROGRAMS = ("flwr-serverapp", "flwr-clientapp")
+# The `flwr` user is a pod of the federation's namespace with these labels, which the
+# SuperLink's NetworkPolicy admits to its Fleet and Control ports (configured sources:
+# `superlink.networkPolicy.ingressPodMatchLabels`); any other pod is refused there.
+CLI_LABELS = {"app.kubernetes.io/name": "flwr-cli"}
 
 
 def config(version: str, *, isolation: str = "subprocess", pools: Optional[list[tuple[str, int]]] = None) -> dict:
     """The federation config the scenarios deploy: TLS (generated) and node
-    authentication on; pool `a` numbers its partitions by ordinal, pool `b` is one node."""
+    authentication on; pool `a` numbers its partitions by ordinal, pool `b` is one node;
+    the CLI's pod admitted to the SuperLink (CLI_LABELS)."""
     pools = pools or [("a", 3), ("b", 1)]
     raw: dict[str, Any] = {
         "name": NAME,
@@ -59,6 +66,7 @@ def config(version: str, *, isolation: str = "subprocess", pools: Optional[list[
         "nodeAuth": {"enabled": True},
         "isolationMode": isolation,
         "supernodes": {"pools": []},
+        "superlink": {"networkPolicy": {"ingressPodMatchLabels": dict(CLI_LABELS)}},
     }
     for name, replicas in pools:
         node_config = (
@@ -71,7 +79,7 @@ def config(version: str, *, isolation: str = "subprocess", pools: Optional[list[
             pool["images"] = {"superexecClientApp": f"flwr/superexec:{version}"}
         raw["supernodes"]["pools"].append(pool)
     if isolation == "process":
-        raw["superlink"] = {"superexecImage": f"flwr/superexec:{version}"}
+        raw["superlink"]["superexecImage"] = f"flwr/superexec:{version}"
     return raw
 
 
@@ -94,11 +102,12 @@ def _first_error(text: str) -> str:
 _RENDER_LOCK = threading.Lock()
 
 
-def render(raw: dict[str, Any]) -> Rendered:
-    """The project's render path, with real key material. One at a time: the Pulumi
-    SDK's lazy imports are not thread-safe (lanes render concurrently)."""
+def render(raw: dict[str, Any], provider: Optional[Callable[..., dict[str, Any]]] = None) -> Rendered:
+    """The project's render path, with real key material (`provider`: a PulumiState to
+    keep it across renders, as a stack's state does). One at a time: the Pulumi SDK's
+    lazy imports are not thread-safe (lanes render concurrently)."""
     with _RENDER_LOCK:
-        run = run_program({"federation": copy.deepcopy(raw)}, "e2e", provider=RealTlsProvider())
+        run = run_program({"federation": copy.deepcopy(raw)}, "e2e", provider=provider or RealTlsProvider())
         return Rendered(raw, run.manifests(show_secrets=True), run.outputs)
 
 
@@ -130,7 +139,8 @@ class Federation:
         tamper: Optional[Callable[[list[dict[str, Any]]], None]] = None,
     ):
         self.version = version
-        self.rendered = render(raw)
+        self.state = PulumiState()  # the stack's state: a later render keeps its keys
+        self.rendered = render(raw, self.state)
         self.manifests = copy.deepcopy(self.rendered.manifests)
         if tamper is not None:
             tamper(self.manifests)
@@ -147,7 +157,7 @@ class Federation:
         try:
             self.cluster.apply(self.manifests)
             self.cluster.create_pods()
-            self.cli_netns = self.cluster.add_client("cli", NAMESPACE)
+            self.cli_netns = self.cluster.add_client("cli", NAMESPACE, CLI_LABELS)
             self._prepare_cli(doc)
             # All pods at once, as the StatefulSets would. (superlink_first: a
             # SuperLink-first rollout, kept for comparison, off.)
@@ -159,6 +169,11 @@ class Federation:
         except BaseException:
             self.cluster.close()
             raise
+
+    def rerender(self, raw: dict[str, Any]) -> Rendered:
+        """The same stack after a config edit (the next `pulumi up`): keys and
+        certificates kept by its state."""
+        return render(raw, self.state)
 
     def start_rest(self, timeout: float) -> None:
         """SuperLink-first rollout: once the SuperLink is Ready and the keys are

@@ -54,7 +54,11 @@ def check(lanes, version: str, scenario: str, record_property) -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.scenario("subprocess isolation, pools 3+1, TLS + node auth: all online, 2-round run completes", id="1")
+@pytest.mark.scenario(
+    "subprocess isolation, pools 3+1, TLS + node auth: all online, 2-round run completes; "
+    "NetworkPolicy controls (intruder, outside world)",
+    id="1",
+)
 def test_1_subprocess_isolation(lanes, version, record_property):
     check(lanes, version, "1", record_property)
 
@@ -63,6 +67,16 @@ def test_1_subprocess_isolation(lanes, version, record_property):
 @pytest.mark.scenario("process isolation: the run completes in the SuperExec sidecars", id="2")
 def test_2_process_isolation(lanes, version, record_property):
     check(lanes, version, "2", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "process isolation, distributed SuperExecs: the run completes in the SuperExec pods; "
+    "their APIs refuse an intruder (NetworkPolicies enforced)",
+    id="2b",
+)
+def test_2b_distributed_superexecs(lanes, version, record_property):
+    check(lanes, version, "2b", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -83,6 +97,41 @@ def test_4_supernode_killed_mid_run(lanes, version, record_property):
 @pytest.mark.scenario("negative control: SuperNodes trusting the wrong CA are detected as not ready", id="5")
 def test_5_negative_control_wrong_ca(lanes, version, record_property):
     check(lanes, version, "5", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "SuperLink killed mid-run: that run reported finished by Flower, not hung; the next run completes", id="8"
+)
+def test_8_superlink_restart_mid_run(lanes, version, record_property):
+    check(lanes, version, "8", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "process isolation, ClientApp SuperExec killed mid-run: restarted, the run finishes, the next has every node",
+    id="10",
+)
+def test_10_clientapp_superexec_killed(lanes, version, record_property):
+    check(lanes, version, "10", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "rolling update of pool a (nodeConfig): pool b never offline, pool a within its PDB, the next run sees it",
+    id="11",
+)
+def test_11_rolling_update(lanes, version, record_property):
+    check(lanes, version, "11", record_property)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "network partition SuperNodes/SuperLink for 60 s, healed: every node offline then back online, a run completes",
+    id="12",
+)
+def test_12_network_partition(lanes, version, record_property):
+    check(lanes, version, "12", record_property)
 
 
 def test_9_nothing_left_behind(lanes):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import secrets
 import string
 from typing import Any
@@ -160,3 +161,22 @@ class RealTlsProvider:
             out = placeholder_outputs(typ, name, inputs)
         self.made[name] = out
         return out
+
+
+class PulumiState:
+    """A stack's state across `pulumi up`s, for the generated key material: a resource
+    whose inputs did not change keeps its outputs (same keys, same certificates); one
+    whose inputs changed is replaced (new ones). The provider behind it is real."""
+
+    def __init__(self) -> None:
+        self.real = RealTlsProvider()
+        self.kept: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+
+    def __call__(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        digest = json.dumps(_unwrap(inputs), sort_keys=True, default=str)
+        kept = self.kept.get((typ, name))
+        if kept is not None and kept[0] == digest:
+            return dict(kept[1])
+        out = self.real(typ, name, inputs)
+        self.kept[(typ, name)] = (digest, out)
+        return dict(out)

@@ -60,12 +60,33 @@ What it does, as Kubernetes would:
   creates a Job once what it depends on is ready), and their pods are not in
   `Cluster.pods` (a completed pod is never Ready). `update(manifests)` applies a later
   render of the same stack: objects updated, removed ones deleted (a Job with its pods),
-  new Jobs created; a changed, new or removed long-running workload is refused.
+  new Jobs created; a changed, new or removed long-running workload is refused (a
+  changed StatefulSet is rolled out by rollout.py instead).
+- **Partitions.** `Cluster.partition(pods)` cuts the given pods off from one another:
+  their bridge ports are isolated, so frames between them are dropped silently (no
+  reset, no ICMP), as on a split network, while the node (the kubelet's probes) and
+  every other pod and client still reach them; `heal()` joins them again.
+- **Deletion and rolling updates** (rollout.py). `Pod.terminate(grace)` is the kubelet's
+  graceful deletion: SIGTERM to every container, SIGKILL after the grace period.
+  `rolling_update(cluster, manifests)` applies a later render whose StatefulSet changed
+  as its controller does (RollingUpdate: highest ordinal first, one pod at a time,
+  the next once the new one is Ready for `minReadySeconds`; `partition` honoured).
 - **Between clusters** (wan.py). Several clusters (one per stack or organisation) meet
   on a WAN: each node gets a leg on a shared bridge and routes its pods to it (only to
   it: no pod reaches another cluster's pods); a Service of type LoadBalancer gets a WAN
   address where forwarder.py relays its ports to the backing pod (TCP, TLS passed
   through), and a public name for it resolves in the clusters it is published to.
+- **NetworkPolicies** (netpol.py compiles, enforce.py loads). Every NetworkPolicy
+  applied is enforced as a CNI would: an nftables table in each pod's (and client's)
+  network namespace, compiled from the policies' pod and namespace selectors, ipBlocks
+  and ports (named ports included) against the pods' labels, namespaces and addresses;
+  a pod no policy selects for a direction is open in it, an isolated one drops
+  everything its rules do not allow; loopback, replies and the node (the kubelet's
+  probes) always pass. The tables follow pods, clients and objects as they change
+  (`write_dns` runs on every change), before a new pod's containers start. A client
+  netns stands for a pod with the labels `add_client` gives it. `nft` is required: a
+  cluster refuses to start without it. Limits (DNS as hosts files, ipBlock on pod
+  addresses, IPv4 only, ...): netpol.py's docstring.
 - **Probes.** From the node namespace to the pod IP (prober.py): gRPC health (SERVING),
   HTTP(S) GET (200-399, certificate not verified), with initialDelaySeconds,
   timeoutSeconds, failureThreshold, successThreshold. Liveness every periodSeconds;
@@ -79,18 +100,22 @@ What it does, as Kubernetes would:
   work directory and the mountpoints it created. `close()` runs from `try/finally` in the
   fixtures, at interpreter exit and on SIGTERM/SIGHUP; every wait is bounded.
 
-What it does not emulate: scheduling, resource requests/limits, seccomp, NetworkPolicies
-(all pods can reach each other), Service virtual IPs and port translation (a ClusterIP
-name resolves to its backing pod's address, which stays the same when that pod is
-recreated, as a virtual IP would), readiness-gated endpoints, exec
-probes, sidecar (restartPolicy Always) init containers, Secret updates after a pod started, image pulls,
-PodDisruptionBudgets, ServiceAccounts and RBAC.
+What it does not emulate: scheduling, resource requests/limits, seccomp, Service
+virtual IPs and port translation (a ClusterIP name resolves to its backing pod's
+address, which stays the same when that pod is recreated, as a virtual IP would),
+readiness-gated endpoints, exec probes, sidecar (restartPolicy Always) init containers,
+Secret updates after a pod started, image pulls, evictions (PodDisruptionBudgets bind
+them; a rollout's are checked by scenario 11), Deployment and DaemonSet rollouts,
+ServiceAccounts and RBAC.
 
 Modules: host.py (can it run here, tools, signals), network.py (namespaces, bridge,
-subnet), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's
+subnet, port isolation), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's
 paths), containers.py (supervision, restarts, probes), pods.py (controllers' pods, the
 container launch), jobs.py (the Job controller), cluster.py (objects, pods, DNS,
-clients, cleanup), wan.py (between clusters: routes, load balancers, public names).
+clients, partitions, cleanup), rollout.py (a StatefulSet's rolling update), wan.py
+(between clusters: routes, load balancers, public names), netpol.py (NetworkPolicies ->
+nftables rules, pure), enforce.py (loading them per pod, reachability probes, a host
+outside the cluster).
 """
 
 from tests.e2e.harness.cluster import CREATED, Cluster, close_all, install_cleanup_handlers, leftovers

@@ -23,9 +23,18 @@ from typing import Any, Optional
 
 from tests.e2e.harness import dns
 from tests.e2e.harness.containers import Prober
+from tests.e2e.harness.enforce import Enforcer
 from tests.e2e.harness.host import ID_PREFIX, HarnessError, NotReady, children, kill, ns_exec, run_cmd
 from tests.e2e.harness.jobs import Job
-from tests.e2e.harness.network import NETNS_INODES, add_netns, attach_to_bridge, netns_pids, our_netns, pick_subnet
+from tests.e2e.harness.network import (
+    NETNS_INODES,
+    add_netns,
+    attach_to_bridge,
+    isolate_port,
+    netns_pids,
+    our_netns,
+    pick_subnet,
+)
 from tests.e2e.harness.pods import Pod, pods_for
 from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
 from tests.support.manifests import WORKLOAD_KINDS, object_data
@@ -118,7 +127,12 @@ class Cluster:
         self._close_lock = threading.Lock()
         self._ips = 10
         self._veths = 0
+        self.veths: dict[str, str] = {}  # netns -> its veth's bridge end (in node_ns)
+        self.partitioned: set[str] = set()  # netns whose bridge port is isolated (partition)
         self.clients: list[tuple[str, str]] = []  # (netns, Kubernetes namespace)
+        self.client_labels: dict[str, dict[str, str]] = {}  # netns -> the labels its pod would have
+        self.addresses: dict[str, str] = {}  # netns -> its address on the bridge
+        self.netpol: Optional[Enforcer] = None
         self.hosts_dirs: list[Path] = []
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -153,6 +167,8 @@ class Cluster:
             )
             run_cmd(["ip", "-n", self.node_ns, "link", "set", self.bridge, "up"])
             self.prober = Prober(self.node_ns, venv / "bin" / "python", self.logdir / "prober.log")
+            # NetworkPolicies are enforced in every pod's namespace (enforce.py): no nft, no cluster.
+            self.netpol = Enforcer(self)
         except BaseException:
             self.close()
             raise
@@ -179,7 +195,9 @@ class Cluster:
         veth = self.next_veth()
         add_netns(netns)
         self.netns.append(netns)
+        self.addresses[netns] = ip
         attach_to_bridge(netns, self.node_ns, self.bridge, veth, ip, self.subnet.prefixlen)
+        self.veths[netns] = veth
         for cidr, via in self.routes:
             run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
         return ip
@@ -190,6 +208,21 @@ class Cluster:
         for netns in self.netns:
             if netns != self.node_ns:
                 run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
+
+    def partition(self, pods: Iterable[Pod]) -> None:
+        """A network partition: the given pods stop reaching one another (their bridge
+        ports are isolated: frames between them are dropped silently). The node, where
+        the kubelet probes from, and every other pod or client still reach them, as
+        across nodes whose network split while each kubelet still sees its own pods."""
+        for p in pods:
+            isolate_port(self.node_ns, self.veths[p.netns], True)
+            self.partitioned.add(p.netns)
+
+    def heal(self) -> None:
+        """The partition is over: every isolated port is joined again."""
+        for netns in sorted(self.partitioned):
+            isolate_port(self.node_ns, self.veths[netns], False)
+        self.partitioned.clear()
 
     def add_host(self, name: str, ip: str) -> None:
         """`name` resolves to `ip` in every pod and client of this cluster (a public DNS
@@ -237,11 +270,14 @@ class Cluster:
 
     def write_dns(self) -> None:
         """(Re)write every pod's and client's hosts file in place (ip netns exec bind-
-        mounts the file, so running processes see the new content)."""
+        mounts the file, so running processes see the new content), and bring the
+        NetworkPolicy rules up to date: this runs whenever pods, clients or objects change."""
         targets = [(p.netns, p.namespace, p) for p in [*self.pods.values(), *self.job_pods()]]
         targets += [(netns, ns, None) for netns, ns in self.clients]
         for netns, ns, pod in targets:
             dns.write_netns_files(netns, ns, self.hosts_for(ns, pod), self.hosts_dirs)
+        if self.netpol is not None:
+            self.netpol.sync()
 
     # -- running pods
     def start_pods(self, pods: Optional[Iterable[Pod]] = None) -> None:
@@ -384,9 +420,12 @@ class Cluster:
             stop.wait(every)
 
     # -- a client namespace (e.g. where the flwr CLI runs)
-    def add_client(self, name: str, namespace: str) -> str:
+    def add_client(self, name: str, namespace: str, labels: Optional[dict[str, str]] = None) -> str:
+        """A network namespace standing for a pod with `labels` in `namespace` (for the
+        NetworkPolicies), that runs no containers: where clients and probes run."""
         netns = f"{self.id}-{name}"
         self.add_bridged_netns(netns)
+        self.client_labels[netns] = dict(labels or {})
         self.clients.append((netns, namespace))
         self.write_dns()
         return netns
@@ -457,6 +496,8 @@ class Cluster:
                     c.kill()
             if getattr(self, "prober", None) is not None:
                 self.prober.close()
+            if getattr(self, "netpol", None) is not None:
+                self.netpol.close()
             for p in [*self.pods.values(), *self.job_pods()]:
                 for c in [*p.init_containers, *p.containers]:
                     c.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import subprocess
 import threading
 import time
@@ -213,6 +214,19 @@ class Container:
         kill(pid1)
         if proc is not None:
             kill(proc.pid)
+
+    def terminate(self, grace: float) -> None:
+        """The kubelet stopping a container of a deleted pod: SIGTERM to its PID 1 (which
+        gets it only if it handles it, as in a container), SIGKILL if it still runs after
+        `grace` seconds (terminationGracePeriodSeconds); it is not restarted."""
+        self._stop.set()
+        with self._lock:
+            proc, pid1 = self.proc, self.pid1
+        if proc is not None and pid1:
+            kill(pid1, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=grace)
+        self.stop()
 
     def stop(self) -> None:
         self._stop.set()

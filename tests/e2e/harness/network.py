@@ -42,6 +42,14 @@ def attach_to_bridge(netns: str, node_ns: str, bridge: str, veth: str, ip: str, 
     run_cmd(["ip", "-n", netns, "link", "set", "lo", "up"])
 
 
+def isolate_port(node_ns: str, veth: str, isolated: bool) -> None:
+    """Bridge port isolation (Linux 4.18+): frames between two isolated ports are
+    dropped silently, no reset and no ICMP, as on a partitioned network; the node itself
+    (where the kubelet's probes come from) and ports not isolated still reach them."""
+    state = "on" if isolated else "off"
+    run_cmd(["ip", "-n", node_ns, "link", "set", "dev", veth, "type", "bridge_slave", "isolated", state])
+
+
 def _host_networks() -> list[ipaddress.IPv4Network]:
     nets = []
     for argv in (["ip", "-4", "route", "show", "table", "all"], ["ip", "-4", "addr", "show"]):

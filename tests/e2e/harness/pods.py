@@ -69,6 +69,7 @@ class Pod:
         self.containers: list[Container] = []
         self.init_containers: list[Container] = []
         self._stopping = threading.Event()
+        self.terminating = False  # deleted gracefully, containers stopping (terminate)
         self.dir: Optional[Path] = None
 
     # -- identity, as the downward API sees it
@@ -193,11 +194,23 @@ class Pod:
         for c in every:
             c.stop()
 
+    def terminate(self, grace: float) -> None:
+        """Graceful deletion, as the kubelet does it: every container gets SIGTERM at once
+        and SIGKILL after `grace` seconds; the pod is not Ready from the start."""
+        self.terminating = True
+        self._stopping.set()
+        every = [*self.init_containers, *self.containers]
+        stoppers = [threading.Thread(target=c.terminate, args=(grace,), daemon=True) for c in every]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join(timeout=grace + 15)
+
     def container(self, name: str) -> Container:
         return next(c for c in self.containers if c.name == name)
 
     def is_ready(self) -> bool:
-        return bool(self.containers) and all(c.is_ready() for c in self.containers)
+        return not self.terminating and bool(self.containers) and all(c.is_ready() for c in self.containers)
 
     @property
     def phase(self) -> str:

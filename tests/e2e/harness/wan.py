@@ -9,14 +9,18 @@ bridge (its own network namespace `<id>-wan`, its own random 10.x.y.0/24).
 - `expose(cluster, service)`: what a cloud load balancer does for a Service of type
   LoadBalancer: an address of its own on the WAN, owned by the cluster's node, where
   forwarder.py relays every port of the Service to its (single) backing pod, TCP byte
-  for byte (TLS is never terminated). The backing pod keeps its address when
+  for byte (TLS is never terminated), from that address: the backing pod's
+  NetworkPolicy judges the load balancer's address (not the node's, which is always
+  admitted, nor the client's). The backing pod keeps its address when
   recreated, as the Service's endpoints would follow it.
 - `publish(cluster, name, ip)`: public DNS: `name` resolves to `ip` in that cluster's
   pods and clients (their hosts files), nowhere else. The in-cluster Service names of
   another cluster never resolve.
 
-Not emulated: NAT of egress traffic (the backends see the node's address), several
-backing pods (no balancing), NetworkPolicies (nothing is filtered). Everything is made
+Each cluster enforces its own NetworkPolicies in its own pods (harness/enforce.py); the
+WAN and the nodes filter nothing, as the network between clusters would not know the
+policies. Not emulated: NAT of egress traffic (the backends see the node's address),
+several backing pods (no balancing). Everything is made
 under ID_PREFIX, closed by `close()`, at exit and by `close_all()` with the clusters.
 """
 
