@@ -110,6 +110,8 @@ def test_a_patch_mount_at_one_of_our_paths_is_refused() -> None:
     }
     raw = base(supernodes={"pools": [{"name": "p", "replicas": 1, "podTemplate": patch}]})
     with pytest.raises(
-        ConfigError, match=r"podTemplate\.spec\.containers\[0\]\.volumeMounts\[0\]\.mountPath: /tmp is mounted"
+        ConfigError,
+        match=r"containers\[0\]\.volumeMounts\[0\]\.mountPath: /tmp is already a writable emptyDir mounted by "
+        r"flower-federation; leave this mount out",
     ):
         load_plan(raw, "dev")
