@@ -47,6 +47,10 @@ from tests.support.live_flower import (
 from tests.support.processes import PortMap, process_env, run_bounded
 from tests.support.real_render import check_mounted, render_fresh
 
+# Real Flower servers waited for against wall-clock deadlines: `make test` runs these
+# beside the e2e tests, at normal priority, and the rest niced (Makefile).
+pytestmark = pytest.mark.live
+
 # The Job's deadline (rendered: 540 s), shortened: a ready SuperLink needs one attempt.
 TIMEOUT_SECONDS = 20
 # The negative control's deadline: the script gives up when its next retry would pass it.

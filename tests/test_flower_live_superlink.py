@@ -27,6 +27,10 @@ from tests.support.live_flower import (
 from tests.support.processes import run_bounded
 from tests.support.real_render import render_fresh
 
+# Real Flower servers waited for against wall-clock deadlines: `make test` runs these
+# beside the e2e tests, at normal priority, and the rest niced (Makefile).
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture(scope="module", params=VERSIONS)
 def live(request, tmp_path_factory) -> Iterator[LiveSuperLink]:

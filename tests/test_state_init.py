@@ -21,6 +21,10 @@ from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.processes import Processes, free_port, process_env
 from tests.support.render import plan_of, superlink_objects
 
+# Real Flower servers waited for against wall-clock deadlines: `make test` runs these
+# beside the e2e tests, at normal priority, and the rest niced (Makefile).
+pytestmark = pytest.mark.live
+
 
 def _superlink_pod(version: str, persistence: bool = True) -> dict:
     raw = {

@@ -32,8 +32,17 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "scenario(title, id): an e2e scenario, reported per Flower version")
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects: every e2e test is `live` (Makefile)
 def pytest_collection_modifyitems(config, items):
-    e2e = [i for i in items if _is_e2e(i)]
+    for item in items:
+        if _is_e2e(item):
+            item.add_marker(pytest.mark.live)
+
+
+def pytest_collection_finish(session):
+    """The selected e2e tests: skipped with the reason where the harness cannot run, and
+    listed for the summary."""
+    e2e = [i for i in session.items if _is_e2e(i)]
     if not e2e:
         return
     reason = _skip_reason()

@@ -85,7 +85,7 @@ JOB_TIMEOUT = 90  # a Ready SuperLink: one pass of the script (Python + flwr imp
 ONLINE_TIMEOUT = 75
 # A refused / misconfigured SuperNode shows it in its first attempt (one start).
 NEGATIVE_TIMEOUT = 45
-RUN_TIMEOUT = 120  # two rounds: each SuperNode polls every 3 s; ClientApps start per round
+
 
 # Flower's answer to a SuperNode whose public key is not registered (node auth), as each
 # version words it in the SuperNode's log.
@@ -422,7 +422,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     )
 
     # 6. A federated run across both sites, by a user of the hub.
-    result = hub.run_app({"min-nodes": 2}, timeout=RUN_TIMEOUT)
+    result = hub.run_app({"min-nodes": 2})
     expected = {f"{s}-supernode-{POOL}-0": [2, i] for i, s in enumerate(ADMITTED)}
     assert_completed(result, expected)
     rid = run_id(result)

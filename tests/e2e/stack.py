@@ -46,7 +46,17 @@ APP_DIR = Path(__file__).resolve().parent / "app"
 NAME = "e2e"
 NAMESPACE = "flower-e2e"
 CLI_TIMEOUT = 60
-RUN_TIMEOUT = 90
+APP_CONFIG = tomllib.loads((APP_DIR / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
+# A run's deadline only bounds a hang: the app ends each round by its `round-timeout` at
+# the latest, so a run lasts at most its rounds times that, plus the ServerApp's start
+# (a new process importing Flower, the FAB installed) and the wait for `min-nodes`.
+RUN_START_ALLOWANCE = 60
+# Runs are the e2e's CPU bursts: every ClientApp is a new process importing Flower (about
+# 2.5 s of CPU), so a two-round run on four SuperNodes costs about 30 s of CPU. Four
+# lanes running theirs at once on two cores stretched runs past their deadline and
+# starved SuperLinks past the SuperNodes' 30 s HTTP timeout (CI, 2026-11-23): at most two
+# runs at a time; the wait for a slot is reported as a phase, outside the run's deadline.
+RUN_SLOTS = threading.BoundedSemaphore(2)
 APP_PROGRAMS = ("flwr-serverapp", "flwr-clientapp")
 # The `flwr` user is a pod of the federation's namespace with these labels, which the
 # SuperLink's NetworkPolicy admits to its Fleet and Control ports (configured sources:
@@ -125,6 +135,12 @@ class RunResult:
 
     def summary(self) -> str:
         return f"exit {self.returncode}, {len(self.rounds)} rounds, done={self.done}, {self.seconds:.1f}s"
+
+
+def run_deadline(run_config: Optional[dict[str, Any]] = None) -> float:
+    """The longest a run of the test app can last (see RUN_START_ALLOWANCE)."""
+    conf = {**APP_CONFIG, **(run_config or {})}
+    return int(conf["num-server-rounds"]) * float(conf["round-timeout"]) + RUN_START_ALLOWANCE
 
 
 class Federation:
@@ -380,12 +396,25 @@ class Federation:
     def run_app(
         self,
         run_config: Optional[dict[str, Any]] = None,
-        timeout: float = RUN_TIMEOUT,
+        timeout: Optional[float] = None,
         during: Optional[Callable[[], None]] = None,
     ) -> RunResult:
-        """`flwr run <app> <connection> --stream`, bounded by `timeout`; `during` runs in a
+        """`flwr run <app> <connection> --stream`, bounded by `timeout` (default: the
+        app's own bound, run_deadline), once one of RUN_SLOTS is free; `during` runs in a
         thread meanwhile. Records which containers ran ServerApps and ClientApps, and the
         peak memory of each container."""
+        waited = time.monotonic()
+        with RUN_SLOTS:
+            if time.monotonic() - waited > 1:
+                self.phase("waited for a run slot", time.monotonic() - waited)
+            return self._run_app(run_config, run_deadline(run_config) if timeout is None else timeout, during)
+
+    def _run_app(
+        self,
+        run_config: Optional[dict[str, Any]],
+        timeout: float,
+        during: Optional[Callable[[], None]],
+    ) -> RunResult:
         args = ["flwr", "run", str(APP_DIR), self.connection, "--stream"]
         if run_config:
             args += ["--run-config", " ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items())]
