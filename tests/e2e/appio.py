@@ -101,10 +101,13 @@ def run(version: str) -> list[str]:
         fed.cluster.wait_pods_ready([fed.superlink], ONLINE_TIMEOUT)
         fed.register()
         deadline = time.monotonic() + ONLINE_TIMEOUT
-        while len(fed.online()) < len(POOLS):
+        while True:  # the SuperLink's state first (cheap), then the CLI confirms
+            states = fed.node_states()
+            if (states is None or sum(states.values()) >= len(POOLS)) and len(fed.online()) >= len(POOLS):
+                break
             if time.monotonic() > deadline:
                 raise NotReady(f"SuperNodes not online within {ONLINE_TIMEOUT}s\n{fed.cluster.logs(tail=30)}")
-            time.sleep(3)
+            time.sleep(1 if states is not None else 3)
         fed.phase("SuperNodes online", time.monotonic() - start)
 
         t = time.monotonic()

@@ -53,13 +53,13 @@ the waits with other work where they can (scenario 8 runs the next run meanwhile
 from __future__ import annotations
 
 import copy
-import sqlite3
 import threading
 import time
 from typing import Any, Optional
 
 from tests.e2e import scenarios as base
 from tests.e2e.harness.rollout import changed_workloads, rolling_update
+from tests.e2e.kills import KillWhileTraining
 from tests.e2e.stack import NAME, Federation
 
 HEARTBEAT_INTERVAL = 30.0  # HEARTBEAT_DEFAULT_INTERVAL
@@ -103,28 +103,7 @@ class Kept:
         return {rid: r for rid, r in runs.items() if rid not in self.runs}
 
 
-# --- the SuperLink's view, cheaply ------------------------------------------------------------
-
-
-def node_states(fed: Federation) -> Optional[dict[str, bool]]:
-    """{node id: online} from the SuperLink's own state (its --database file on the PVC,
-    read-only): online while its status is online and online_until is ahead (Flower
-    updates the status lazily, on the next access). None when the file is busy. Costs
-    milliseconds where `flwr supernode list` costs seconds of CPU."""
-    dbs = sorted(fed.cluster.pvcdir.glob(f"*{fed.superlink.name}*/state.db"))
-    if not dbs:
-        return None
-    try:
-        with sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True, timeout=0.5) as db:
-            rows = db.execute("SELECT node_id, status, online_until FROM node").fetchall()
-    except sqlite3.Error:
-        return None
-    now = time.time()
-    return {
-        str(nid & 0xFFFFFFFFFFFFFFFF): status == "online" and (until or 0) > now
-        for nid, status, until in rows
-        if nid is not None and status != "unregistered"
-    }
+# --- node ids ------------------------------------------------------------------------------------
 
 
 def node_ids(fed: Federation, pods: list[str]) -> dict[str, str]:
@@ -149,13 +128,13 @@ def scenario_12(fed: Federation, memo: dict) -> None:
     try:
         offline_after: dict[str, float] = {}
         while time.monotonic() - cut < PARTITION_SECONDS:
-            for nid, online in (node_states(fed) or {}).items():
+            for nid, online in (fed.node_states() or {}).items():
                 if not online:
                     offline_after.setdefault(nid, time.monotonic() - cut)
             time.sleep(1)
         # Every node's last heartbeat came before the cut, so its online_until (+60 s)
         # is over by now: the SuperLink must see them all offline (the negative control).
-        at_heal = node_states(fed)
+        at_heal = fed.node_states()
     finally:
         fed.cluster.heal()
     healed = time.monotonic()
@@ -186,42 +165,20 @@ def scenario_12(fed: Federation, memo: dict) -> None:
 # --- 8. SuperLink restarted mid-run ---------------------------------------------------------
 
 
-def _clientapp_running(fed: Federation, pods: set[str], container: Optional[str] = None) -> bool:
-    return any(
-        pod in pods and (container is None or c == container) and any(a.endswith("flwr-clientapp") for a in argv[:2])
-        for pod, c, _, argv in fed.cluster.processes()
-    )
-
-
 def scenario_8(fed: Federation, memo: dict) -> None:
     fed.wait_ready(base.READY_TIMEOUT)
     expected = base.expected_clients(fed.rendered.raw)
     kept = Kept(fed)
-    superlink = fed.superlink.containers[0]
-    restarts = superlink.restarts
-    supernodes = {p.name for p in fed.supernodes_pods}
-    killed: dict[str, float] = {}
+    # The SuperLink dies once a ClientApp trains anywhere.
+    kill = KillWhileTraining(fed, fed.superlink.containers[0], {p.name for p in fed.supernodes_pods})
 
-    def kill_while_training() -> None:
-        deadline = time.monotonic() + base.KILL_WINDOW
-        while time.monotonic() < deadline:
-            if _clientapp_running(fed, supernodes):
-                superlink.kill()
-                killed["at"] = time.monotonic()
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"no ClientApp seen running within {base.KILL_WINDOW}s")
-
-    interrupted = fed.run_app({"train-seconds": 5.0, "round-timeout": 30.0}, during=kill_while_training)
+    interrupted = fed.run_app({"train-seconds": 5.0, "round-timeout": 30.0}, during=kill)
     assert interrupted.during_error is None, interrupted.during_error
     fed.phase(f"flwr run ended ({interrupted.summary()})", 0)
 
-    deadline = time.monotonic() + 30
-    while superlink.restarts == restarts and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert superlink.restarts > restarts, "the killed SuperLink was not restarted"
+    kill.wait_restarted()
     fed.wait_ready(base.READY_TIMEOUT)  # the SuperNodes reconnect by themselves
-    fed.phase("SuperLink back, every node online", time.monotonic() - killed["at"])
+    fed.phase("SuperLink back, every node online", kill.since())
 
     result = fed.run_app()
     base.assert_completed(result, expected)
@@ -229,7 +186,8 @@ def scenario_8(fed: Federation, memo: dict) -> None:
 
     # The interrupted run: Flower settles it once its ServerApp's token lapses (at most
     # RUN_EXPIRY after its last heartbeat, which came before the kill); never left running.
-    bound = killed["at"] + RUN_EXPIRY + STATUS_MARGIN
+    assert kill.at is not None
+    bound = kill.at + RUN_EXPIRY + STATUS_MARGIN
     while True:
         new = kept.check(fed)
         assert rid in new and len(new) == 2, f"runs added: {sorted(new)}, expected the interrupted one and {rid}"
@@ -239,10 +197,10 @@ def scenario_8(fed: Federation, memo: dict) -> None:
         time.sleep(5)
     assert gone["status"] in ("finished:failed", "finished:completed"), (
         f"the run interrupted by the SuperLink restart is still {gone['status']} "
-        f"{time.monotonic() - killed['at']:.0f}s after the kill: {gone}"
+        f"{kill.since():.0f}s after the kill: {gone}"
     )
     assert new[rid]["status"] == "finished:completed", new[rid]
-    fed.phase(f"interrupted run {gone['status']} by {time.monotonic() - killed['at']:.0f}s after the kill", 0)
+    fed.phase(f"interrupted run {gone['status']} by {kill.since():.0f}s after the kill", 0)
 
 
 # --- 10. ClientApp SuperExec killed (process isolation) --------------------------------------
@@ -253,20 +211,9 @@ def scenario_10(fed: Federation, memo: dict) -> None:
     expected = base.expected_clients(fed.rendered.raw)
     kept = Kept(fed)
     victim_pod = f"{NAME}-supernode-a-1"
-    victim = fed.cluster.pod(victim_pod).container("superexec-clientapp")
-    restarts = victim.restarts
     node_id = base.node_id_from_log(fed, victim_pod)
-    killed: dict[str, float] = {}
-
-    def kill_while_training() -> None:
-        deadline = time.monotonic() + base.KILL_WINDOW
-        while time.monotonic() < deadline:
-            if _clientapp_running(fed, {victim_pod}, "superexec-clientapp"):
-                victim.kill()
-                killed["at"] = time.monotonic()
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"no ClientApp of {victim_pod} seen running within {base.KILL_WINDOW}s")
+    victim = fed.cluster.pod(victim_pod).container("superexec-clientapp")
+    kill = KillWhileTraining(fed, victim, {victim_pod}, "superexec-clientapp")
 
     # The run does not hang on the lost ClientApp: it finishes, with or without that pod
     # (its restarted SuperExec may still run it). The round ends once the other pods
@@ -274,19 +221,16 @@ def scenario_10(fed: Federation, memo: dict) -> None:
     survivors = {pod: v for pod, v in expected.items() if pod != victim_pod}
     interrupted = fed.run_app(
         {"num-server-rounds": 1, "train-seconds": 3.0, "round-quorum": base.quorum(survivors)},
-        during=kill_while_training,
+        during=kill,
     )
     assert interrupted.during_error is None, interrupted.during_error
     round_clients = interrupted.rounds[0] if interrupted.rounds else {}
     base.assert_completed(interrupted, expected if victim_pod in round_clients else survivors, rounds=1)
     fed.phase("interrupted run " + ("kept" if victim_pod in round_clients else "lost") + f" {victim_pod}", 0)
 
-    deadline = time.monotonic() + 30
-    while victim.restarts == restarts and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert victim.restarts > restarts, "the killed ClientApp SuperExec was not restarted"
+    kill.wait_restarted()
     fed.wait_ready(base.READY_TIMEOUT)
-    fed.phase("SuperExec back", time.monotonic() - killed["at"])
+    fed.phase("SuperExec back", kill.since())
     assert base.node_id_from_log(fed, victim_pod) == node_id, "the SuperNode changed its node id"
 
     result = fed.run_app()
@@ -328,7 +272,7 @@ class Watch(threading.Thread):
 
     def run(self) -> None:
         while not self.halt.is_set():
-            states = node_states(self.fed)
+            states = self.fed.node_states()
             ready = {p: (q := self.fed.cluster.pods.get(p)) is not None and q.is_ready() for p in self.pods}
             if states is not None:
                 self.samples.append((time.monotonic() - self.start_at, ready, states))

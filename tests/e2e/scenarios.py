@@ -68,11 +68,11 @@ from federation.quantity import parse_quantity
 # faults: scenarios 8, 10, 11, 12; it reads this module's helpers at call time.
 from tests.e2e import faults, netpol_controls
 from tests.e2e.harness import NotReady
+from tests.e2e.kills import KillWhileTraining
 from tests.e2e.stack import NAME, Federation, RunResult, config, render
 
 READY_TIMEOUT = 150  # a federation start on a loaded 2-core machine takes 20-60 s
 NEGATIVE_TIMEOUT = 35  # after registration, a healthy SuperNode is online in ~5-20 s
-KILL_WINDOW = 60
 
 
 @dataclass
@@ -217,40 +217,22 @@ def scenario_4(fed: Federation, memo: dict) -> None:
     fed.wait_ready(READY_TIMEOUT)
     expected = expected_clients(fed.rendered.raw)
     victim_pod = f"{NAME}-supernode-a-1"
-    victim = fed.cluster.pod(victim_pod).container("supernode")
     node_id = node_id_from_log(fed, victim_pod)
-    restarts = victim.restarts
-    killed: dict[str, float] = {}
-
-    def kill_while_training() -> None:
-        deadline = time.monotonic() + KILL_WINDOW
-        while time.monotonic() < deadline:
-            if any(
-                pod == victim_pod and any(a.endswith("flwr-clientapp") for a in argv[:2])
-                for pod, _, _, argv in fed.cluster.processes()
-            ):
-                victim.kill()
-                killed["at"] = time.monotonic()
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"no ClientApp of {victim_pod} seen running within {KILL_WINDOW}s")
+    kill = KillWhileTraining(fed, fed.cluster.pod(victim_pod).container("supernode"), {victim_pod})
 
     # The run does not hang on the lost node: it finishes with the others, its round
     # ending once they replied (round-quorum; the round timeout only bounds a hang).
     survivors = {pod: v for pod, v in expected.items() if pod != victim_pod}
     interrupted = fed.run_app(
-        {"num-server-rounds": 1, "train-seconds": 3.0, "round-quorum": quorum(survivors)}, during=kill_while_training
+        {"num-server-rounds": 1, "train-seconds": 3.0, "round-quorum": quorum(survivors)}, during=kill
     )
     assert interrupted.during_error is None, interrupted.during_error
     assert_completed(interrupted, survivors, rounds=1)
 
-    deadline = time.monotonic() + 30
-    while victim.restarts == restarts and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert victim.restarts > restarts, "the killed SuperNode was not restarted"
+    kill.wait_restarted()
     fed.wait_ready(READY_TIMEOUT)  # rejoined: every SuperNode online again
     assert node_id_from_log(fed, victim_pod) == node_id, "the restarted SuperNode came back as another node"
-    fed.phase("killed SuperNode back online", time.monotonic() - killed["at"])
+    fed.phase("killed SuperNode back online", kill.since())
 
     result = fed.run_app()
     assert_completed(result, expected)

@@ -351,6 +351,9 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     def both_online() -> Optional[list[dict[str, Any]]]:
         if not all(run.sites[s].pod.is_ready() and run.sites[s].node_id() for s in ADMITTED):
             return None
+        states = hub.node_states()  # cheap; the CLI (seconds of CPU) only once it agrees
+        if states is not None and not all(states.get(by_key[k]) for k in expected_keys):
+            return None
         try:
             nodes = hub.supernodes()
         except NotReady:

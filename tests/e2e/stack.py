@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sqlite3
 import threading
 import time
 import tomllib
@@ -345,8 +346,6 @@ class Federation:
         last_cli = 0.0
         while True:
             pods_ready = all(p.is_ready() for p in self.cluster.pods.values())
-            # The CLI costs seconds of CPU per call: ask it only once the kubelet's view
-            # is ready (or now and then, for the report), never more than every 3 s.
             # Each SuperNode's current process got its node id (it connected); the
             # SuperLink alone would still list a killed one as online for a while.
             activated = all(
@@ -355,13 +354,17 @@ class Federation:
                 if p.containers
             )
             pods_ready = pods_ready and activated
-            if (pods_ready or time.monotonic() - last_cli > 15) and time.monotonic() - last_cli > 3:
+            # The SuperLink's state says when every node is online (milliseconds); then the
+            # CLI, the user's view, confirms it (seconds of CPU a call: at most every 3 s).
+            states = self.node_states() if pods_ready else None
+            state_online = states is not None and sum(states.values()) >= expected
+            if pods_ready and (state_online or states is None) and time.monotonic() - last_cli > 3:
                 last_cli = time.monotonic()
                 try:
                     nodes = self.supernodes()
                 except NotReady as exc:
                     nodes = [{"error": str(exc)}]
-                online = [n for n in nodes if n.get("status") == "online"] if pods_ready else []
+                online = [n for n in nodes if n.get("status") == "online"]
             lost = self.missing_superexecs() if pods_ready else []
             self._note_crashes()
             if lost:
@@ -376,13 +379,35 @@ class Federation:
                 return
             if time.monotonic() > deadline:
                 raise NotReady(
-                    f"federation not ready within {timeout:.0f}s: {len(online)}/{expected} SuperNodes online, "
+                    f"federation not ready within {timeout:.0f}s: {len(online)}/{expected} SuperNodes online "
+                    f"(last `flwr supernode list`), the SuperLink's state: {self.node_states()}, "
                     f"lost SuperExecs: {[(p.name, c) for p, c in lost]}, nodes: {nodes}\n"
                     + "\n".join(p.describe() for p in self.cluster.pods.values())
                     + "\n"
                     + self.cluster.logs(tail=25)
                 )
             time.sleep(0.5)
+
+    def node_states(self) -> Optional[dict[str, bool]]:
+        """{node id: online} from the SuperLink's own state (its --database file on the
+        PVC, read-only): online while its status is online and online_until is ahead
+        (Flower updates the status lazily, on the next access). None when there is no
+        such file or it is busy. Costs milliseconds where `flwr supernode list` costs
+        seconds of CPU, which, polled by several federations at once, starved the CPU."""
+        dbs = sorted(self.cluster.pvcdir.glob(f"*{self.superlink.name}*/state.db"))
+        if not dbs:
+            return None
+        try:
+            with sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True, timeout=0.5) as db:
+                rows = db.execute("SELECT node_id, status, online_until FROM node").fetchall()
+        except sqlite3.Error:
+            return None
+        now = time.time()
+        return {
+            str(nid & 0xFFFFFFFFFFFFFFFF): status == "online" and (until or 0) > now
+            for nid, status, until in rows
+            if nid is not None and status != "unregistered"
+        }
 
     @staticmethod
     def _superexec_hint(pod: Pod) -> str:
