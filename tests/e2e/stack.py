@@ -13,8 +13,9 @@
   real `flwr` on PATH.
 - The federation is ready when the SuperLink's pod is Ready (its probes), the register
   script succeeded, every pod is Ready, every SuperNode's current process logged its node
-  id, `flwr supernode list --format json` (asked only then, at most every 3 s: each call
-  costs seconds of CPU) shows every SuperNode `online`, and, with subprocess isolation,
+  id, the SuperLink's state file shows every node online (polled: milliseconds) and then
+  `flwr supernode list --format json` confirms it (at most every 3 s: each call costs
+  seconds of CPU), and, with subprocess isolation,
   the SuperLink and SuperNodes still have their `flower-superexec` child (Kubernetes
   cannot see one die, and nothing restarts it: a lost one fails the scenario).
 - Rollout order: all pods at once, as the StatefulSets would. Flower before 1.28 creates
