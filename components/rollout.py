@@ -17,7 +17,7 @@ import pulumi
 from federation import appio, nodeauth, trust
 from federation.kube import Manifest, pod_template
 from federation.manifests import volume_sources
-from federation.plan import Trust
+from federation.tls_sources import Trust
 
 
 @dataclass

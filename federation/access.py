@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import yaml
 
-from . import network, pod_settings, pods, resources
+from . import network_links, pod_settings, pods, resources
 from .config import ServiceAccountSettings
 from .config.images import reference
 from .kube import Manifest
@@ -95,7 +95,7 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: str, pull_
         "namespace": plan.namespace,
         "image": reference(own_image) if own_image else superexec_image,
         "image-pull-policy": plan.pull_policy(own_image) if own_image else pull_policy,
-        "labels": network.task_labels(plan, role),
+        "labels": network_links.task_labels(plan, role),
         "service-account-name": plan.names.task_executor,
         "pod-security-context": pods.pod_security_context(plan.spec.pod_security_context),
         "container-security-context": pods.container_security_context(False, plan.spec.security_context),

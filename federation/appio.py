@@ -31,7 +31,8 @@ from .layout import (
     SUPEREXEC_AUTH_VOLUME,
 )
 from .naming import SUPERLINK, SUPERNODE
-from .plan import FederationPlan, RuntimeTrust
+from .plan import FederationPlan
+from .tls_sources import RuntimeTrust
 
 # What a sidecar SuperExec dials (its pod's loopback).
 RUNTIME_LOOPBACK_NAMES = ("localhost",)

@@ -1,4 +1,4 @@
-"""Flower versions and the command lines each version's programs accept.
+"""The command lines each Flower version's programs accept (the versions: versions.py).
 
 Flower changed its command lines and ports between 1.2x and 1.4x (see
 `../shared/flower-cli.md`); everything here was read off the real `--help` output and is
@@ -13,50 +13,20 @@ Two dialects are supported:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
-DEFAULT_VERSION = "1.41.0"
-
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+from .versions import (
+    GRPC_HEALTH_UNTIL,
+    RUNTIME_DEPS_SINCE,
+    SUPERLINK_INSTALLS_BY_DEFAULT_SINCE,
+    FlowerVersion,
+)
 
 ANY_ADDRESS = "0.0.0.0"
 LOOPBACK = "127.0.0.1"
 # SuperNode's ClientAppIo (gRPC era) / Runtime API (HTTP era) port; both eras use 9094.
 SUPERNODE_APPIO_PORT = 9094
-
-
-@dataclass(frozen=True, order=True)
-class FlowerVersion:
-    major: int
-    minor: int
-    patch: int
-
-    @classmethod
-    def parse(cls, text: str) -> Optional[FlowerVersion]:
-        """Leading `X.Y[.Z]` of a version or image tag (`1.21.0-py3.11-ubuntu24.04`)."""
-        m = _VERSION_RE.match(text.strip())
-        if not m:
-            return None
-        return cls(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
-
-
-def image_tag(image: str) -> Optional[str]:
-    """Tag of an image reference, ignoring a registry port and a digest."""
-    ref = image.split("@", 1)[0]
-    last = ref.rsplit("/", 1)[-1]
-    if ":" not in last:
-        return None
-    return last.rsplit(":", 1)[1]
-
-
-def version_from_image(image: str) -> Optional[FlowerVersion]:
-    tag = image_tag(image)
-    return FlowerVersion.parse(tag) if tag else None
 
 
 @dataclass(frozen=True)
@@ -85,16 +55,9 @@ class ServerTls:
     key_file: str
 
 
-# Runtime dependency installation (`uv sync` of app dependencies), read off the wheels:
-# 1.29-1.31: opt-in `--allow-runtime-dependency-installation` on every program;
-# 1.32+: the SuperLink installs by default (`--disable-runtime-dependency-installation`
-# turns it off), SuperNode and SuperExec still opt in with `--allow-...`.
-RUNTIME_DEPS_SINCE = FlowerVersion(1, 29, 0)
-SUPERLINK_INSTALLS_BY_DEFAULT_SINCE = FlowerVersion(1, 32, 0)
-
-
 def runtime_dependency_args(version: FlowerVersion, program: str, allow: bool) -> list[str]:
-    """Flags that make `program` install app dependencies exactly when `allow`."""
+    """Flags that make `program` install app dependencies exactly when `allow`
+    (versions.RUNTIME_DEPS_SINCE)."""
     if version < RUNTIME_DEPS_SINCE:
         return []
     if program == "superlink" and version >= SUPERLINK_INSTALLS_BY_DEFAULT_SINCE:
@@ -103,28 +66,10 @@ def runtime_dependency_args(version: FlowerVersion, program: str, allow: bool) -
 
 
 # Health: every program serves the gRPC health protocol (always SERVING) when given
-# --health-server-address, up to 1.42 (removed in 1.43). The HTTP-era SuperLink also
-# answers `GET /health` on its API port, which is what its probes use.
+# --health-server-address, up to 1.42 (versions.GRPC_HEALTH_UNTIL). The HTTP-era
+# SuperLink also answers `GET /health` on its API port, which is what its probes use.
 HEALTH_PORT = 8081
 SIDECAR_HEALTH_PORT = 8082  # the SuperExec next to a SuperLink or SuperNode in one pod
-GRPC_HEALTH_UNTIL = FlowerVersion(1, 43, 0)
-# Node authentication: SuperLink --enable-supernode-auth, SuperNode
-# --auth-supernode-private-key, keys registered with `flwr supernode register`.
-NODE_AUTH_SINCE = FlowerVersion(1, 23, 0)
-# Declarative registration (a Job reconciling the SuperLink's registered keys) uses
-# Flower's CLI modules as `flwr supernode register/unregister/list` do; their connection
-# API (config.toml, read_superlink_connection) exists from 1.26. Older versions get the
-# register script only.
-REGISTRATION_JOB_SINCE = FlowerVersion(1, 26, 0)
-# SuperExec --executor kubernetes --executor-config.
-KUBERNETES_EXECUTOR_SINCE = FlowerVersion(1, 32, 0)
-# The hop between a SuperExec and the API it dials (the SuperNode's Runtime API, the
-# SuperLink's Runtime API): from the HTTP era the SuperNode serves it over TLS
-# (--ssl-certfile/--ssl-keyfile/--ssl-ca-certfile) and SuperLink, SuperNode and SuperExec
-# share a secret that signs every SuperExec request (--superexec-auth-secret-file, HMAC).
-# 1.32-1.34 have the gRPC-era forerunners (--appio-ssl-*), which no real parser here
-# checks, so the gRPC era keeps its AppIo hops plaintext, confined by NetworkPolicy.
-APPIO_PROTECTION_SINCE = FlowerVersion(1, 40, 0)
 
 
 def health_server_args(version: FlowerVersion, port: int) -> list[str]:
@@ -133,11 +78,6 @@ def health_server_args(version: FlowerVersion, port: int) -> list[str]:
     if version >= GRPC_HEALTH_UNTIL:
         return []
     return ["--health-server-address", f"{ANY_ADDRESS}:{port}"]
-
-
-# `flwr` reads SuperLink connections from $FLWR_HOME/config.toml from 1.26 on; before,
-# from `[tool.flwr.federations]` in the app's pyproject.toml.
-FLWR_CONFIG_TOML_SINCE = FlowerVersion(1, 26, 0)
 
 
 class Dialect:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
-from . import access, appio, network, nodeauth, pss, registration, superlink, supernodes, trust
+from . import access, appio, network, network_links, nodeauth, pss, registration, superlink, supernodes, trust
 from .kube import WORKLOAD_KINDS, Manifest, ObjectKey, ObjectMeta, PodTemplate, pod_template
 from .naming import SERVERAPP_ROLE
 from .plan import FederationPlan
@@ -198,14 +198,14 @@ def _selectors(plan: FederationPlan, objects: list[Manifest]) -> list[str]:
     pod_labels = [t["metadata"]["labels"] for m in objects if (t := pod_template(m)) is not None]
     # What the StatefulSet controller adds to each pod (pair policies select by it).
     pod_labels += [
-        {**m["spec"]["template"]["metadata"]["labels"], network.POD_NAME_LABEL: f"{m['metadata']['name']}-{k}"}
+        {**m["spec"]["template"]["metadata"]["labels"], network_links.POD_NAME_LABEL: f"{m['metadata']['name']}-{k}"}
         for m in objects
         if m["kind"] == "StatefulSet"
         for k in range(m["spec"].get("replicas") or 0)
     ]
     if plan.kubernetes_executor:  # pods the executor starts carry these
         roles = [SERVERAPP_ROLE] + [p.name for p in plan.spec.supernodes.pools]
-        pod_labels += [network.task_labels(plan, role) for role in roles]
+        pod_labels += [network_links.task_labels(plan, role) for role in roles]
     broken = []
     for m in objects:
         selector = _selector_of(m)

@@ -7,9 +7,9 @@ from typing import Any
 import tomli_w
 
 from .config import Pool
-from .dialects import FLWR_CONFIG_TOML_SINCE
 from .layout import CA_FILE
 from .plan import FederationPlan
+from .versions import FLWR_CONFIG_TOML_SINCE
 
 TLS_DISABLED_WARNING = (
     "TLS IS DISABLED (insecure: true): Fleet and Control traffic, including model updates, "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .config import Probes, ProbeSettings
-from .dialects import GRPC_HEALTH_UNTIL, FlowerVersion
+from .versions import GRPC_HEALTH_UNTIL, FlowerVersion
 
 
 def _settings(s: ProbeSettings, liveness: bool) -> dict[str, Any]:

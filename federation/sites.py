@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .config import Federation
-from .dialects import FlowerVersion, dialect_for
+from .dialects import dialect_for
 from .errors import Problem, problem
 from .rules.raw import as_dict, as_list, get
 from .rules.sites import split_host_port
 from .sshkeys import is_deploy_time_placeholder, public_key_problem, slot_order
+from .versions import FlowerVersion
 
 # {stack name: {output name: value}}, as `pulumi stack output --json --show-secrets` prints one stack's.
 StackOutputs = Mapping[str, Mapping[str, Any]]

@@ -115,7 +115,7 @@ def _superlink_container(plan: FederationPlan) -> Container:
         pull_policy=plan.pull_policy(sl.image),
     )
     command = superlink_command(plan.version)
-    if command:  # state created before serving (see dialects); args stay Flower's own
+    if command:  # state created before serving (see superlink_state); args stay Flower's own
         c["command"] = command
     c["ports"] = [
         {"name": p.name, "containerPort": p.port, "protocol": "TCP"} for p in plan.dialect.service_ports(plan.ports)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .dialects import FlowerVersion
+from .versions import FlowerVersion
 
 STATE_INIT_LOCKED_SINCE = FlowerVersion(1, 28, 0)
 SQL_OBJECT_STORE_SINCE = FlowerVersion(1, 26, 0)

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 from .kube import Manifest, ObjectMeta
 from .naming import SUPERLINK
-from .plan import FederationPlan, Trust
+from .plan import FederationPlan
+from .tls_sources import Trust
 
 # What the HTTP-era SuperExec sidecar dials, and what a `kubectl port-forward` user dials.
 LOOPBACK_NAMES = ("localhost",)

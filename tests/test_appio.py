@@ -17,7 +17,7 @@ from cryptography import x509
 from components.offline import SECRET_PLACEHOLDER, run_program
 from federation import manifests
 from federation.errors import ConfigError
-from federation.network import POD_NAME_LABEL
+from federation.network_links import POD_NAME_LABEL
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS
 from tests.support.kube import started_containers
 from tests.support.manifests import workloads

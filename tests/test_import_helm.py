@@ -15,7 +15,6 @@ from unittest.mock import patch
 
 import pytest
 
-from federation.dialects import FlowerVersion
 from federation.helm_parameters import mappings
 from federation.importers import helm
 from federation.importers.chart import CHART, WHOLE
@@ -23,6 +22,7 @@ from federation.importers.common import Stack, get_path, parts_of
 from federation.importers.helm import Values
 from federation.importers.helm_steps import COMPUTED, Steps, fullname
 from federation.plan import load_plan
+from federation.versions import FlowerVersion
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS
 from tests.support.importing import (
     chart_fullname,

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from federation.dialects import FlowerVersion
 from federation.superlink_state import ATOMIC_PREREGISTER, PREREGISTER_ATOMIC_SINCE, STATE_INIT_LOCKED_SINCE
+from federation.versions import FlowerVersion
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.processes import Processes, free_port, process_env
 from tests.support.render import plan_of, superlink_objects

@@ -9,8 +9,9 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..dialects import NODE_AUTH_SINCE, FlowerVersion, dialect_for, supported_ranges
+from ..dialects import dialect_for, supported_ranges
 from ..naming import selector_labels
+from ..versions import NODE_AUTH_SINCE, FlowerVersion
 from . import helm_pods
 from .chart import CHART_NAME, POOL
 from .common import flow

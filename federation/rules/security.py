@@ -7,8 +7,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from ..dialects import APPIO_PROTECTION_SINCE, Dialect
+from ..dialects import Dialect
 from ..errors import Problem, problem
+from ..versions import APPIO_PROTECTION_SINCE
 from .fragments import list_fragment
 from .raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, effective_name, get
 

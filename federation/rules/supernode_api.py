@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from ..config import NETWORK_POLICY_DEFAULTS
-from ..dialects import APPIO_PROTECTION_SINCE, HEALTH_PORT, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, Dialect
+from ..dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, Dialect
 from ..errors import Problem, problem
+from ..versions import APPIO_PROTECTION_SINCE
 from .raw import DEFAULTS, Pools, Raw, as_dict, get
 from .security import DNS_NAME
 

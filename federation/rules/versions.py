@@ -7,19 +7,17 @@ from collections.abc import Generator, Iterator
 from typing import Optional
 
 from ..config.images import raw_reference
-from ..dialects import (
+from ..dialects import Dialect, dialect_for, supported_ranges
+from ..errors import Problem, problem
+from ..versions import (
     DEFAULT_VERSION,
     FLWR_CONFIG_TOML_SINCE,
     KUBERNETES_EXECUTOR_SINCE,
     NODE_AUTH_SINCE,
     RUNTIME_DEPS_SINCE,
-    Dialect,
     FlowerVersion,
-    dialect_for,
-    supported_ranges,
     version_from_image,
 )
-from ..errors import Problem, problem
 from .images import image_locations
 from .raw import At, Pools, Raw, as_dict, get
 

@@ -20,7 +20,7 @@
   cannot see one die, and nothing restarts it: a lost one fails the scenario).
 - Rollout order: all pods at once, as the StatefulSets would. Flower before 1.28 creates
   the SuperLink's state lazily without a lock; the product starts such a SuperLink
-  through a wrapper that creates it before serving (federation/dialects.py), so no
+  through a wrapper that creates it before serving (federation/superlink_state.py), so no
   ordering or retry here hides that race.
 """
 
