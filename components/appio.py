@@ -12,31 +12,18 @@ the SuperExec auth secret.
 
 from __future__ import annotations
 
-import base64
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
-import pulumi_kubernetes as k8s
 import pulumi_random as random
-import pulumi_tls as tls
 
 from federation import appio, trust
 from federation.config import Pool
 from federation.kube import Manifest
 from federation.plan import FederationPlan
 
+from .certs import Signer, decoded, read_secret, server_certificate
 from .kubernetes import register
-
-SERVER_USES = ["digital_signature", "key_encipherment", "server_auth"]
-
-
-@dataclass
-class Signer:
-    """The CA that signs generated Runtime API certificates."""
-
-    key_pem: pulumi.Output[str]  # secret
-    cert_pem: pulumi.Output[str]
 
 
 class AppIoComponent(pulumi.ComponentResource):
@@ -85,38 +72,23 @@ class AppIoComponent(pulumi.ComponentResource):
         self, name: str, pool: Pool, secret: Manifest, signer: Signer, secret_opts: pulumi.ResourceOptions
     ) -> None:
         plan = self._plan
-        child = pulumi.ResourceOptions(parent=self)
-        gen = plan.spec.tls.generate
-        key = tls.PrivateKey(
-            f"{name}-runtime-key", algorithm=trust.SERVER_KEY_ALGORITHM, ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child
-        )
-        csr = tls.CertRequest(
-            f"{name}-runtime-csr",
-            private_key_pem=key.private_key_pem,
-            subject=tls.CertRequestSubjectArgs(
-                common_name=appio.pool_common_name(plan, pool), organization="flower-federation"
-            ),
+        server = server_certificate(
+            f"{name}-runtime",
+            common_name=appio.pool_common_name(plan, pool),
             dns_names=appio.pool_dns_names(plan, pool),
             ip_addresses=appio.pool_ip_addresses(pool),
-            opts=child,
+            signer=signer,
+            validity=plan.spec.tls.generate,
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        cert = tls.LocallySignedCert(
-            f"{name}-runtime-cert",
-            cert_request_pem=csr.cert_request_pem,
-            ca_private_key_pem=signer.key_pem,
-            ca_cert_pem=signer.cert_pem,
-            validity_period_hours=gen.validity_hours,
-            early_renewal_hours=gen.early_renewal_hours,
-            allowed_uses=SERVER_USES,
-            opts=child,
-        )
+        cert = server.cert
         data: dict[str, Any] = {
             "stringData": {
                 "tls.crt": pulumi.Output.secret(cert.cert_pem),
-                "tls.key": pulumi.Output.secret(key.private_key_pem),
+                "tls.key": pulumi.Output.secret(server.key.private_key_pem),
             }
         }
-        self.resources += [key, csr, cert, register(secret, secret_opts, fields=data)]
+        self.resources += [*server.resources, register(secret, secret_opts, fields=data)]
         # Certificates are public: the checksum is not secret.
         self.checksum = pulumi.Output.unsecret(
             pulumi.Output.all(cert.cert_pem, signer.cert_pem).apply(lambda parts: trust.checksum(parts))
@@ -124,16 +96,5 @@ class AppIoComponent(pulumi.ComponentResource):
 
     def _read_checksum(self, name: str, secret: str, after: list[pulumi.CustomResource]) -> pulumi.Output[str]:
         """Digest of an existing (or cert-manager's) Secret's certificate, read at deploy time."""
-        namespace = self._plan.namespace
-        secret_id: Any = f"{namespace}/{secret}"
-        if after:  # wait for the Certificate (first preview: deferred, not a failed read)
-            secret_id = after[0].id.apply(lambda _: f"{namespace}/{secret}")
-        read = k8s.core.v1.Secret.get(
-            f"{name}-runtime-secret-read", secret_id, opts=pulumi.ResourceOptions(parent=self, depends_on=after)
-        )
-        data: pulumi.Output[Any] = read.data
-        return pulumi.Output.unsecret(data.apply(lambda d: trust.checksum([_b64((d or {}).get("tls.crt"))])))
-
-
-def _b64(value: Optional[str]) -> str:
-    return base64.b64decode(value).decode(errors="replace") if value else ""
+        data = read_secret(f"{name}-runtime-secret-read", self._plan.namespace, secret, after, self)
+        return pulumi.Output.unsecret(data.apply(lambda d: trust.checksum([decoded(d, "tls.crt")])))

@@ -17,7 +17,8 @@ from federation.config import Pool
 from federation.kube import Manifest
 from federation.plan import FederationPlan
 
-from .appio import AppIoComponent, Signer
+from .appio import AppIoComponent
+from .certs import Signer
 from .kubernetes import register
 from .node_keys import NodeKeysComponent
 from .rollout import Rollout

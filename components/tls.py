@@ -14,22 +14,18 @@ certificates each side mounts, for pod annotations that roll pods when they chan
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Optional
 
 import pulumi
-import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from federation import trust
 from federation.kube import Manifest
-from federation.plan import FederationPlan, Trust
+from federation.plan import FederationPlan
+from federation.tls_sources import Trust
 
-from .appio import Signer
+from .certs import CA_USES, Signer, b64decode, decoded, private_key, read_secret, server_certificate
 from .kubernetes import register
-
-SERVER_USES = ["digital_signature", "key_encipherment", "server_auth"]
-CA_USES = ["cert_signing", "crl_signing", "digital_signature"]
 
 
 class TlsTrustComponent(pulumi.ComponentResource):
@@ -93,32 +89,30 @@ class TlsTrustComponent(pulumi.ComponentResource):
                 self.superlink_checksum = pulumi.Output.unsecret(
                     server_data.apply(
                         lambda d: trust.checksum(
-                            [_decode(d, "tls.crt"), _b64decode((d or {}).get("ca.crt") or (d or {}).get("tls.crt"))]
+                            [decoded(d, "tls.crt"), b64decode((d or {}).get("ca.crt") or (d or {}).get("tls.crt"))]
                         )
                     )
                 )
-                self.client_checksum = pulumi.Output.unsecret(ca_b64.apply(lambda b: trust.checksum([_b64decode(b)])))
-                self.ca_pem = pulumi.Output.unsecret(ca_b64.apply(_b64decode))
+                self.client_checksum = pulumi.Output.unsecret(ca_b64.apply(lambda b: trust.checksum([b64decode(b)])))
+                self.ca_pem = pulumi.Output.unsecret(ca_b64.apply(b64decode))
             else:
                 ca_data = self._read(name, plan.trust.ca_secret, "ca", [])
                 # The SuperLink mounts the user's CA Secret too: both feed its checksum.
                 ca_key = plan.trust.ca_key
                 self.superlink_checksum = pulumi.Output.unsecret(
                     pulumi.Output.all(server_data, ca_data).apply(
-                        lambda ds: trust.checksum([_decode(ds[0], "tls.crt"), _decode(ds[1], ca_key)])
+                        lambda ds: trust.checksum([decoded(ds[0], "tls.crt"), decoded(ds[1], ca_key)])
                     )
                 )
                 self.client_checksum = pulumi.Output.unsecret(
-                    ca_data.apply(lambda d: trust.checksum([_decode(d, ca_key)]))
+                    ca_data.apply(lambda d: trust.checksum([decoded(d, ca_key)]))
                 )
         self.register_outputs({"superlinkChecksum": self.superlink_checksum, "clientChecksum": self.client_checksum})
 
     def _generate(self, name: str, child: pulumi.ResourceOptions) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
         plan = self._plan
         gen = plan.spec.tls.generate
-        ca_key = tls.PrivateKey(
-            f"{name}-ca-key", algorithm=trust.SERVER_KEY_ALGORITHM, ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child
-        )
+        ca_key = private_key(f"{name}-ca-key", child)
         ca = tls.SelfSignedCert(
             f"{name}-ca",
             private_key_pem=ca_key.private_key_pem,
@@ -131,25 +125,14 @@ class TlsTrustComponent(pulumi.ComponentResource):
             allowed_uses=CA_USES,
             opts=child,
         )
-        server_key = tls.PrivateKey(
-            f"{name}-server-key", algorithm=trust.SERVER_KEY_ALGORITHM, ecdsa_curve=trust.SERVER_KEY_CURVE, opts=child
-        )
-        csr = tls.CertRequest(
-            f"{name}-server-csr",
-            private_key_pem=server_key.private_key_pem,
-            subject=tls.CertRequestSubjectArgs(common_name=trust.common_name(plan), organization="flower-federation"),
+        self.signer = Signer(pulumi.Output.secret(ca_key.private_key_pem), ca.cert_pem)
+        server_cert = server_certificate(
+            f"{name}-server",
+            common_name=trust.common_name(plan),
             dns_names=trust.superlink_dns_names(plan),
             ip_addresses=trust.superlink_ip_addresses(plan),
-            opts=child,
-        )
-        cert = tls.LocallySignedCert(
-            f"{name}-server-cert",
-            cert_request_pem=csr.cert_request_pem,
-            ca_private_key_pem=ca_key.private_key_pem,
-            ca_cert_pem=ca.cert_pem,
-            validity_period_hours=gen.validity_hours,
-            early_renewal_hours=gen.early_renewal_hours,
-            allowed_uses=SERVER_USES,
+            signer=self.signer,
+            validity=gen,
             opts=child,
         )
         secret_opts = pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"])
@@ -159,8 +142,8 @@ class TlsTrustComponent(pulumi.ComponentResource):
             secret_opts,
             fields={
                 "stringData": {
-                    "tls.crt": pulumi.Output.secret(cert.cert_pem),
-                    "tls.key": pulumi.Output.secret(server_key.private_key_pem),
+                    "tls.crt": pulumi.Output.secret(server_cert.cert.cert_pem),
+                    "tls.key": pulumi.Output.secret(server_cert.key.private_key_pem),
                     "ca.crt": ca_pem,
                 }
             },
@@ -168,29 +151,14 @@ class TlsTrustComponent(pulumi.ComponentResource):
         ca_secret = register(
             self._object("Secret", self._trust.ca_secret), secret_opts, fields={"stringData": {"ca.crt": ca_pem}}
         )
-        self.resources += [ca_key, ca, server_key, csr, cert, server, ca_secret]
-        self.signer = Signer(pulumi.Output.secret(ca_key.private_key_pem), ca.cert_pem)
-        return cert.cert_pem, ca.cert_pem
+        self.resources += [ca_key, ca, *server_cert.resources, server, ca_secret]
+        return server_cert.cert.cert_pem, ca.cert_pem
 
     def _object(self, kind: str, name: str) -> Manifest:
         return self._objects[(kind, name)]
 
     def _read(self, name: str, secret: str, role: str, after: list[pulumi.CustomResource]) -> pulumi.Output[Any]:
-        """An existing Secret's data, read at deploy time (after `after`)."""
-        secret_id: Any = f"{self._plan.namespace}/{secret}"
-        if after:
-            # An id that waits for `after`: while the Certificate is still to be created
-            # (first preview), the read is deferred instead of failing on a missing Secret.
-            secret_id = after[0].id.apply(lambda _: f"{self._plan.namespace}/{secret}")
-        read = k8s.core.v1.Secret.get(
-            f"{name}-{role}-secret-read", secret_id, opts=pulumi.ResourceOptions(parent=self, depends_on=after)
+        """An existing Secret's data, read at deploy time (after `after`), secret."""
+        return pulumi.Output.secret(
+            read_secret(f"{name}-{role}-secret-read", self._plan.namespace, secret, after, self)
         )
-        return pulumi.Output.secret(read.data)
-
-
-def _b64decode(value: Optional[str]) -> str:
-    return base64.b64decode(value).decode(errors="replace") if value else ""
-
-
-def _decode(data: Optional[dict[str, str]], key: str) -> str:
-    return _b64decode((data or {}).get(key))
