@@ -1,12 +1,13 @@
 """Golden renders (tests/support/golden.py): each example stack renders, through `python -m federation render`,
-to exactly the bytes committed in tests/golden/. A refactor that changes any object fails here with a diff;
-`make golden` rewrites the renders when the change is intended."""
+to exactly the bytes committed in tests/golden/, and registers resources under exactly the committed URNs.
+A refactor that changes any object, or renames any resource, fails here with a diff; `make golden` rewrites
+the goldens when the change is intended."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.golden import DIFF_LINES, GOLDEN_DIR, GOLDENS, Golden, mismatch, render
+from tests.support.golden import DIFF_LINES, GOLDEN_DIR, GOLDENS, Golden, mismatch, render, urns, urns_mismatch
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=lambda g: g.name)
@@ -18,10 +19,30 @@ def test_render_matches_golden(golden: Golden) -> None:
     assert golden.outputs.exists() and golden.outputs.read_text() == outputs, "stale outputs: run `make golden`"
 
 
+@pytest.mark.parametrize("golden", GOLDENS, ids=lambda g: g.name)
+def test_resources_keep_their_urns(golden: Golden) -> None:
+    # What a no-op `pulumi preview` after a refactor rests on: every resource keeps its URN.
+    actual = urns(golden)
+    if not golden.urns.exists() or golden.urns.read_text(encoding="utf-8") != actual:
+        pytest.fail(urns_mismatch(golden, actual), pytrace=False)
+
+
+def test_a_renamed_resource_is_reported_as_a_replacement_with_the_alias_fix() -> None:
+    # Negative control for the message: the CA key renamed, as a careless refactor of components/tls.py would.
+    golden = next(g for g in GOLDENS if g.name == "dev")
+    committed = golden.urns.read_text(encoding="utf-8")
+    assert "$tls:index/privateKey:PrivateKey::demo-tls-ca-key\n" in committed
+    message = urns_mismatch(golden, committed.replace("::demo-tls-ca-key", "::demo-ca-key"))
+    assert "-flower-federation:index:Federation$flower-federation:index:TlsTrust$tls:index/privateKey" in message
+    assert "+flower-federation:index:Federation$flower-federation:index:TlsTrust$tls:index/privateKey" in message
+    assert "would delete each `-` resource and create each `+` one" in message
+    assert "aliases=[...]" in message
+
+
 def test_golden_directory_holds_exactly_the_golden_stacks() -> None:
     # A stack file dropped into tests/golden without an entry in GOLDENS would never be checked.
     expected = {g.rendered.name for g in GOLDENS} | {g.settings.name for g in GOLDENS if g.name != "dev"}
-    expected |= {g.outputs.name for g in GOLDENS}
+    expected |= {g.outputs.name for g in GOLDENS} | {g.urns.name for g in GOLDENS}
     assert {p.name for p in GOLDEN_DIR.iterdir()} == expected
 
 
