@@ -16,9 +16,8 @@ import pytest
 
 from federation.helm_parameters import mappings
 from federation.importers import helm
-from federation.importers.chart import CHART, WHOLE
+from federation.importers.chart import CHART, WHOLE, Values
 from federation.importers.common import Stack, get_path, parts_of
-from federation.importers.helm import Values
 from federation.importers.helm_steps import COMPUTED, Steps, fullname
 from federation.plan import load_plan
 from federation.versions import FlowerVersion

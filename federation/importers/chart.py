@@ -84,3 +84,36 @@ def known_prefixes() -> frozenset[str]:
         parts = path.split(".")
         out |= {".".join(parts[:i]) for i in range(1, len(parts))}
     return frozenset(out)
+
+
+def merged(default: Any, value: Any) -> Any:
+    """A parameter's value as Helm computes it: a mapping merges into the default's key by
+    key (`null` deletes a key); anything else replaces it."""
+    if isinstance(default, dict) and isinstance(value, dict):
+        out = dict(default)
+        for k, v in value.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = merged(default.get(k), v)
+        return out
+    return value
+
+
+class Values:
+    """The values file read against the chart: what the user set, and every parameter's
+    effective value."""
+
+    def __init__(self, user: dict[str, Any]):
+        self.user = user
+
+    def get(self, path: str) -> Any:
+        default = CHART[path].default
+        return merged(default, self.user[path]) if path in self.user else default
+
+    def set_by_user(self, path: str) -> bool:
+        return path in self.user
+
+    def changed(self, path: str) -> bool:
+        """Set to something else than the chart's default."""
+        return path in self.user and self.get(path) != CHART[path].default

@@ -17,7 +17,7 @@ import difflib
 from typing import Any, Optional
 
 from . import helm_steps
-from .chart import CHART, Param, known_prefixes
+from .chart import CHART, Param, Values, known_prefixes
 from .common import Stack, problems, validate
 
 PREFIXES = known_prefixes()
@@ -62,39 +62,6 @@ def secret_names(value: Any, path: str, stack: Stack) -> list[str]:
         else:
             stack.refuse(f"{path}[{i}]", f"must be a Secret's name or {{name: <Secret>}}, not {item!r}")
     return names
-
-
-def merged(default: Any, value: Any) -> Any:
-    """A parameter's value as Helm computes it: a mapping merges into the default's key by
-    key (`null` deletes a key); anything else replaces it."""
-    if isinstance(default, dict) and isinstance(value, dict):
-        out = dict(default)
-        for k, v in value.items():
-            if v is None:
-                out.pop(k, None)
-            else:
-                out[k] = merged(default.get(k), v)
-        return out
-    return value
-
-
-class Values:
-    """The values file read against the chart: what the user set, and every parameter's
-    effective value."""
-
-    def __init__(self, user: dict[str, Any]):
-        self.user = user
-
-    def get(self, path: str) -> Any:
-        default = CHART[path].default
-        return merged(default, self.user[path]) if path in self.user else default
-
-    def set_by_user(self, path: str) -> bool:
-        return path in self.user
-
-    def changed(self, path: str) -> bool:
-        """Set to something else than the chart's default."""
-        return path in self.user and self.get(path) != CHART[path].default
 
 
 def import_values(
@@ -204,4 +171,4 @@ def _refuse_listed(vals: Values, stack: Stack, steps: helm_steps.Steps) -> None:
             stack.notes.append(f"Ignored: {path} ({param.note})")
 
 
-__all__ = ["import_values", "merged"]
+__all__ = ["import_values"]

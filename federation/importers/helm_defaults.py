@@ -15,19 +15,19 @@ from .. import resources
 from .chart import POOL
 
 if TYPE_CHECKING:
-    from .helm import Values
-    from .helm_steps import Steps
+    from .chart import Values
+    from .helm_state import ChartImport
 
 NETPOL = f"{POOL}.networkPolicy"
 SUPEREXEC = f"{POOL}.superexec"
 EXPOSED_TYPES = ("NodePort", "LoadBalancer")
 
 
-def differences(steps: Steps) -> list[str]:
+def differences(steps: ChartImport) -> list[str]:
     return [*_egress(steps), *_ingress(steps), *_tokens(steps), _resources(steps), _kept()]
 
 
-def exposure(steps: Steps) -> None:
+def exposure(steps: ChartImport) -> None:
     """The chart's default supernode.networkPolicy.allowExternal is true: a values file that
     exposes the ClientAppIo Service and leaves it there meant outside SuperExecs to reach it."""
     v, s = steps.vals, steps.stack
@@ -51,7 +51,7 @@ def exposure(steps: Steps) -> None:
         )
 
 
-def semantics(steps: Steps) -> None:
+def semantics(steps: ChartImport) -> None:
     """Chart values that mean something else here, said where the values use them."""
     v, s = steps.vals, steps.stack
     if not steps.process:
@@ -90,7 +90,7 @@ def _policy_here(v: Values, component: str) -> bool:
     return v.get("supernode.networkPolicy.enabled") is not False
 
 
-def _egress(steps: Steps) -> list[str]:
+def _egress(steps: ChartImport) -> list[str]:
     v = steps.vals
     param = "networkPolicy.allowExternalEgress"
     supernode = _policy_here(v, "supernode") and not v.set_by_user(f"supernode.{param}")
@@ -128,7 +128,7 @@ def _egress(steps: Steps) -> list[str]:
     return out
 
 
-def _ingress(steps: Steps) -> list[str]:
+def _ingress(steps: ChartImport) -> list[str]:
     v = steps.vals
     if v.get("supernode.networkPolicy.enabled") is False or v.set_by_user("supernode.networkPolicy.allowExternal"):
         return []
@@ -145,7 +145,7 @@ def _ingress(steps: Steps) -> list[str]:
     return [text]
 
 
-def _tokens(steps: Steps) -> list[str]:
+def _tokens(steps: ChartImport) -> list[str]:
     v = steps.vals
     param = "automountServiceAccountToken"
     supernode = not v.set_by_user(f"supernode.{param}")
@@ -172,7 +172,7 @@ def _preset_text(role: str, *, process: bool) -> str:
     )
 
 
-def _resources(steps: Steps) -> str:
+def _resources(steps: ChartImport) -> str:
     if steps.process:
         sizes = (
             f"the SuperNode container {_preset_text(resources.SUPERNODE, process=True)}; the SuperExec container, "

@@ -12,7 +12,7 @@ from ..pods import container_security_context, pod_security_context
 from .chart import POOL
 
 if TYPE_CHECKING:
-    from .helm_steps import Steps
+    from .helm_state import ChartImport
 
 # Where Kubernetes takes a securityContext key: only in a container's, only in a pod's.
 CONTAINER_ONLY = {"allowPrivilegeEscalation", "capabilities", "privileged", "procMount", "readOnlyRootFilesystem"}
@@ -37,7 +37,7 @@ COMPUTED = frozenset(
 )
 
 
-def run(steps: Steps) -> None:
+def run(steps: ChartImport) -> None:
     security_contexts(steps)
     service_accounts(steps)
     if steps.process:
@@ -45,7 +45,7 @@ def run(steps: Steps) -> None:
     spreading(steps)
 
 
-def security_contexts(steps: Steps) -> None:
+def security_contexts(steps: ChartImport) -> None:
     """The chart's `global.securityContext` holds pod-level ids and `global.podSecurityContext`
     container fields: each key goes where the table's row for it says, else where Kubernetes
     takes it (a key only a pod or only a container has), else beside its siblings. Keys equal
@@ -68,7 +68,7 @@ def security_contexts(steps: Steps) -> None:
             s.set((target, key), value, f"{path}.{key}")
 
 
-def service_accounts(steps: Steps) -> None:
+def service_accounts(steps: ChartImport) -> None:
     """`serviceAccount.enabled: false` (the namespace's shared `default`) has no counterpart."""
     for component in ("supernode", "superexec"):
         path = f"{component}.serviceAccount.enabled"
@@ -85,7 +85,7 @@ def service_accounts(steps: Steps) -> None:
             steps.stack.refuse(path, f"must be true or false, not {value!r}", droppable=False)
 
 
-def superexec_probes(steps: Steps) -> None:
+def superexec_probes(steps: ChartImport) -> None:
     """Here a pool's SuperExecs inherit the SuperNodes' probes (`supernodes.probes`) key by
     key; the chart's have their own. Where only the SuperNode's key is set, the SuperExecs'
     keeps the chart's value."""
@@ -97,7 +97,7 @@ def superexec_probes(steps: Steps) -> None:
                 s.set(f"{POOL}.superexec.probes.{probe}.{key}", v.get(own), f"{own} (the chart's default)")
 
 
-def spreading(steps: Steps) -> None:
+def spreading(steps: ChartImport) -> None:
     """`global.affinity.podAntiAffinity` differs only in taste (the chart's `soft`, ours `none`):
     the chart's value is written (helm.py copies one the values file sets)."""
     path = "global.affinity.podAntiAffinity"

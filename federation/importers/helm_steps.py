@@ -7,19 +7,17 @@ defaults differ from the chart's in helm_defaults.py."""
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..dialects import dialect_for, supported_ranges
-from ..naming import selector_labels
 from ..versions import NODE_AUTH_SINCE, FlowerVersion
 from . import helm_pods
 from .chart import CHART_NAME, POOL
-from .common import flow
 from .helm_defaults import differences, exposure, semantics
+from .helm_state import ChartImport
 
 if TYPE_CHECKING:
-    from .common import Stack
-    from .helm import Values
+    pass
 
 PLACEHOLDERS = ("{index}", "{replicas}", "{pool}", "{node}")
 IMAGE_KEYS = ("registry", "repository", "tag", "digest", "pullPolicy")
@@ -60,23 +58,8 @@ def fullname(release: str, name: str, override: str) -> str:
     return text[:-1] if text.endswith("-") else text
 
 
-class Steps:
-    def __init__(self, vals: Values, stack: Stack, *, release: Optional[str], namespace: Optional[str], preserve: bool):
-        self.vals = vals
-        self.stack = stack
-        self.release = release
-        self.namespace = namespace
-        self.preserve = preserve
-        self.process = False
-        self.distributed = False
-        self.exposed = False  # the ClientAppIo Service exposed, allowExternal left at the chart's default
-        self.version: Optional[FlowerVersion] = None
-        self.name = ""
-        self.pool = str(vals.get("supernode.name"))
-
-    def active(self, path: str) -> bool:
-        """SuperExec parameters act only where the chart runs SuperExecs."""
-        return self.process or not path.startswith("superexec.")
+class Steps(ChartImport):
+    """The steps, in order (`run`); each sets config on the stack or refuses a value by its path."""
 
     def run(self) -> None:
         self.stack.set("role", "site", "the chart installs SuperNodes that dial a SuperLink elsewhere")
@@ -371,21 +354,6 @@ class Steps:
                         "{node} are placeholders",
                     )
         s.set(f"{POOL}.nodeConfig", config, "supernode.node.config")
-
-    def selector(self) -> dict[str, str]:
-        return selector_labels(self.name, "supernode", self.pool)
-
-    def set_preserved(self, path: str, value: Any) -> str:
-        """--preserve-behaviour: set the source's behaviour; say what was (or would be) set."""
-        return self.preserved([(path, value)])
-
-    def preserved(self, settings: list[tuple[str, Any]]) -> str:
-        """--preserve-behaviour for several settings, said in one sentence."""
-        shown = [f"{path}: {flow(value)}" if not isinstance(value, dict) else path for path, value in settings]
-        if self.preserve:
-            for path, value in settings:
-                self.stack.set(path, value, "--preserve-behaviour")
-        return f"--preserve-behaviour {'set' if self.preserve else 'sets'} {' and '.join(shown)}."
 
 
 __all__ = ["Steps", "fullname"]
