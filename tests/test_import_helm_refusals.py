@@ -241,6 +241,23 @@ def test_what_means_otherwise_here_is_said(tmp_path, capsys):
     assert "--preserve-behaviour sets resourcesPreset: none." in text
 
 
+def test_a_superexec_of_another_flower_is_said(tmp_path, capsys):
+    # The chart's defaults pair a raised supernode.image.tag with its SuperExec's 1.21.0: kept, and said.
+    values = _process()
+    del values["superexec"]["image"]
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values))
+    assert code == 0, err
+    notes = header(out).split("# Notes:\n", 1)[1]
+    said = (
+        "The SuperExecs run Flower 1.21.0 (superexec.image.tag, the chart's default) beside SuperNodes of Flower 1.26.1"
+    )
+    assert said in " ".join(line.strip("# ") for line in notes.splitlines())
+    assert stack_config(out)["supernodes"]["pools"][0]["images"]["superexecClientApp"]["tag"].startswith("1.21.0")
+    # Same Flower on both (what _process sets): nothing to say.
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "w.yaml", _process()))
+    assert code == 0 and "SuperExecs run Flower" not in out, err
+
+
 def test_every_problem_at_once_with_the_validation_of_what_would_be_written(tmp_path, capsys):
     values = copy.deepcopy(BASE)
     values["supernode"].update({"selectorLabels": {"tier": "edge"}, "replicas": 0})

@@ -210,10 +210,9 @@ class Steps(ChartImport):
         if image is None:
             return
         s.set("supernodes.image", image, "supernode.image.*")
-        if self.process:
-            superexec = self._image("superexec")
-            if superexec is not None:
-                s.set(f"{POOL}.images.superexecClientApp", superexec, "superexec.image.*")
+        superexec = self._image("superexec") if self.process else None
+        if superexec is not None:
+            s.set(f"{POOL}.images.superexecClientApp", superexec, "superexec.image.*")
         tag = image.get("tag", "")
         version = self.version = FlowerVersion.parse(tag) if tag else None
         if version is None:
@@ -230,6 +229,21 @@ class Steps(ChartImport):
             )
         else:
             s.set("version", str(version), "supernode.image.tag")
+            self._version_skew(version, superexec)
+
+    def _version_skew(self, version: FlowerVersion, superexec: Optional[dict[str, str]]) -> None:
+        """Said, not changed: the chart's defaults pair any SuperNode tag with its own SuperExec tag
+        (1.21.0), so a user who raised only `supernode.image.tag` runs two Flowers side by side."""
+        theirs = FlowerVersion.parse(superexec.get("tag", "")) if superexec else None
+        if theirs is None or theirs == version:
+            return
+        given = "as set" if self.vals.set_by_user("superexec.image.tag") else "the chart's default"
+        self.stack.notes.append(
+            f"The SuperExecs run Flower {theirs} (superexec.image.tag, {given}) beside SuperNodes of Flower "
+            f"{version}: kept, as Helm would run them, though the two then speak the ClientAppIo API across "
+            f"versions, which this project's tests never do (one Flower everywhere); set superexec.image.tag "
+            f"to a {version} tag."
+        )
 
     # --- the SuperLink dialled, TLS, node keys -------------------------------------------------
 
