@@ -1,4 +1,5 @@
-"""Stack outputs: SuperLink addresses, pools, and the `flwr` CLI connection config."""
+"""Stack outputs: SuperLink addresses, pools, and the `flwr` CLI connection config; and the warnings a
+preview prints for what is deployed as asked but a reviewer should know."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import tomli_w
 from .config import Pool
 from .layout import CA_FILE
 from .plan import FederationPlan
-from .versions import FLWR_CONFIG_TOML_SINCE
+from .versions import FLWR_CONFIG_TOML_SINCE, version_from_image
 
 TLS_DISABLED_WARNING = (
     "TLS IS DISABLED (insecure: true): Fleet and Control traffic, including model updates, "
@@ -112,7 +113,35 @@ def warnings(plan: FederationPlan) -> list[str]:
             "set supernodes.superlink.cidrs to the hub's addresses to confine the pods that run ClientApps next to "
             "this site's data."
         )
+    out += _version_skew_warnings(plan)
     return out
+
+
+def _flower_images(plan: FederationPlan) -> list[tuple[str, str]]:
+    """(who runs, image) for every Flower container of the stack."""
+    out = []
+    if plan.runs_superlink:
+        out.append(("The SuperLink runs", plan.superlink_image))
+        if plan.process_isolation:
+            out.append(("The ServerApp SuperExec runs", plan.serverapp_superexec_image))
+    for pool in plan.spec.supernodes.pools:
+        out.append((f"Pool {pool.name}'s SuperNodes run", plan.supernode_image(pool)))
+        if plan.process_isolation:
+            out.append((f"Pool {pool.name}'s SuperExecs run", plan.clientapp_superexec_image(pool)))
+    return out
+
+
+def _version_skew_warnings(plan: FederationPlan) -> list[str]:
+    """Validation admits any image of the federation's Flower dialect (a command line is the same across
+    it); a minor version apart still runs two Flowers against each other, which nothing here tests."""
+    return [
+        f"{who} Flower {theirs} ({image}) in a federation of Flower {plan.version}: their command lines "
+        f"are written for {plan.version} (the same dialect), but the components then talk across Flower "
+        f"versions, which this project's tests never run. Give every image a {plan.version} tag, or set "
+        "`version` to the Flower they all run."
+        for who, image in _flower_images(plan)
+        if (theirs := version_from_image(image)) is not None and theirs != plan.version
+    ]
 
 
 def _exposed_api_warning(plan: FederationPlan, pool: Pool) -> str:
