@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi.runtime import config as runtime_config
 
-from federation import manifests, nodeauth, sshkeys
+from federation import manifests, nodeauth, registration, sshkeys
 from federation.errors import ConfigError, Problem, problem
 from federation.outputs import connection_name, stack_outputs, warnings
 from federation.plan import FederationPlan, load_plan
@@ -120,14 +120,9 @@ def run() -> FederationComponent:
         node_auth: dict[str, Any] = {"publicKeys": public}
         if plan.runs_superlink:
             node_auth["registerScript"] = public.apply(
-                lambda keys: nodeauth.register_script(connection_name(plan), {**keys, **_site_key_slots(plan)})
+                lambda keys: nodeauth.register_script(connection_name(plan), registration.trusted_slots(plan, keys))
             )
         if federation.registration is not None:
             node_auth["registrationJob"] = federation.registration.job_name
         pulumi.export("nodeAuth", node_auth)
     return federation
-
-
-def _site_key_slots(plan: FederationPlan) -> dict[str, dict[str, str]]:
-    """Admitted sites' keys in the register script's shape, under `site:<name>`."""
-    return {f"site:{name}": {str(i): key for i, key in enumerate(keys)} for name, keys in plan.site_keys}

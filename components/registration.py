@@ -12,17 +12,11 @@ import pulumi
 from federation import registration
 from federation.kube import Manifest
 from federation.plan import FederationPlan
-from federation.sshkeys import slot_order
 
 from .kubernetes import register
 from .rollout import Rollout
 
 DIGEST_ANNOTATION = "flower.flwr.ai/trusted-keys-digest"
-
-
-def _all_keys(plan: FederationPlan, pool_keys: dict[str, dict[str, str]]) -> str:
-    keys = [pool_keys[p][s] for p in sorted(pool_keys) for s in sorted(pool_keys[p], key=slot_order)]
-    return registration.trusted_keys_text(keys + registration.site_keys(plan))
 
 
 class RegistrationComponent(pulumi.ComponentResource):
@@ -36,7 +30,7 @@ class RegistrationComponent(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("flower-federation:index:NodeRegistration", name, None, opts)
-        keys_text = pool_keys.apply(lambda keys: _all_keys(plan, keys))
+        keys_text = pool_keys.apply(lambda keys: registration.trusted_keys_text(registration.trusted_slots(plan, keys)))
         self.job_name = keys_text.apply(lambda t: registration.job_name(plan, t))
         digest = keys_text.apply(registration.keys_digest)
         self.resources: list[pulumi.Resource] = []

@@ -59,10 +59,19 @@ def connection_config(plan: FederationPlan) -> str:
     return tomli_w.dumps({"superlink": {"default": CONNECTION, CONNECTION: conn}})
 
 
-def trusted_keys_text(keys: list[str]) -> str:
-    """The KEYS_FILE: one OpenSSH line per key, sorted and without duplicates, so the same
-    set always gives the same file (and digest)."""
-    return "".join(f"{k.strip()}\n" for k in sorted({k.strip() for k in keys}))
+def trusted_slots(plan: FederationPlan, pool_keys: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Every key the SuperLink trusts, by owner and slot: the pools' own (`pool -> slot -> key`, known at
+    deploy time) and each admitted site's under `site:<name>` (slots 0, 1, ... in the site's order). The
+    exported register script takes this shape; the Job's KEYS_FILE is its keys (`trusted_keys_text`)."""
+    sites = {f"site:{name}": {str(i): key for i, key in enumerate(keys)} for name, keys in plan.site_keys}
+    return {**pool_keys, **sites}
+
+
+def trusted_keys_text(slots: dict[str, dict[str, str]]) -> str:
+    """The KEYS_FILE: one OpenSSH line per key of `trusted_slots`, sorted and without duplicates, so
+    the same set always gives the same file (and digest), whoever holds each key."""
+    keys = {key.strip() for owned in slots.values() for key in owned.values()}
+    return "".join(f"{key}\n" for key in sorted(keys))
 
 
 def keys_digest(keys_text: str) -> str:
@@ -73,12 +82,8 @@ def job_name(plan: FederationPlan, keys_text: str) -> str:
     return f"{plan.names.node_registration}-{keys_digest(keys_text)}"
 
 
-def site_keys(plan: FederationPlan) -> list[str]:
-    return [key for _, keys in plan.site_keys for key in keys]
-
-
 def config_map(plan: FederationPlan) -> Manifest:
-    """Without KEYS_FILE: the shell adds it (`trusted_keys_text` of every key)."""
+    """Without KEYS_FILE: the shell adds it (`trusted_keys_text` of `trusted_slots`)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
