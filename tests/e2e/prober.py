@@ -56,7 +56,11 @@ def _answer(req):
     try:
         ok, detail = (_grpc if req["type"] == "grpc" else _http)(req)
     except Exception as exc:  # a failed probe, not a failed prober
-        ok, detail = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        code = getattr(exc, "code", None)
+        if callable(code):  # a gRPC error: its status says timed out (DEADLINE_EXCEEDED) or refused (UNAVAILABLE)
+            ok, detail = False, f"{type(exc).__name__}: {code().name}: {exc.details()}"
+        else:
+            ok, detail = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     with _out:
         sys.stdout.write(json.dumps({"id": req["id"], "ok": ok, "detail": detail[:300]}) + "\n")
         sys.stdout.flush()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import resource
 import signal
 import subprocess
 import threading
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 
 BACKOFF_START = 1.0
 BACKOFF_CAP = 8.0
+# How long a probe-killed process may take to write its threads' stacks (faulthandler) before SIGKILL.
+STACK_DUMP_SECONDS = 3.0
 
 
 class Prober:
@@ -135,6 +139,8 @@ class Container:
 
     # -- lifecycle
     def start(self) -> None:
+        # No core files from the SIGABRT of _probe_kill: containers inherit this process's limit.
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
         self._thread = threading.Thread(target=self._supervise, name=f"{self.pod.name}/{self.name}", daemon=True)
         self._thread.start()
 
@@ -302,10 +308,7 @@ class Container:
                     started.set()
                     return
                 if state.fail_streak >= fail_max:
-                    with open(self.log_path, "ab") as log:
-                        log.write(f"=== startup probe failed {fail_max}x ({detail}): killing\n".encode())
-                    self.liveness_kills += 1
-                    self.kill()
+                    self._probe_kill("startup", fail_max, detail)
                     return
                 wait = period
             elif kind == "readinessProbe":
@@ -316,14 +319,31 @@ class Container:
                 wait = period if self.ready else min(period, 1.0)
             else:
                 if state.fail_streak >= fail_max:
-                    with open(self.log_path, "ab") as log:
-                        log.write(f"=== liveness probe failed {fail_max}x ({detail}): killing\n".encode())
-                    self.liveness_kills += 1
-                    self.kill()
+                    self._probe_kill("liveness", fail_max, detail)
                     return
                 wait = period
             if self._stop.wait(wait):
                 return
+
+    def _probe_kill(self, kind: str, fail_max: int, detail: str) -> None:
+        """The kubelet kills a container whose liveness (or startup) probe failed `fail_max` times in a
+        row. First, what the kubelet cannot do: SIGABRT, on which the process's faulthandler (enabled
+        in every container here, pods.IMAGE_ENV) writes every thread's stack to the log, so a hung
+        process says where it hung; SIGKILL follows (at once if the process has already died)."""
+        with open(self.log_path, "ab") as log:
+            load = "/".join(f"{x:.1f}" for x in os.getloadavg())  # starved, or hung?
+            log.write(
+                f"=== {kind} probe failed {fail_max}x ({detail}; load {load}): dumping stacks, killing\n".encode()
+            )
+        self.liveness_kills += 1
+        with self._lock:
+            proc, pid1 = self.proc, self.pid1
+        if proc is not None and pid1:
+            kill(pid1, signal.SIGABRT)
+            deadline = time.monotonic() + STACK_DUMP_SECONDS
+            while proc.returncode is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+        self.kill()
 
     def is_ready(self) -> bool:
         if not self.running:

@@ -34,6 +34,10 @@ IMAGE_ENTRYPOINTS = {
 }
 IMAGE_HOME = "/app"
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# What every container's environment starts from, as Flower's images set it; plus, the harness's own,
+# PYTHONFAULTHANDLER: a process the kubelet kills for failed probes first gets SIGABRT and writes every
+# thread's stack to its log (containers.Container._probe_kill), so a hang says where it hung.
+IMAGE_ENV = {"LANG": "C.UTF-8", "PYTHONFAULTHANDLER": "1"}
 
 
 class Pod:
@@ -127,7 +131,7 @@ class Pod:
         entry = [str(venv_bin / IMAGE_ENTRYPOINTS[repo])]
         lookup = self.cluster.data
         argv = container_command(spec, self.identity(), entry, lookup)
-        env = {"PATH": f"{venv_bin}:{BASE_PATH}", "HOSTNAME": self.name, "HOME": IMAGE_HOME, "LANG": "C.UTF-8"}
+        env = {"PATH": f"{venv_bin}:{BASE_PATH}", "HOSTNAME": self.name, "HOME": IMAGE_HOME, **IMAGE_ENV}
         env.update(container_env(spec, self.identity(), lookup))
         pod_sc = self.spec.get("securityContext", {})
         sc = {**pod_sc, **spec.get("securityContext", {})}
