@@ -10,6 +10,7 @@ import os
 import resource
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -24,6 +25,20 @@ if TYPE_CHECKING:
 
 BACKOFF_START = 1.0
 BACKOFF_CAP = 8.0
+# A TCP connect to host:port... with a 2 s timeout, one line each: ok, or the error (timeout: dropped).
+DIAL = """
+import socket, sys
+for port in sys.argv[2:]:
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect((sys.argv[1], int(port)))
+        print(port, "ok")
+    except OSError as exc:
+        print(port, type(exc).__name__, exc)
+    finally:
+        s.close()
+"""
 # How long a probe-killed process may take to write its threads' stacks (faulthandler) before SIGKILL.
 STACK_DUMP_SECONDS = 3.0
 
@@ -343,7 +358,30 @@ class Container:
             deadline = time.monotonic() + STACK_DUMP_SECONDS
             while proc.returncode is None and time.monotonic() < deadline:
                 time.sleep(0.1)
+        with contextlib.suppress(Exception):  # diagnostics only: never in the way of the kill
+            self._network_state()
+        with open(self.log_path, "ab") as log:
+            log.write(f"=== killed: {kind} probe failed {fail_max}x ({detail})\n".encode())
         self.kill()
+
+    def _network_state(self) -> None:
+        """What the pod's network looked like when its probes failed: a TCP connect from the node to each
+        probed port, the pod's sockets, its NetworkPolicy table (is it unreachable, not listening, or up?)."""
+        c = self.pod.cluster
+        ports = sorted(
+            {self._probe_request(self.spec[k])["port"] for k in ("livenessProbe", "startupProbe") if k in self.spec}
+        )
+        checks = [
+            ["ip", "netns", "exec", self.pod.netns, c.netpol.nft, "list", "ruleset"],
+            ["ip", "-n", self.pod.netns, "-brief", "addr", "show"],
+            ["ip", "-n", c.node_ns, "neigh", "show", self.pod.ip],
+            ["ip", "netns", "exec", self.pod.netns, "ss", "-tln"],
+            ["ip", "netns", "exec", c.node_ns, sys.executable, "-c", DIAL, self.pod.ip, *map(str, ports)],
+        ]
+        with open(self.log_path, "ab") as log:
+            for argv in checks:
+                res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+                log.write(f"=== $ {' '.join(argv[3:7])}\n{res.stdout}{res.stderr}".encode())
 
     def is_ready(self) -> bool:
         if not self.running:
