@@ -372,16 +372,19 @@ class Container:
             {self._probe_request(self.spec[k])["port"] for k in ("livenessProbe", "startupProbe") if k in self.spec}
         )
         checks = [
-            ["ip", "netns", "exec", self.pod.netns, c.netpol.nft, "list", "ruleset"],
             ["ip", "-n", self.pod.netns, "-brief", "addr", "show"],
+            ["ip", "-n", c.node_ns, "route", "get", self.pod.ip],
             ["ip", "-n", c.node_ns, "neigh", "show", self.pod.ip],
+            ["ip", "netns", "exec", c.node_ns, c.netpol.nft, "list", "ruleset"],
             ["ip", "netns", "exec", self.pod.netns, "ss", "-tln"],
+            ["ip", "netns", "exec", self.pod.netns, c.netpol.nft, "list", "chain", "inet", "k8s-netpol", "ingress"],
             ["ip", "netns", "exec", c.node_ns, sys.executable, "-c", DIAL, self.pod.ip, *map(str, ports)],
         ]
         with open(self.log_path, "ab") as log:
             for argv in checks:
                 res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-                log.write(f"=== $ {' '.join(argv[3:7])}\n{res.stdout}{res.stderr}".encode())
+                shown = " ".join(a for a in argv if a != DIAL)
+                log.write(f"=== $ {shown}\n{res.stdout}{res.stderr}".encode())
 
     def is_ready(self) -> bool:
         if not self.running:
