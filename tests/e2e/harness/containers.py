@@ -39,6 +39,7 @@ for port in sys.argv[2:]:
     finally:
         s.close()
 """
+CONNTRACK = "/proc/net/nf_conntrack"
 # How long a probe-killed process may take to write its threads' stacks (faulthandler) before SIGKILL.
 STACK_DUMP_SECONDS = 3.0
 
@@ -379,6 +380,8 @@ class Container:
             ["ip", "netns", "exec", self.pod.netns, "ss", "-tln"],
             ["ip", "netns", "exec", self.pod.netns, c.netpol.nft, "list", "chain", "inet", "k8s-netpol", "ingress"],
             ["ip", "netns", "exec", c.node_ns, sys.executable, "-c", DIAL, self.pod.ip, *map(str, ports)],
+            # The pod's connection tracking for those ports (its egress passes replies only as `established`).
+            ["ip", "netns", "exec", self.pod.netns, "grep", "-E", "|".join(f"port={p} " for p in ports), CONNTRACK],
         ]
         with open(self.log_path, "ab") as log:
             for argv in checks:
