@@ -235,7 +235,10 @@ class Container:
             proc, pid1 = self.proc, self.pid1
         kill(pid1)
         if proc is not None:
-            kill(proc.pid)
+            # Popen's own kill: a no-op once the process was reaped, whose PID another process may
+            # have by now (pid_max is 32768 here, and an e2e run starts tens of thousands).
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
 
     def terminate(self, grace: float) -> None:
         """The kubelet stopping a container of a deleted pod: SIGTERM to its PID 1 (which
