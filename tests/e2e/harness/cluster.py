@@ -28,6 +28,7 @@ from tests.e2e.harness.host import ID_PREFIX, HarnessError, NotReady, children, 
 from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.network import (
     NETNS_INODES,
+    add_bridge,
     add_netns,
     attach_to_bridge,
     isolate_port,
@@ -152,7 +153,7 @@ class Cluster:
             add_netns(self.node_ns)
             self.netns.append(self.node_ns)
             run_cmd(["ip", "-n", self.node_ns, "link", "set", "lo", "up"])
-            run_cmd(["ip", "-n", self.node_ns, "link", "add", self.bridge, "type", "bridge"])
+            self.bridge_mac = add_bridge(self.node_ns, self.bridge)
             run_cmd(
                 [
                     "ip",
@@ -512,6 +513,10 @@ class Cluster:
             for ns in reversed(self.netns):
                 run_cmd(["ip", "netns", "del", ns], check=False)
             dns.remove_netns_files(self.hosts_dirs)
+            keep = os.environ.get("E2E_KEEP_LOGS")  # a directory: every container's whole log, kept
+            if keep:
+                with contextlib.suppress(OSError):
+                    shutil.copytree(self.logdir, Path(keep) / f"{self.label}-{self.id}", dirs_exist_ok=True)
             shutil.rmtree(self.workdir, ignore_errors=True)
         finally:
             MOUNTPOINTS.release()

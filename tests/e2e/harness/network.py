@@ -8,6 +8,7 @@ import contextlib
 import ipaddress
 import os
 import random
+import secrets
 import threading
 
 from tests.e2e.harness.host import ID_PREFIX, HarnessError, run_cmd
@@ -30,6 +31,26 @@ def netns_pids(netns: str) -> list[int]:
 def our_netns(prefix: str = ID_PREFIX) -> list[str]:
     res = run_cmd(["ip", "netns", "list"], check=False)
     return [line.split()[0] for line in res.stdout.splitlines() if line.split() and line.split()[0].startswith(prefix)]
+
+
+def add_bridge(netns: str, name: str) -> str:
+    """A bridge in `netns` with a MAC address of its own, which it keeps; returns the MAC.
+
+    A Linux bridge whose address was never set takes the lowest MAC of its ports, so a
+    pod joining (a Job's, a client's) can change the node's MAC. Pods keep the old one in
+    their neighbour cache and their replies to the node are lost until they resolve it
+    again, which may take a minute: the node's next ARP request, when it comes from
+    another of its addresses (a load balancer's, harness/wan.py), updates the pod's entry
+    for that address and not for its gateway. Probes and new connections then time out
+    while the pod is fine (the e2e's scenario-6 flake). CNI bridge plugins set the
+    bridge's address for the same reason."""
+    mac = "02:" + ":".join(f"{b:02x}" for b in secrets.token_bytes(5))  # locally administered, unicast
+    run_cmd(["ip", "-n", netns, "link", "add", name, "address", mac, "type", "bridge"])
+    return mac
+
+
+def bridge_mac(netns: str, name: str) -> str:
+    return run_cmd(["ip", "netns", "exec", netns, "cat", f"/sys/class/net/{name}/address"]).stdout.strip()
 
 
 def attach_to_bridge(netns: str, node_ns: str, bridge: str, veth: str, ip: str, prefixlen: int) -> None:

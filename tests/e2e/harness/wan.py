@@ -40,7 +40,7 @@ from tests.e2e.harness import cluster as cluster_module
 from tests.e2e.harness.cluster import CREATED, Cluster
 from tests.e2e.harness.dns import backing, check_ports
 from tests.e2e.harness.host import HERE, ID_PREFIX, HarnessError, kill, run_cmd
-from tests.e2e.harness.network import add_netns, netns_pids, pick_subnet
+from tests.e2e.harness.network import add_bridge, add_netns, netns_pids, pick_subnet
 
 FORWARDER = HERE / "forwarder.py"
 NODE_LINK = "wan0"  # the node's leg on the WAN
@@ -66,7 +66,7 @@ class Wan:
             self.subnet = pick_subnet()
             add_netns(self.netns)
             run_cmd(["ip", "-n", self.netns, "link", "set", "lo", "up"])
-            run_cmd(["ip", "-n", self.netns, "link", "add", self.bridge, "type", "bridge"])
+            add_bridge(self.netns, self.bridge)
             run_cmd(["ip", "-n", self.netns, "link", "set", self.bridge, "up"])
         except BaseException:
             self.close()
