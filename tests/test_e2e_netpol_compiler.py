@@ -202,9 +202,9 @@ def test_the_ruleset_replaces_the_table_and_admits_the_node_and_loopback():
         '    iif "lo" accept\n'
         '    ip saddr 10.9.0.1 accept comment "the node (kubelet probes)"\n'
         '    ip saddr { 10.9.0.20/31, 10.9.0.22 } tcp dport { 9092-9093 } accept comment "srv ingress[0]"\n'
-        "    drop\n"
+        "    counter drop\n"
     ).replace("    isolated", "    # isolated") in text
-    assert '    oif "lo" accept\n    drop\n' in text  # egress isolated, nothing allowed
+    assert '    oif "lo" accept\n    counter drop\n' in text  # egress isolated, nothing allowed
 
 
 # --- the product's policies ---------------------------------------------------------------

@@ -385,6 +385,23 @@ class Container:
             ["ip", "netns", "exec", c.node_ns, sys.executable, "-c", DIAL, self.pod.ip, *map(str, ports)],
             # The pod's connection tracking for those ports (its egress passes replies only as `established`).
             ["ip", "netns", "exec", self.pod.netns, "grep", "-E", "|".join(f"port={p} " for p in ports), CONNTRACK],
+            # The pod's side of the path back to the node: its neighbour cache against the bridge's
+            # address and MAC now, every TCP socket (SYN-RECV: the SYN arrived), its drop counters.
+            ["ip", "-n", self.pod.netns, "neigh", "show"],
+            ["ip", "-n", c.node_ns, "-brief", "link", "show", c.bridge],
+            ["ip", "netns", "exec", self.pod.netns, "ss", "-tan"],
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.pod.netns,
+                "nstat",
+                "-az",
+                "TcpExtListen*",
+                "TcpExtTCPReqQFullDrop",
+                "IpExtInNoRoutes",
+            ],
+            ["ip", "netns", "exec", self.pod.netns, c.netpol.nft, "list", "chain", "inet", "k8s-netpol", "egress"],
         ]
         with open(self.log_path, "ab") as log:
             for argv in checks:

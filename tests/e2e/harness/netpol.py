@@ -385,7 +385,8 @@ def _chain(name: str, hook: str, d: Direction, policy_type: str, exempt: Iterabl
             for addr in _addr_match(policy_type, a.peers):
                 for port in _port_matches(a.ports):
                     lines.append(f'    {addr}{port}accept comment "{a.why}"')
-        lines.append("    drop")
+        # Counted: a probe kill's diagnostics (containers.py) show whether this chain dropped.
+        lines.append("    counter drop")
     lines.append("  }")
     return lines
 
