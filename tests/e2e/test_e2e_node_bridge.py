@@ -22,6 +22,7 @@ import sys
 
 import pytest
 
+from tests.e2e.harness.enforce import LISTENER
 from tests.e2e.harness.host import ID_PREFIX, run_cmd
 from tests.e2e.harness.network import add_bridge, add_netns, attach_to_bridge, bridge_mac
 
@@ -29,17 +30,6 @@ SUBNET = "10.251.{}.0/24"  # only inside this test's own namespaces
 SECOND_ADDRESS = "203.0.113.7"  # the node's other address (a load balancer's), RFC 5737
 PORT = 7001
 
-LISTEN = """
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], int(sys.argv[2])))
-s.listen(8)
-print("ready", flush=True)
-while True:
-    c, _ = s.accept()
-    c.close()
-"""
 DIAL = """
 import socket, sys
 s = socket.socket()
@@ -93,7 +83,7 @@ def _replay(fixed_mac: bool) -> tuple[str, str, str]:
         attach_to_bridge(pod, node, "br0", f"{ID_PREFIX}{tag}p", pod_ip, 24)
         run_cmd(["ip", "-n", pod, "route", "add", f"{SECOND_ADDRESS}/32", "via", bridge_ip])
         listener = subprocess.Popen(
-            ["ip", "netns", "exec", pod, sys.executable, "-c", LISTEN, pod_ip, str(PORT)],
+            ["ip", "netns", "exec", pod, sys.executable, "-c", LISTENER, pod_ip, str(PORT)],
             stdout=subprocess.PIPE,
             text=True,
             start_new_session=True,
