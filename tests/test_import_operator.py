@@ -187,6 +187,17 @@ def test_a_kubectl_get_copy_imports(tmp_path, capsys):
     )
 
 
+def test_a_cr_is_read_as_kubectl_reads_it(tmp_path, capsys):
+    """kubectl reads a manifest with go-yaml v2 (sigs.k8s.io/yaml), where `1e-3` is a float, which the CRD's
+    string-only nodeConfig rejects; quoted, it is the string the operator passes on."""
+    text = CRS[0].replace("replicas: 2", "replicas: 2\n        nodeConfig: {lr: 1e-3}")
+    code, out, err = run_import(capsys, "operator", write(tmp_path, "cr.yaml", text))
+    assert code == 1 and "  - spec.supernodes.pools[0].nodeConfig.lr: 0.001: the operator's nodeConfig takes" in err
+    code, out, err = run_import(capsys, "operator", write(tmp_path, "cr.yaml", text.replace("1e-3", "'1e-3'")))
+    assert code == 0, err
+    assert stack_config(out)["supernodes"]["pools"][0]["nodeConfig"] == {"lr": "1e-3"}
+
+
 def test_defaults_that_differ_are_said_and_preserved_on_request(tmp_path, capsys):
     path = write(tmp_path, "cr.yaml", CRS[0])
     code, out, _ = run_import(capsys, "operator", path)
