@@ -18,6 +18,9 @@ it (decimal, 0x.., 0o.., 0b.., 0.. octal), else a float where it matches Go's
 string: dates and times too (go-yaml gives them to an untyped value as the string) and `=`.
 Null and `<<` merges are PyYAML's, the same as go-yaml's.
 
+`StackDumper` writes a stack file both Pulumi and a YAML 1.1 reader read back as written: it
+quotes a string either would take for something else (`"1e-3"` for Pulumi, `"yes"` for PyYAML).
+
 Built on libyaml's C loader where PyYAML has it: it calls the same Python resolver and
 constructors, so the two read alike (tests/test_goyaml.py)."""
 
@@ -146,6 +149,18 @@ class PulumiLoader(GoResolution, _Base):  # type: ignore[valid-type,misc]
     """go-yaml v3: Pulumi stack files, as Pulumi's engine reads them."""
 
     BOOLEANS = YAML_1_2_BOOLEANS
+
+
+class StackDumper(yaml.SafeDumper):
+    """A stack file's writer: a string is quoted where Pulumi (go-yaml v3) or a YAML 1.1 reader
+    (PyYAML, go-yaml v2) would read it unquoted as anything but that string."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and implicit[0]:
+            tag = _go_tag(value, YAML_1_1_BOOLEANS)
+            if tag is not None:
+                return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
 
 def load_helm_values(text: str) -> list[Any]:

@@ -1,6 +1,6 @@
 """federation/goyaml.py: files read as the Go program that reads each for real (Helm and kubectl: go-yaml
-v2; Pulumi's engine: go-yaml v3), not as PyYAML's YAML 1.1. Then the `render` command on a stack file
-whose nodeConfig PyYAML would misread."""
+v2; Pulumi's engine: go-yaml v3), not as PyYAML's YAML 1.1, and a stack file written so that each reads
+back what was written. Then the `render` command on a stack file whose nodeConfig PyYAML would misread."""
 
 from __future__ import annotations
 
@@ -82,6 +82,16 @@ def test_documents_and_merges():
         "a": {"b": "yes"},
         "c": {"b": "yes", "d": 0.001},
     }
+
+
+def test_a_stack_file_reads_back_as_written():
+    """Strings any of the three readers would take for something else are quoted; numbers and booleans stay
+    plain."""
+    data = {"s": [t for t in SCALARS if t != ""] + ["yes", "null", "1e-3"], "n": [0.001, 1e-7, 10, -math.inf, True]}
+    text = yaml.dump(data, Dumper=goyaml.StackDumper, sort_keys=False)
+    for read in (goyaml.load_stack_file, lambda t: goyaml.load_helm_values(t)[0], yaml.safe_load):
+        assert read(text) == data
+    assert "- 0.001\n" in text and "- '1e-3'\n" in text and "- 'y'\n" in text
 
 
 def _render(tmp_path, text: str) -> tuple[int, str, str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from federation.goyaml import load_stack_file
 from federation.plan import load_plan
 from tests.support.flower import GRPC_ERA, PROGRAMS
 from tests.support.importing import header, render, run_import, stack_config, write
@@ -196,6 +197,9 @@ def test_a_cr_is_read_as_kubectl_reads_it(tmp_path, capsys):
     code, out, err = run_import(capsys, "operator", write(tmp_path, "cr.yaml", text.replace("1e-3", "'1e-3'")))
     assert code == 0, err
     assert stack_config(out)["supernodes"]["pools"][0]["nodeConfig"] == {"lr": "1e-3"}
+    # And Pulumi reads the string back from the stack file (written quoted: unquoted, it reads a float).
+    pool = load_stack_file(out)["config"]["flower-federation:federation"]["supernodes"]["pools"][0]
+    assert pool["nodeConfig"] == {"lr": "1e-3"}
 
 
 def test_defaults_that_differ_are_said_and_preserved_on_request(tmp_path, capsys):
