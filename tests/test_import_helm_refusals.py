@@ -241,6 +241,31 @@ def test_what_means_otherwise_here_is_said(tmp_path, capsys):
     assert "--preserve-behaviour sets resourcesPreset: none." in text
 
 
+def _notes(out: str) -> str:
+    """The Notes section, one line per note."""
+    return header(out).split("# Notes:\n", 1)[1].split("\n#\n")[0]
+
+
+def test_superexecs_per_supernode_are_said_whenever_the_count_differs(tmp_path, capsys):
+    """superexec.replicas left at the chart's 1 with 3 SuperNodes: the chart runs 1 SuperExec pod, this stack 3;
+    and the GPUs each requests come 3 times too."""
+    gpu = {"limits": {"nvidia.com/gpu": 1, "memory": "8Gi"}}
+    values = _process(supernode={"replicas": 3}, superexec={"resources": gpu})
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--release", "r")
+    assert code == 0, err
+    notes = _notes(out)
+    assert "superexec.replicas: 1 (the chart's default) is SuperExecs per SuperNode here" in notes
+    assert "supernode.replicas x superexec.replicas = 3 x 1 = 3 SuperExec pods" in notes
+    assert "the chart runs superexec.replicas SuperExec pods in total" in notes
+    assert "nvidia.com/gpu: 1 per SuperExec pod (superexec.resources), so 3 nvidia.com/gpu in all" in notes
+    assert "where the chart's 1 SuperExec pod requested 1" in notes
+    # Without GPUs: the count alone. One SuperNode: the chart's count, nothing to say.
+    code, out, _ = run_import(capsys, "helm", write(tmp_path, "v.yaml", _process(supernode={"replicas": 3})))
+    assert "3 x 1 = 3 SuperExec pods" in _notes(out) and "gpu" not in _notes(out)
+    code, out, _ = run_import(capsys, "helm", write(tmp_path, "v.yaml", _process(superexec={"resources": gpu})))
+    assert code == 0 and "SuperExecs per SuperNode" not in header(out)
+
+
 def test_a_superexec_of_another_flower_is_said(tmp_path, capsys):
     # The chart's defaults pair a raised supernode.image.tag with its SuperExec's 1.21.0: kept, and said.
     values = _process()

@@ -5,7 +5,7 @@ differences. Each component is judged on its own: a values file that sets the Su
 egress or token leaves the SuperExec's at the chart's default, which is then a difference
 of its own (set at `supernodes.pools[0].superexec.*`). Also here: what the chart's defaults
 imply that this import sets (an exposed ClientAppIo Service), and chart values that mean
-something else here (superexec.replicas, supernode.env), said in the Notes."""
+something else here (superexec.replicas and the GPUs it multiplies, supernode.env), said in the Notes."""
 
 from __future__ import annotations
 
@@ -56,15 +56,7 @@ def semantics(steps: ChartImport) -> None:
     v, s = steps.vals, steps.stack
     if not steps.process:
         return
-    if v.set_by_user("superexec.replicas"):
-        per, nodes = v.get("superexec.replicas"), v.get("supernode.replicas")
-        total = f"{nodes} x {per} = {nodes * per}" if isinstance(per, int) and isinstance(nodes, int) else "?"
-        s.notes.append(
-            f"superexec.replicas: {per!r} is SuperExecs per SuperNode here: StatefulSets "
-            f"{steps.name}-superexec-{steps.pool} and -1, -2, ..., each with the pool's replicas, so "
-            f"supernode.replicas x superexec.replicas = {total} SuperExec pods; the chart runs superexec.replicas "
-            "SuperExec pods in total, shared by all SuperNodes."
-        )
+    _superexec_count(steps)
     own = v.get("superexec.env") if v.set_by_user("superexec.env") else []
     own_names = {e.get("name") for e in own if isinstance(e, dict)} if isinstance(own, list) else set()
     env = v.get("supernode.env") if v.set_by_user("supernode.env") else []
@@ -80,6 +72,48 @@ def semantics(steps: ChartImport) -> None:
             f"is the SuperExecs' base, superexec.env over it by name): {', '.join(reaching)}; the chart gives it to "
             "the SuperNode only. Set a variable in superexec.env to give the SuperExecs another value."
         )
+
+
+def _superexec_count(steps: ChartImport) -> None:
+    """superexec.replicas is the chart's total, SuperExecs per SuperNode here: said where the values set it, and
+    wherever the count of SuperExec pods differs from the chart's (several SuperNodes, superexec.replicas left at
+    its 1), with the GPUs each SuperExec requests, which come as many times."""
+    v, s = steps.vals, steps.stack
+    per, nodes = v.get("superexec.replicas"), v.get("supernode.replicas")
+    if not isinstance(per, int) or not isinstance(nodes, int):
+        return  # validation refuses it
+    if not v.set_by_user("superexec.replicas") and nodes * per == per:
+        return
+    given = "" if v.set_by_user("superexec.replicas") else " (the chart's default)"
+    workload = f"{steps.name}-superexec-{steps.pool}"
+    workloads = f"StatefulSets {workload} and -1, -2, ..., each" if per > 1 else f"StatefulSet {workload}"
+    text = (
+        f"superexec.replicas: {per}{given} is SuperExecs per SuperNode here: {workloads} with the pool's replicas, so "
+        f"supernode.replicas x superexec.replicas = {nodes} x {per} = {nodes * per} SuperExec pods; the chart runs "
+        "superexec.replicas SuperExec pods in total, shared by all SuperNodes."
+    )
+    for name, each in _gpus(v.get("superexec.resources")).items():
+        count = int(str(each)) if str(each).isdigit() else None
+        totals = (
+            f"{nodes * per * count} {name} in all, where the chart's {per} SuperExec pod{'s' if per != 1 else ''} "
+            f"requested {per * count}"
+            if count is not None
+            else f"{nodes * per} times that, where the chart's requested it {per} times"
+        )
+        text += f" Their GPUs multiply too: {name}: {each} per SuperExec pod (superexec.resources), so {totals}."
+    s.notes.append(text)
+
+
+def _gpus(resources: object) -> dict[str, object]:
+    """The GPUs a container's resources request: extended resources named like one (nvidia.com/gpu, amd.com/gpu,
+    gpu.intel.com/i915), by name, from its limits (which Kubernetes takes as the request), else its requests."""
+    out: dict[str, object] = {}
+    for part in ("limits", "requests"):
+        given = resources.get(part) if isinstance(resources, dict) else None
+        for name, quantity in given.items() if isinstance(given, dict) else ():
+            if "gpu" in str(name).lower():
+                out.setdefault(str(name), quantity)
+    return out
 
 
 def _policy_here(v: Values, component: str) -> bool:
