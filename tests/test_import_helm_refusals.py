@@ -266,6 +266,34 @@ def test_superexecs_per_supernode_are_said_whenever_the_count_differs(tmp_path, 
     assert code == 0 and "SuperExecs per SuperNode" not in header(out)
 
 
+def test_a_proxy_in_the_env_is_said_with_the_egress_it_needs(tmp_path, capsys):
+    """The SuperNodes dial the SuperLink through a proxy the env names, which their NetworkPolicy here does not
+    admit (DNS and the SuperLink's port only): said, with what admits it, and whether --preserve-behaviour does."""
+    values = copy.deepcopy(BASE)
+    values["global"] = {"env": [{"name": "https_proxy", "value": "http://proxy.corp:3128"}]}
+    values["supernode"]["env"] = [{"name": "GRPC_PROXY", "value": "http://10.0.0.9:8080"}, {"name": "A", "value": "1"}]
+    path = write(tmp_path, "v.yaml", values)
+    code, out, err = run_import(capsys, "helm", path, "--release", "r")
+    assert code == 0, err
+    notes = _notes(out)
+    assert "global.env sets https_proxy: 'http://proxy.corp:3128'" in notes
+    assert "supernode.env sets GRPC_PROXY: 'http://10.0.0.9:8080'" in notes
+    assert "admits only cluster DNS and the SuperLink's port" in notes
+    assert "supernodes.pools[0].networkPolicy.extraEgress with the proxy's address and port" in notes
+    assert "or allowExternalEgress: true, which --preserve-behaviour sets (the chart's default)" in notes
+    code, out, err = run_import(capsys, "helm", path, "--release", "r", "--preserve-behaviour")
+    assert code == 0, err
+    assert "Covered here: --preserve-behaviour set supernodes.pools[0].networkPolicy.allowExternalEgress" in _notes(out)
+    # Egress the values close themselves: said, without --preserve-behaviour; open or without a policy: nothing.
+    values["supernode"]["networkPolicy"] = {"allowExternalEgress": False}
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--preserve-behaviour")
+    assert code == 0 and "https_proxy" in _notes(out) and "Covered here" not in _notes(out), err
+    for policy in ({"allowExternalEgress": True}, {"enabled": False}):
+        values["supernode"]["networkPolicy"] = policy
+        code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values))
+        assert code == 0 and "https_proxy" not in header(out), err
+
+
 def test_a_superexec_of_another_flower_is_said(tmp_path, capsys):
     # The chart's defaults pair a raised supernode.image.tag with its SuperExec's 1.21.0: kept, and said.
     values = _process()

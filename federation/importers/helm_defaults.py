@@ -5,7 +5,8 @@ differences. Each component is judged on its own: a values file that sets the Su
 egress or token leaves the SuperExec's at the chart's default, which is then a difference
 of its own (set at `supernodes.pools[0].superexec.*`). Also here: what the chart's defaults
 imply that this import sets (an exposed ClientAppIo Service), and chart values that mean
-something else here (superexec.replicas and the GPUs it multiplies, supernode.env), said in the Notes."""
+something else here (superexec.replicas and the GPUs it multiplies, supernode.env, a proxy in the
+env that our egress policy blocks), said in the Notes."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 NETPOL = f"{POOL}.networkPolicy"
 SUPEREXEC = f"{POOL}.superexec"
 EXPOSED_TYPES = ("NodePort", "LoadBalancer")
+# Environment variables that make a client dial through a proxy (gRPC's, and the usual HTTP ones), any case.
+PROXY_VARIABLES = {"https_proxy", "http_proxy", "grpc_proxy", "all_proxy"}
 
 
 def differences(steps: ChartImport) -> list[str]:
@@ -54,6 +57,7 @@ def exposure(steps: ChartImport) -> None:
 def semantics(steps: ChartImport) -> None:
     """Chart values that mean something else here, said where the values use them."""
     v, s = steps.vals, steps.stack
+    _proxies(steps)
     if not steps.process:
         return
     _superexec_count(steps)
@@ -72,6 +76,42 @@ def semantics(steps: ChartImport) -> None:
             f"is the SuperExecs' base, superexec.env over it by name): {', '.join(reaching)}; the chart gives it to "
             "the SuperNode only. Set a variable in superexec.env to give the SuperExecs another value."
         )
+
+
+def _proxies(steps: ChartImport) -> None:
+    """A proxy the SuperNodes' env names (Flower's gRPC and HTTP clients dial through it): their NetworkPolicy here
+    admits only DNS and the SuperLink's port, where the chart's lets them reach anything by default."""
+    v, s = steps.vals, steps.stack
+    found = [
+        f"{path} sets {e['name']}: {e['value']!r}" if "value" in e else f"{path} sets {e['name']} (from valueFrom)"
+        for path in ("global.env", "supernode.env")
+        if v.set_by_user(path) and isinstance(v.get(path), list)
+        for e in v.get(path)
+        if isinstance(e, dict) and str(e.get("name")).lower() in PROXY_VARIABLES
+    ]
+    egress = "supernode.networkPolicy.allowExternalEgress"
+    if (
+        not found
+        or v.get("supernode.networkPolicy.enabled") is False
+        or v.get(egress) is True
+        and v.set_by_user(egress)
+    ):
+        return  # no policy, or egress the values open themselves
+    text = (
+        f"A proxy: {'; '.join(found)}. The SuperNodes then dial the SuperLink through it, and their NetworkPolicy "
+        "here admits only cluster DNS and the SuperLink's port, so that connection is blocked unless the egress "
+        f"admits the proxy: {NETPOL}.extraEgress with the proxy's address and port (an ipBlock and a port), or "
+        "allowExternalEgress: true"
+    )
+    if v.set_by_user(egress):
+        s.notes.append(text + f" ({egress} is false in the values).")
+    elif steps.preserve:
+        s.notes.append(
+            f"{text}. Covered here: --preserve-behaviour set {NETPOL}.allowExternalEgress: true (the chart's "
+            "default), which admits it."
+        )
+    else:
+        s.notes.append(f"{text}, which --preserve-behaviour sets (the chart's default).")
 
 
 def _superexec_count(steps: ChartImport) -> None:
