@@ -294,6 +294,35 @@ def test_a_proxy_in_the_env_is_said_with_the_egress_it_needs(tmp_path, capsys):
         assert code == 0 and "https_proxy" not in header(out), err
 
 
+def test_a_label_of_ours_set_otherwise_is_refused_or_dropped(tmp_path, capsys):
+    """A chart value that sets one of our selector/ownership labels to another value would be kept in the stack and
+    lost in the render: refused by its path, or dropped and listed; the same value as ours is kept."""
+    values = _process(
+        supernode={"podLabels": {"app.kubernetes.io/part-of": "fl-site-b", "team": "ml"}},
+        superexec={"podLabels": {"app.kubernetes.io/managed-by": "pulumi"}},
+    )
+    values["global"] = {"labels": {"flower.flwr.ai/component": "x"}}
+    path = write(tmp_path, "v.yaml", values)
+    code, out, err = run_import(capsys, "helm", path, "--release", "r")
+    assert code == 1 and out == ""
+    owned = "selector/ownership label set by flower-federation"
+    assert (
+        f"""  - supernode.podLabels["app.kubernetes.io/part-of"]: 'fl-site-b': {owned} (here 'flower-federation')"""
+        in err
+    )
+    assert f"""  - global.labels["flower.flwr.ai/component"]: 'x': {owned} (its value differs""" in err
+    assert "(2 problems)" in err.splitlines()[0], err
+    code, out, err = run_import(capsys, "helm", path, "--release", "r", "--allow-drop")
+    assert code == 0, err
+    assert f"""#   - supernode.podLabels["app.kubernetes.io/part-of"]: 'fl-site-b': {owned}""" in header(out)
+    config = stack_config(out)
+    pool = config["supernodes"]["pools"][0]
+    assert pool["podLabels"] == {"team": "ml"} and "labels" not in config
+    assert pool["superexec"]["podLabels"] == {"app.kubernetes.io/managed-by": "pulumi"}
+    labels = get(render(config, "r"), "StatefulSet", "r-flower-client-supernode-supernode")["spec"]["template"]
+    assert labels["metadata"]["labels"]["team"] == "ml"
+
+
 def test_a_superexec_of_another_flower_is_said(tmp_path, capsys):
     # The chart's defaults pair a raised supernode.image.tag with its SuperExec's 1.21.0: kept, and said.
     values = _process()
