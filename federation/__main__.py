@@ -22,6 +22,8 @@ from typing import Any, Optional
 
 import yaml
 
+from .goyaml import load_stack_file
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_KEYS = ("flower-federation:federation", "federation")
 NODE_KEYS_KEYS = ("flower-federation:nodeAuthKeys", "nodeAuthKeys")
@@ -40,7 +42,8 @@ def _read_stack_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         stack = args.stack or "dev"
         path = PROJECT_ROOT / f"Pulumi.{stack}.yaml"
     try:
-        settings = yaml.safe_load(path.read_text()) or {}
+        # As Pulumi's engine reads it (YAML 1.2: `yes` a string, `1e-3` a float), which PyYAML does not.
+        settings = load_stack_file(path.read_text()) or {}
     except FileNotFoundError:
         raise UsageError(f"no such stack settings file: {path}") from None
     except yaml.YAMLError as err:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from .config import Federation
 from .config.base import field_type
+from .goyaml import HelmLoader
 from .k8s_schema import type_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,13 +62,13 @@ _CHART_VALUE = re.compile(r"^\|\s*`([^`]+)`\s*\|.*\|\s*`(.*)`\s*\|\s*$")
 
 
 def chart_defaults(text: str) -> dict[str, Any]:
-    """Each parameter's default as the chart's tables give it (their Value column, read as YAML; the first row of a
-    parameter listed twice)."""
+    """Each parameter's default as the chart's tables give it (their Value column, read as Helm reads YAML; the
+    first row of a parameter listed twice)."""
     section = text[text.index("## Parameters") :]
     out: dict[str, Any] = {}
     for line in section.splitlines():
         if m := _CHART_VALUE.match(line):
-            out.setdefault(m.group(1), yaml.safe_load(m.group(2)))
+            out.setdefault(m.group(1), yaml.load(m.group(2), Loader=HelmLoader))
     return out
 
 

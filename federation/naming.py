@@ -14,6 +14,8 @@ OPERATOR_COMPONENT_LABEL = "flower.flwr.ai/component"
 OPERATOR_FEDERATION_LABEL = "flower.flwr.ai/federation"
 # Which of a pool's SuperExec StatefulSets a pod belongs to, when there are several (`superexec.replicas`).
 SUPEREXEC_REPLICA_LABEL = "flower.flwr.ai/superexec-replica"
+# Which SuperExec (`serverapp` or a pool) a Kubernetes executor's task pod serves.
+TASK_ROLE_LABEL = "flower.flwr.ai/task-role"
 
 SUPERLINK = "superlink"
 SUPERNODE = "supernode"

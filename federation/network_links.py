@@ -19,6 +19,7 @@ from .naming import (
     SUPERLINK,
     SUPERNODE,
     TASK_EXECUTOR,
+    TASK_ROLE_LABEL,
     selector_labels,
 )
 from .plan import FederationPlan
@@ -29,7 +30,6 @@ DNS_PORT = 53
 API_SERVER_PORTS = (443, 6443)
 # Package indexes for runtime dependency installation (`uv sync`).
 PACKAGE_INDEX_PORTS = (443,)
-TASK_ROLE_LABEL = "flower.flwr.ai/task-role"
 # Set by the StatefulSet controller on every pod it makes: `<statefulset>-<ordinal>`.
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 

@@ -20,6 +20,7 @@ from .workload_parts import (
     ca_volumes,
     claims_used_by,
     executor_wiring,
+    keep_used_volumes,
     statefulset,
     superexec_container,
     template,
@@ -109,4 +110,5 @@ def _pod(
     # Spread among all of the pool's SuperExecs, whichever StatefulSet they belong to.
     selector = selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name)
     pod = pod_settings.apply_to_pod(plan, pod, pool.superexec, selector)
-    return pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
+    pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
+    return keep_used_volumes(pod, pool.volumes, pool.pod_template)

@@ -20,6 +20,7 @@ from .workload_parts import (
     ca_mounts,
     ca_volumes,
     claims_used_by,
+    keep_used_volumes,
     managed_container,
     statefulset,
     template,
@@ -141,6 +142,7 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
         main_container=SUPERNODE,
     )
     pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
+    pod = keep_used_volumes(pod, pool.volumes, pool.pod_template)
     if not plan.stateful and plan.node_auth:
         _only_nodes_with_keys(pod, nodeauth.slots(plan, pool))
     return pod

@@ -220,10 +220,27 @@ def workload_meta(
     return plan.meta(name, component, pool, extra_labels=settings.labels, extra_annotations=settings.annotations)
 
 
+def _used_volumes(pod: PodTemplate) -> set[Any]:
+    """The volumes a pod's containers and init containers mount or use as a block device."""
+    spec = pod["spec"]
+    containers = [*spec.get("initContainers", []), *spec["containers"]]
+    return {u.get("name") for c in containers for key in ("volumeMounts", "volumeDevices") for u in c.get(key, [])}
+
+
 def claims_used_by(claims: list[dict[str, Any]], pod: PodTemplate) -> list[dict[str, Any]]:
     """The volumeClaimTemplates a pod's containers mount (a claim template per workload);
     podTemplate patches included, so the pod's mounts are its own."""
-    spec = pod["spec"]
-    containers = [*spec.get("initContainers", []), *spec["containers"]]
-    used = {m.get("name") for c in containers for m in c.get("volumeMounts", [])}
+    used = _used_volumes(pod)
     return [copy.deepcopy(c) for c in claims if c.get("metadata", {}).get("name") in used]
+
+
+def keep_used_volumes(pod: PodTemplate, volumes: list[Volume], pod_template: Optional[dict[str, Any]]) -> PodTemplate:
+    """The pod without those of the user's `volumes` (a pool's, which reach its SuperNode pods and its distributed
+    SuperExec pods alike) that none of its containers mounts or uses as a device, podTemplate patches included: a
+    PVC a pod lists is attached to it, mounted or not, so a ReadWriteOnce claim only the SuperExec mounts would keep
+    the SuperNode's pod from starting (multi-attach). Our own volumes stay, and so do those the podTemplate
+    declares, taken as given as the rest of it."""
+    declared = {v.get("name") for v in ((pod_template or {}).get("spec") or {}).get("volumes") or []}
+    unused = {v.get("name") for v in volumes} - declared - _used_volumes(pod)
+    pod["spec"]["volumes"] = [v for v in pod["spec"].get("volumes", []) if v.get("name") not in unused]
+    return pod

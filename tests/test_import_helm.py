@@ -210,6 +210,29 @@ def test_node_keys_are_never_inlined(tmp_path, capsys):
     assert "first write the key of global.nodeAuth.authSupernodePrivateKey (its text, as in the values file) to" in out
 
 
+# A values file as a user writes it: `1e-3` is a float to Helm (go-yaml), a string to YAML 1.1 as
+# PyYAML reads it (a float needs a dot there); `1_0` is 10 to both.
+NUMBERS = """\
+supernode:
+  image: {tag: 1.26.1}
+  node:
+    config: {lr: 1e-3, decay: 5E-4, epochs: 1_0, when: 2024-01-01}
+"""
+
+
+def test_node_config_numbers_are_read_as_helm_reads_them(tmp_path, capsys, flower):
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "values.yaml", NUMBERS), "--release", "r")
+    assert code == 0, err
+    want = {"lr": 0.001, "decay": 0.0005, "epochs": 10, "when": "2024-01-01"}
+    config = stack_config(out)
+    assert config["supernodes"]["pools"][0]["nodeConfig"] == want
+    objects = run(config, "r").manifests()
+    (argv,) = [a for _, _, c, a in started_containers(objects) if c["name"] == "supernode"]
+    # Read back through Flower's own parser: the types Helm would have passed.
+    got = flower[GRPC_ERA].node_config(flower[GRPC_ERA].parse(PROGRAMS["supernode"], argv)["node_config"])
+    assert got == want and [type(got[k]) for k in want] == [float, float, int, str]
+
+
 @pytest.mark.parametrize(
     "release,name,override,want",
     [

@@ -241,6 +241,88 @@ def test_what_means_otherwise_here_is_said(tmp_path, capsys):
     assert "--preserve-behaviour sets resourcesPreset: none." in text
 
 
+def _notes(out: str) -> str:
+    """The Notes section, one line per note."""
+    return header(out).split("# Notes:\n", 1)[1].split("\n#\n")[0]
+
+
+def test_superexecs_per_supernode_are_said_whenever_the_count_differs(tmp_path, capsys):
+    """superexec.replicas left at the chart's 1 with 3 SuperNodes: the chart runs 1 SuperExec pod, this stack 3;
+    and the GPUs each requests come 3 times too."""
+    gpu = {"limits": {"nvidia.com/gpu": 1, "memory": "8Gi"}}
+    values = _process(supernode={"replicas": 3}, superexec={"resources": gpu})
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--release", "r")
+    assert code == 0, err
+    notes = _notes(out)
+    assert "superexec.replicas: 1 (the chart's default) is SuperExecs per SuperNode here" in notes
+    assert "supernode.replicas x superexec.replicas = 3 x 1 = 3 SuperExec pods" in notes
+    assert "the chart runs superexec.replicas SuperExec pods in total" in notes
+    assert "nvidia.com/gpu: 1 per SuperExec pod (superexec.resources), so 3 nvidia.com/gpu in all" in notes
+    assert "where the chart's 1 SuperExec pod requested 1" in notes
+    # Without GPUs: the count alone. One SuperNode: the chart's count, nothing to say.
+    code, out, _ = run_import(capsys, "helm", write(tmp_path, "v.yaml", _process(supernode={"replicas": 3})))
+    assert "3 x 1 = 3 SuperExec pods" in _notes(out) and "gpu" not in _notes(out)
+    code, out, _ = run_import(capsys, "helm", write(tmp_path, "v.yaml", _process(superexec={"resources": gpu})))
+    assert code == 0 and "SuperExecs per SuperNode" not in header(out)
+
+
+def test_a_proxy_in_the_env_is_said_with_the_egress_it_needs(tmp_path, capsys):
+    """The SuperNodes dial the SuperLink through a proxy the env names, which their NetworkPolicy here does not
+    admit (DNS and the SuperLink's port only): said, with what admits it, and whether --preserve-behaviour does."""
+    values = copy.deepcopy(BASE)
+    values["global"] = {"env": [{"name": "https_proxy", "value": "http://proxy.corp:3128"}]}
+    values["supernode"]["env"] = [{"name": "GRPC_PROXY", "value": "http://10.0.0.9:8080"}, {"name": "A", "value": "1"}]
+    path = write(tmp_path, "v.yaml", values)
+    code, out, err = run_import(capsys, "helm", path, "--release", "r")
+    assert code == 0, err
+    notes = _notes(out)
+    assert "global.env sets https_proxy: 'http://proxy.corp:3128'" in notes
+    assert "supernode.env sets GRPC_PROXY: 'http://10.0.0.9:8080'" in notes
+    assert "admits only cluster DNS and the SuperLink's port" in notes
+    assert "supernodes.pools[0].networkPolicy.extraEgress with the proxy's address and port" in notes
+    assert "or allowExternalEgress: true, which --preserve-behaviour sets (the chart's default)" in notes
+    code, out, err = run_import(capsys, "helm", path, "--release", "r", "--preserve-behaviour")
+    assert code == 0, err
+    assert "Covered here: --preserve-behaviour set supernodes.pools[0].networkPolicy.allowExternalEgress" in _notes(out)
+    # Egress the values close themselves: said, without --preserve-behaviour; open or without a policy: nothing.
+    values["supernode"]["networkPolicy"] = {"allowExternalEgress": False}
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), "--preserve-behaviour")
+    assert code == 0 and "https_proxy" in _notes(out) and "Covered here" not in _notes(out), err
+    for policy in ({"allowExternalEgress": True}, {"enabled": False}):
+        values["supernode"]["networkPolicy"] = policy
+        code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values))
+        assert code == 0 and "https_proxy" not in header(out), err
+
+
+def test_a_label_of_ours_set_otherwise_is_refused_or_dropped(tmp_path, capsys):
+    """A chart value that sets one of our selector/ownership labels to another value would be kept in the stack and
+    lost in the render: refused by its path, or dropped and listed; the same value as ours is kept."""
+    values = _process(
+        supernode={"podLabels": {"app.kubernetes.io/part-of": "fl-site-b", "team": "ml"}},
+        superexec={"podLabels": {"app.kubernetes.io/managed-by": "pulumi"}},
+    )
+    values["global"] = {"labels": {"flower.flwr.ai/component": "x"}}
+    path = write(tmp_path, "v.yaml", values)
+    code, out, err = run_import(capsys, "helm", path, "--release", "r")
+    assert code == 1 and out == ""
+    owned = "selector/ownership label set by flower-federation"
+    assert (
+        f"""  - supernode.podLabels["app.kubernetes.io/part-of"]: 'fl-site-b': {owned} (here 'flower-federation')"""
+        in err
+    )
+    assert f"""  - global.labels["flower.flwr.ai/component"]: 'x': {owned} (its value differs""" in err
+    assert "(2 problems)" in err.splitlines()[0], err
+    code, out, err = run_import(capsys, "helm", path, "--release", "r", "--allow-drop")
+    assert code == 0, err
+    assert f"""#   - supernode.podLabels["app.kubernetes.io/part-of"]: 'fl-site-b': {owned}""" in header(out)
+    config = stack_config(out)
+    pool = config["supernodes"]["pools"][0]
+    assert pool["podLabels"] == {"team": "ml"} and "labels" not in config
+    assert pool["superexec"]["podLabels"] == {"app.kubernetes.io/managed-by": "pulumi"}
+    labels = get(render(config, "r"), "StatefulSet", "r-flower-client-supernode-supernode")["spec"]["template"]
+    assert labels["metadata"]["labels"]["team"] == "ml"
+
+
 def test_a_superexec_of_another_flower_is_said(tmp_path, capsys):
     # The chart's defaults pair a raised supernode.image.tag with its SuperExec's 1.21.0: kept, and said.
     values = _process()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from federation.goyaml import load_stack_file
 from federation.plan import load_plan
 from tests.support.flower import GRPC_ERA, PROGRAMS
 from tests.support.importing import header, render, run_import, stack_config, write
@@ -185,6 +186,20 @@ def test_a_kubectl_get_copy_imports(tmp_path, capsys):
         "metadata.annotations[kubectl.kubernetes.io/last-applied-configuration] (what the API server and the "
         "operator record, not what the CR asks)." in header(out)
     )
+
+
+def test_a_cr_is_read_as_kubectl_reads_it(tmp_path, capsys):
+    """kubectl reads a manifest with go-yaml v2 (sigs.k8s.io/yaml), where `1e-3` is a float, which the CRD's
+    string-only nodeConfig rejects; quoted, it is the string the operator passes on."""
+    text = CRS[0].replace("replicas: 2", "replicas: 2\n        nodeConfig: {lr: 1e-3}")
+    code, out, err = run_import(capsys, "operator", write(tmp_path, "cr.yaml", text))
+    assert code == 1 and "  - spec.supernodes.pools[0].nodeConfig.lr: 0.001: the operator's nodeConfig takes" in err
+    code, out, err = run_import(capsys, "operator", write(tmp_path, "cr.yaml", text.replace("1e-3", "'1e-3'")))
+    assert code == 0, err
+    assert stack_config(out)["supernodes"]["pools"][0]["nodeConfig"] == {"lr": "1e-3"}
+    # And Pulumi reads the string back from the stack file (written quoted: unquoted, it reads a float).
+    pool = load_stack_file(out)["config"]["flower-federation:federation"]["supernodes"]["pools"][0]
+    assert pool["nodeConfig"] == {"lr": "1e-3"}
 
 
 def test_defaults_that_differ_are_said_and_preserved_on_request(tmp_path, capsys):

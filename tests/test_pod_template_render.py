@@ -118,3 +118,54 @@ def test_distributed_statefulsets_get_the_claims_their_pods_mount_podtemplate_in
     }
     assert claims["sec-supernode-alpha"] == ["node", "both"]
     assert claims["sec-superexec-alpha"] == ["exec", "both"]
+
+
+def test_a_pools_volumes_go_to_the_pods_that_mount_them() -> None:
+    """With distributed SuperExecs a pool's volumes reach two pods: each gets those its containers mount or use as a
+    device (podTemplate patches included), as a PVC a pod lists is attached to it mounted or not (a ReadWriteOnce
+    claim mounted by the SuperExec would make the SuperNode's pod fail on multi-attach). Ours stay as they are."""
+    from federation import manifests
+    from federation.plan import load_plan
+    from tests.support.stacks import base
+
+    names = ("node", "exec", "both", "device", "unused")
+    raw = base(isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][0].update(
+        volumes=[{"name": n, "persistentVolumeClaim": {"claimName": f"data-{n}"}} for n in names],
+        volumeMounts=[{"name": "node", "mountPath": "/node"}],
+        superexecVolumeMounts=[{"name": "exec", "mountPath": "/exec"}],
+        podTemplate={
+            "spec": {
+                "containers": [
+                    {"name": "superexec-clientapp", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+                    {"name": "sidecar", "image": "busybox:1.36", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+                ],
+                "initContainers": [
+                    {
+                        "name": "fetch",
+                        "image": "busybox:1.36",
+                        "volumeDevices": [{"name": "device", "devicePath": "/d"}],
+                    }
+                ],
+            }
+        },
+    )
+    plan = load_plan(raw, "dev")
+    volumes = {
+        o["metadata"]["name"]: [v["name"] for v in o["spec"]["template"]["spec"]["volumes"]]
+        for o in manifests.render(plan).objects()
+        if o["kind"] == "StatefulSet"
+    }
+    assert [v for v in volumes["sec-supernode-alpha"] if v in names] == ["node", "both", "device"]
+    assert [v for v in volumes["sec-superexec-alpha"] if v in names] == ["exec", "both", "device"]
+    # Ours: as in a pool without volumes.
+    raw["supernodes"]["pools"][0] = {**raw["supernodes"]["pools"][0], "volumes": [], "volumeMounts": []}
+    raw["supernodes"]["pools"][0].pop("superexecVolumeMounts")
+    raw["supernodes"]["pools"][0].pop("podTemplate")
+    bare = {
+        o["metadata"]["name"]: [v["name"] for v in o["spec"]["template"]["spec"]["volumes"]]
+        for o in manifests.render(load_plan(raw, "dev")).objects()
+        if o["kind"] == "StatefulSet"
+    }
+    for name in ("sec-supernode-alpha", "sec-superexec-alpha"):
+        assert [v for v in volumes[name] if v not in names] == bare[name]

@@ -247,13 +247,16 @@ def test_superlink_pod_template_cannot_override_superlink_args():
     ]
 
 
-@pytest.mark.parametrize("label", ["app.kubernetes.io/instance", "app.kubernetes.io/component", "flower.flwr.ai/pool"])
-def test_pod_template_labels_cannot_override_selector_labels(label):
+@pytest.mark.parametrize(
+    "label, ours",
+    [("app.kubernetes.io/instance", "dev"), ("app.kubernetes.io/component", "supernode"), ("flower.flwr.ai/pool", "a")],
+)
+def test_pod_template_labels_cannot_override_selector_labels(label, ours):
     raw = cfg(sts_pool("a", podTemplate={"metadata": {"labels": {"team": "ml", label: "other"}}}))
     assert problems(raw) == [
         (
             f'federation.supernodes.pools[0].podTemplate.metadata.labels["{label}"]',
-            "selector labels are set by flower-federation",
+            f"'other': selector/ownership label set by flower-federation (here '{ours}')",
         ),
     ]
 
@@ -263,7 +266,7 @@ def test_superlink_pod_template_instance_label():
     assert problems(raw) == [
         (
             'federation.superlink.podTemplate.metadata.labels["app.kubernetes.io/instance"]',
-            "selector labels are set by flower-federation",
+            "'x': selector/ownership label set by flower-federation (here 'dev')",
         ),
     ]
 

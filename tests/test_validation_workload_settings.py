@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.validation import assert_valid, cfg, not_a_field, problems, sts_pool
+from tests.support.validation import assert_valid, cfg, not_a_field, problems, process_cfg, sts_pool
 
 KEY_RULE = (
     "is not a Kubernetes key: an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or "
@@ -68,12 +68,75 @@ def test_annotation_keys_are_checked_values_are_free():
     assert problems(raw) == [('federation.annotations["UPPER.example.org/x"]', f"'UPPER.example.org/x' {KEY_RULE}")]
 
 
-@pytest.mark.parametrize("key", ["app.kubernetes.io/instance", "app.kubernetes.io/component", "flower.flwr.ai/pool"])
-def test_selector_labels_stay_ours_in_pod_labels(key):
+OURS = "selector/ownership label set by flower-federation"
+VARIES = f"{OURS} (its value differs among the objects this reaches)"
+
+
+@pytest.mark.parametrize(
+    "key, pools",
+    [("app.kubernetes.io/instance", "dev"), ("app.kubernetes.io/component", "supernode"), ("flower.flwr.ai/pool", "a")],
+)
+def test_selector_labels_stay_ours_in_pod_labels(key, pools):
     raw = cfg(sts_pool("a", podLabels={key: "x"}), podLabels={key: "y"})
+    top = f"'y': {OURS} (here 'dev')" if key == "app.kubernetes.io/instance" else f"'y': {VARIES}"
     assert problems(raw) == [
-        (f'federation.podLabels["{key}"]', "selector labels are set by flower-federation"),
-        (f'federation.supernodes.pools[0].podLabels["{key}"]', "selector labels are set by flower-federation"),
+        (f'federation.podLabels["{key}"]', top),
+        (f'federation.supernodes.pools[0].podLabels["{key}"]', f"'x': {OURS} (here '{pools}')"),
+    ]
+
+
+def test_our_labels_keep_their_values_wherever_labels_reach_pods():
+    """Ownership labels too (the Helm chart user's `app.kubernetes.io/part-of: fl-site-b` was kept in the stack and
+    overwritten in the render), in labels, podLabels and podTemplate labels; our own value passes."""
+    same = {"flower.flwr.ai/pool": "a", "app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/instance": "dev"}
+    raw = cfg(
+        sts_pool(
+            "a",
+            podLabels={"app.kubernetes.io/part-of": "fl-site-b", **same},
+            labels={"app.kubernetes.io/version": "0.1"},
+            podTemplate={"metadata": {"labels": {"flower.flwr.ai/component": "supernode", "team": "ml"}}},
+        ),
+        podLabels={"flower.flwr.ai/federation": "other", "team": "ml"},
+        labels={"app.kubernetes.io/component": "supernode"},
+        superlink={"podTemplate": {"metadata": {"labels": {"app.kubernetes.io/name": "mine"}}}},
+    )
+    assert problems(raw) == [
+        ('federation.labels["app.kubernetes.io/component"]', f"'supernode': {VARIES}"),
+        ('federation.podLabels["flower.flwr.ai/federation"]', f"'other': {OURS} (here 'dev')"),
+        (
+            'federation.superlink.podTemplate.metadata.labels["app.kubernetes.io/name"]',
+            f"'mine': {OURS} (here 'flower')",
+        ),
+        ('federation.supernodes.pools[0].labels["app.kubernetes.io/version"]', f"'0.1': {OURS} (here '1.41.0')"),
+        (
+            'federation.supernodes.pools[0].podLabels["app.kubernetes.io/part-of"]',
+            f"'fl-site-b': {OURS} (here 'flower-federation')",
+        ),
+    ]
+
+
+def test_our_labels_on_superexec_and_task_pods():
+    """A pool's podTemplate reaches its SuperNode and its distributed SuperExec pods (two components); the SuperExecs'
+    replica label and the Kubernetes executor's task labels are ours too."""
+    pool = sts_pool(
+        "a",
+        podTemplate={"metadata": {"labels": {"app.kubernetes.io/component": "supernode"}}},
+        superexec={
+            "podLabels": {"app.kubernetes.io/component": "superexec-clientapp", "flower.flwr.ai/superexec-replica": "0"}
+        },
+    )
+    raw = process_cfg(
+        pool,
+        superexecPlacement="distributed",
+        executor={"type": "kubernetes", "config": {"labels": {"app.kubernetes.io/component": "mine", "team": "ml"}}},
+    )
+    assert problems(raw) == [
+        ('federation.executor.config.labels["app.kubernetes.io/component"]', f"'mine': {OURS} (here 'taskexecutor')"),
+        (
+            'federation.supernodes.pools[0].podTemplate.metadata.labels["app.kubernetes.io/component"]',
+            f"'supernode': {VARIES}",
+        ),
+        ('federation.supernodes.pools[0].superexec.podLabels["flower.flwr.ai/superexec-replica"]', f"'0': {VARIES}"),
     ]
 
 

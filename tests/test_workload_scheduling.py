@@ -55,16 +55,12 @@ def test_global_settings_reach_every_pod_and_object(k8s_validate):
         k8s_validate(o)
 
 
-def test_our_annotations_and_labels_win_over_the_global_ones():
-    raw = _distributed(
-        annotations={"pulumi.com/replaceUnready": "false"},
-        podLabels={"app.kubernetes.io/name": "mine"},
-    )
+def test_our_annotations_win_over_the_global_ones():
+    # (A global pod label of ours is refused: tests/test_validation_workload_settings.py.)
+    raw = _distributed(annotations={"pulumi.com/replaceUnready": "false"})
     objects = core_objects(raw)
     job = by_kind(objects, "Job")[0]
     assert job["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
-    superlink = get(objects, "StatefulSet", "dev-superlink")
-    assert superlink["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == "flower"
 
 
 def test_component_settings_merge_over_the_global_ones(k8s_validate):

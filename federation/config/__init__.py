@@ -106,14 +106,17 @@ class Federation(Model):
         ),
     )
     labels: dict[str, str] = Field(
-        default={}, description=("Extra labels on every object (ours win on a clash); never in selectors.")
+        default={},
+        description=(
+            "Extra labels on every object; never in selectors; a label flower-federation sets itself (its `app.kubernetes.io/*` and `flower.flwr.ai/*` ones) only with its value."
+        ),
     )
     annotations: dict[str, str] = Field(
         default={}, description="Annotations on every object (ours, and a component's own, win on a clash)."
     )
     pod_labels: dict[str, str] = Field(
         default={},
-        description="Extra labels on every pod, the registration Job's and task pods' too (ours win on a clash).",
+        description="Extra labels on every pod, the registration Job's and task pods' too; a label flower-federation sets itself (its `app.kubernetes.io/*` and `flower.flwr.ai/*` ones) only with its value.",
     )
     node_selector: dict[str, str] = Field(
         default={},

@@ -165,7 +165,10 @@ class Pool(PodSettings):
     env: list[Any] = Field(
         default=[], description=("EnvVars of the pool's SuperNodes and ClientApp SuperExecs, over `supernodes.env`.")
     )
-    volumes: list[Any] = Field(default=[], description="Volumes added to the pool's pods, distributed SuperExecs' too.")
+    volumes: list[Any] = Field(
+        default=[],
+        description="Volumes added to the pool's pods, distributed SuperExecs' too: each pod gets those its containers (podTemplate patches included) mount or use as a device, as a PVC a pod lists is attached even if unmounted.",
+    )
     volume_mounts: list[Any] = Field(default=[], description="VolumeMounts added to the SuperNode container.")
     superexec_volume_mounts: list[Any] = Field(
         default=[], description=("VolumeMounts added to the ClientApp SuperExec container.")

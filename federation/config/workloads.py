@@ -75,11 +75,13 @@ class PodSettings(Model):
     """Labels and annotations of one workload and its pods, and where its pods run."""
 
     labels: dict[str, str] = Field(
-        default={}, description="Extra labels on the workload and its pods (ours win on a clash; never in selectors)."
+        default={},
+        description="Extra labels on the workload and its pods; never in selectors; a label flower-federation sets itself (its `app.kubernetes.io/*` and `flower.flwr.ai/*` ones) only with its value.",
     )
     annotations: dict[str, str] = Field(default={}, description="Annotations on the workload object.")
     pod_labels: dict[str, str] = Field(
-        default={}, description="Extra labels on the pods, over the top-level `podLabels` (ours win on a clash)."
+        default={},
+        description="Extra labels on the pods, over the top-level `podLabels`; a label flower-federation sets itself (its `app.kubernetes.io/*` and `flower.flwr.ai/*` ones) only with its value.",
     )
     pod_annotations: dict[str, str] = Field(default={}, description="Annotations on the pods.")
     node_selector: dict[str, str] = Field(default={}, description="Over the top-level `nodeSelector`, key by key.")

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from ..goyaml import load_helm_values
 from .common import ImportRefused, Stack
 from .output import stack_file, stack_files
 
@@ -58,7 +59,9 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def _documents(path: str) -> list[Any]:
-    return list(yaml.safe_load_all(Path(path).read_text(encoding="utf-8")))
+    """The file's documents as Helm (a values file) or kubectl (a CR) reads them: go-yaml v2, where `1e-3` is a
+    float and `y` a boolean, which PyYAML reads otherwise."""
+    return load_helm_values(Path(path).read_text(encoding="utf-8"))
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Optional
 
-from . import helm_steps
+from . import helm_pods, helm_steps
 from .chart import CHART, Param, Values, known_prefixes
 from .common import Stack, problems, validate
 
@@ -97,6 +97,7 @@ def import_values(
     steps = helm_steps.Steps(vals, stack, release=release, namespace=namespace, preserve=preserve)
     steps.run()
     _copy_plain(vals, stack, steps)
+    helm_pods.our_labels(steps)
     _refuse_listed(vals, stack, steps)
     stack.settle(allow_drop, problems)
     validate(stack)

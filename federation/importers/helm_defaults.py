@@ -5,7 +5,8 @@ differences. Each component is judged on its own: a values file that sets the Su
 egress or token leaves the SuperExec's at the chart's default, which is then a difference
 of its own (set at `supernodes.pools[0].superexec.*`). Also here: what the chart's defaults
 imply that this import sets (an exposed ClientAppIo Service), and chart values that mean
-something else here (superexec.replicas, supernode.env), said in the Notes."""
+something else here (superexec.replicas and the GPUs it multiplies, supernode.env, a proxy in the
+env that our egress policy blocks), said in the Notes."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 NETPOL = f"{POOL}.networkPolicy"
 SUPEREXEC = f"{POOL}.superexec"
 EXPOSED_TYPES = ("NodePort", "LoadBalancer")
+# Environment variables that make a client dial through a proxy (gRPC's, and the usual HTTP ones), any case.
+PROXY_VARIABLES = {"https_proxy", "http_proxy", "grpc_proxy", "all_proxy"}
 
 
 def differences(steps: ChartImport) -> list[str]:
@@ -54,17 +57,10 @@ def exposure(steps: ChartImport) -> None:
 def semantics(steps: ChartImport) -> None:
     """Chart values that mean something else here, said where the values use them."""
     v, s = steps.vals, steps.stack
+    _proxies(steps)
     if not steps.process:
         return
-    if v.set_by_user("superexec.replicas"):
-        per, nodes = v.get("superexec.replicas"), v.get("supernode.replicas")
-        total = f"{nodes} x {per} = {nodes * per}" if isinstance(per, int) and isinstance(nodes, int) else "?"
-        s.notes.append(
-            f"superexec.replicas: {per!r} is SuperExecs per SuperNode here: StatefulSets "
-            f"{steps.name}-superexec-{steps.pool} and -1, -2, ..., each with the pool's replicas, so "
-            f"supernode.replicas x superexec.replicas = {total} SuperExec pods; the chart runs superexec.replicas "
-            "SuperExec pods in total, shared by all SuperNodes."
-        )
+    _superexec_count(steps)
     own = v.get("superexec.env") if v.set_by_user("superexec.env") else []
     own_names = {e.get("name") for e in own if isinstance(e, dict)} if isinstance(own, list) else set()
     env = v.get("supernode.env") if v.set_by_user("supernode.env") else []
@@ -80,6 +76,84 @@ def semantics(steps: ChartImport) -> None:
             f"is the SuperExecs' base, superexec.env over it by name): {', '.join(reaching)}; the chart gives it to "
             "the SuperNode only. Set a variable in superexec.env to give the SuperExecs another value."
         )
+
+
+def _proxies(steps: ChartImport) -> None:
+    """A proxy the SuperNodes' env names (Flower's gRPC and HTTP clients dial through it): their NetworkPolicy here
+    admits only DNS and the SuperLink's port, where the chart's lets them reach anything by default."""
+    v, s = steps.vals, steps.stack
+    found = [
+        f"{path} sets {e['name']}: {e['value']!r}" if "value" in e else f"{path} sets {e['name']} (from valueFrom)"
+        for path in ("global.env", "supernode.env")
+        if v.set_by_user(path) and isinstance(v.get(path), list)
+        for e in v.get(path)
+        if isinstance(e, dict) and str(e.get("name")).lower() in PROXY_VARIABLES
+    ]
+    egress = "supernode.networkPolicy.allowExternalEgress"
+    if (
+        not found
+        or v.get("supernode.networkPolicy.enabled") is False
+        or v.get(egress) is True
+        and v.set_by_user(egress)
+    ):
+        return  # no policy, or egress the values open themselves
+    text = (
+        f"A proxy: {'; '.join(found)}. The SuperNodes then dial the SuperLink through it, and their NetworkPolicy "
+        "here admits only cluster DNS and the SuperLink's port, so that connection is blocked unless the egress "
+        f"admits the proxy: {NETPOL}.extraEgress with the proxy's address and port (an ipBlock and a port), or "
+        "allowExternalEgress: true"
+    )
+    if v.set_by_user(egress):
+        s.notes.append(text + f" ({egress} is false in the values).")
+    elif steps.preserve:
+        s.notes.append(
+            f"{text}. Covered here: --preserve-behaviour set {NETPOL}.allowExternalEgress: true (the chart's "
+            "default), which admits it."
+        )
+    else:
+        s.notes.append(f"{text}, which --preserve-behaviour sets (the chart's default).")
+
+
+def _superexec_count(steps: ChartImport) -> None:
+    """superexec.replicas is the chart's total, SuperExecs per SuperNode here: said where the values set it, and
+    wherever the count of SuperExec pods differs from the chart's (several SuperNodes, superexec.replicas left at
+    its 1), with the GPUs each SuperExec requests, which come as many times."""
+    v, s = steps.vals, steps.stack
+    per, nodes = v.get("superexec.replicas"), v.get("supernode.replicas")
+    if not isinstance(per, int) or not isinstance(nodes, int):
+        return  # validation refuses it
+    if not v.set_by_user("superexec.replicas") and nodes * per == per:
+        return
+    given = "" if v.set_by_user("superexec.replicas") else " (the chart's default)"
+    workload = f"{steps.name}-superexec-{steps.pool}"
+    workloads = f"StatefulSets {workload} and -1, -2, ..., each" if per > 1 else f"StatefulSet {workload}"
+    text = (
+        f"superexec.replicas: {per}{given} is SuperExecs per SuperNode here: {workloads} with the pool's replicas, so "
+        f"supernode.replicas x superexec.replicas = {nodes} x {per} = {nodes * per} SuperExec pods; the chart runs "
+        "superexec.replicas SuperExec pods in total, shared by all SuperNodes."
+    )
+    for name, each in _gpus(v.get("superexec.resources")).items():
+        count = int(str(each)) if str(each).isdigit() else None
+        totals = (
+            f"{nodes * per * count} {name} in all, where the chart's {per} SuperExec pod{'s' if per != 1 else ''} "
+            f"requested {per * count}"
+            if count is not None
+            else f"{nodes * per} times that, where the chart's requested it {per} times"
+        )
+        text += f" Their GPUs multiply too: {name}: {each} per SuperExec pod (superexec.resources), so {totals}."
+    s.notes.append(text)
+
+
+def _gpus(resources: object) -> dict[str, object]:
+    """The GPUs a container's resources request: extended resources named like one (nvidia.com/gpu, amd.com/gpu,
+    gpu.intel.com/i915), by name, from its limits (which Kubernetes takes as the request), else its requests."""
+    out: dict[str, object] = {}
+    for part in ("limits", "requests"):
+        given = resources.get(part) if isinstance(resources, dict) else None
+        for name, quantity in given.items() if isinstance(given, dict) else ():
+            if "gpu" in str(name).lower():
+                out.setdefault(str(name), quantity)
+    return out
 
 
 def _policy_here(v: Values, component: str) -> bool:

@@ -1,7 +1,7 @@
 """`import helm`: the steps about pods that are more than a copy (helm.py copies the rest as
 docs/helm-parameters.md says): the chart's global security contexts, key by key where
 Kubernetes takes each; the ServiceAccounts it can leave out; the SuperExecs' probes, which
-are the chart's own, not the SuperNodes'; and its spreading preset."""
+are the chart's own, not the SuperNodes'; its spreading preset; and labels of ours the values set otherwise."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 
 from ..helm_parameters import mappings
 from ..pods import container_security_context, pod_security_context
-from .chart import POOL
+from ..rules import labels as rules_labels
+from .chart import CHART, POOL
+from .common import get_path, parts_of
 
 if TYPE_CHECKING:
     from .helm_state import ChartImport
@@ -18,6 +20,15 @@ if TYPE_CHECKING:
 CONTAINER_ONLY = {"allowPrivilegeEscalation", "capabilities", "privileged", "procMount", "readOnlyRootFilesystem"}
 POD_ONLY = {"fsGroup", "fsGroupChangePolicy", "supplementalGroups", "supplementalGroupsPolicy", "sysctls"}
 POD, CONTAINER = "podSecurityContext", "securityContext"
+# The chart's labels that reach our objects and pods (where ours are applied over them).
+LABELS = (
+    "global.labels",
+    "global.podLabels",
+    "supernode.labels",
+    "supernode.podLabels",
+    "superexec.labels",
+    "superexec.podLabels",
+)
 PROBE_KEYS = (
     "enabled",
     "initialDelaySeconds",
@@ -95,6 +106,30 @@ def superexec_probes(steps: ChartImport) -> None:
             own = f"superexec.{probe}.{key}"
             if v.set_by_user(f"supernode.{probe}.{key}") and not v.set_by_user(own):
                 s.set(f"{POOL}.superexec.probes.{probe}.{key}", v.get(own), f"{own} (the chart's default)")
+
+
+def our_labels(steps: ChartImport) -> None:
+    """A label the values set, on pods or on every object, under a key flower-federation sets itself (a selector or
+    ownership label) to another value: ours would overwrite it in the render. Refused by its path (what
+    --allow-drop writes goes without it); run after the labels are copied to their config paths."""
+    v, s = steps.vals, steps.stack
+    for path in LABELS:
+        target = CHART[path].to
+        if not steps.active(path) or not v.set_by_user(path) or target is None:
+            continue
+        parts = parts_of(target)
+        ours = rules_labels.our_labels(s.config, s.stack, parts[:-1])
+        copied = get_path(s.config, parts)
+        for key, value in (v.get(path) or {}).items():
+            why = rules_labels.our_label_problem(str(key), value, ours)
+            if why:
+                s.refuse(f'{path}["{key}"]', why)
+                if isinstance(copied, dict):
+                    copied.pop(key, None)
+        if copied == {}:  # nothing of it left to write
+            parent = get_path(s.config, parts[:-1]) if len(parts) > 1 else s.config
+            if isinstance(parent, dict):
+                parent.pop(str(parts[-1]), None)
 
 
 def spreading(steps: ChartImport) -> None:

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel
 
 from ..config import Federation
+from ..goyaml import StackDumper
 from ..reference import fields_in_order
 from .common import Stack
 
@@ -75,8 +76,10 @@ def stack_file(stack: Stack) -> str:
     if stack.secrets:
         head += ["#", *_comment("Secret config, never in this file: set it with")]
         head += [f"#   {line}" for line in stack.secrets]
-    body = yaml.safe_dump(
+    # Quoted where Pulumi (YAML 1.2) or a YAML 1.1 reader would take a string for something else (`'1e-3'`).
+    body = yaml.dump(
         {"config": {CONFIG_KEY: ordered(stack.config)}},
+        Dumper=StackDumper,
         sort_keys=False,
         default_flow_style=False,
         allow_unicode=True,

@@ -11,8 +11,9 @@ from .. import layout
 from ..errors import Problem, problem
 from ..k8s_schema import fragment_errors
 from ..layout import MANAGED_CONTAINERS, RESERVED_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES
-from ..naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE, selector_labels
+from ..naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERAPP, SUPERLINK, SUPERNODE
 from ..quantity import parse_quantity
+from .labels import label_problems, our_labels
 from .raw import At, Pools, Raw, as_dict, as_list, get
 
 _LIST_FRAGMENTS = {
@@ -30,7 +31,7 @@ _DICT_FRAGMENTS = {
 }
 
 
-def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
+def fragments(raw: Raw, pools: Pools, stack: str) -> Iterator[Problem]:
     sections: list[tuple[At, Raw, str]] = [(("superlink",), as_dict(raw.get("superlink")), "superlink")]
     sections += [(("supernodes", "pools", i), pool, "pool") for i, pool in pools]
     for key, schema in (
@@ -61,7 +62,10 @@ def fragments(raw: Raw, pools: Pools) -> Iterator[Problem]:
         yield from reserved_env(at + ("env",), section.get("env"))
         yield from _duplicates(at, section)
         yield from _volume_refs(at, section)
-        yield from _pod_template(at + ("podTemplate",), section.get("podTemplate"), _pod_containers(raw, kind))
+        template = section.get("podTemplate")
+        yield from _pod_template(at + ("podTemplate",), template, _pod_containers(raw, kind))
+        ours = our_labels(raw, stack, at + ("podTemplate",))
+        yield from label_problems(at + ("podTemplate", "metadata", "labels"), get(template, "metadata", "labels"), ours)
 
 
 def quantities(at: At, resources: Raw) -> Iterator[Problem]:
@@ -203,10 +207,6 @@ def _pod_template(at: At, template: Any, ours: tuple[str, ...]) -> Iterator[Prob
     probe["spec"] = {**spec, "containers": spec.get("containers", [{"name": ours[0]}])}
     for path, msg in fragment_errors(probe, "podtemplatespec-v1.json"):
         yield problem(at + path, msg)
-    reserved = set(selector_labels("x", "x", "x"))
-    for key in as_dict(get(template, "metadata", "labels")):
-        if key in reserved:
-            yield problem(at + ("metadata", "labels", key), "selector labels are set by flower-federation")
     for key in ("containers", "initContainers"):
         for j, c in enumerate(as_list(spec.get(key))):
             resources = get(c, "resources")

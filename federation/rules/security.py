@@ -11,6 +11,7 @@ from ..dialects import Dialect
 from ..errors import Problem, problem
 from ..versions import APPIO_PROTECTION_SINCE
 from .fragments import list_fragment
+from .labels import label_problems, our_labels
 from .raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, effective_name, get
 
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(h|m|s|ms|us|ns))+$")
@@ -226,7 +227,7 @@ def probes(raw: Raw, pools: Pools) -> Iterator[Problem]:
                 )
 
 
-def executor(raw: Raw, isolation: str) -> Iterator[Problem]:
+def executor(raw: Raw, isolation: str, stack: str) -> Iterator[Problem]:
     executor = as_dict(raw.get("executor"))
     kind = executor.get("type", DEFAULTS.executor.type)
     if kind != "kubernetes":
@@ -244,7 +245,11 @@ def executor(raw: Raw, isolation: str) -> Iterator[Problem]:
             "the Kubernetes executor's pods dial the SuperExec's API address, which a sidecar "
             "has only on its pod's loopback: set superexecPlacement: distributed",
         )
-    for key in as_dict(executor.get("config")):
+    config = as_dict(executor.get("config"))
+    # Here the user's labels win over ours (access.py), which policies select the task pods by.
+    ours = our_labels(raw, stack, ("executor",))
+    yield from label_problems(("executor", "config", "labels"), config.get("labels"), ours)
+    for key in config:
         if key in EXECUTOR_MANAGED_KEYS:
             yield problem(
                 ("executor", "config", key), "set by flower-federation (RBAC and NetworkPolicies depend on it)"

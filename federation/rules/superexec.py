@@ -11,6 +11,7 @@ from ..dialects import HEALTH_PORT
 from ..errors import Problem, problem
 from ..naming import STATEFULSET_NAME_MAX, Names
 from .fragments import list_fragment, reserved_env
+from .labels import our_labels
 from .raw import At, Pools, Raw, effective_name, get
 from .workloads import container_settings, pod_metadata, pod_settings
 
@@ -78,7 +79,7 @@ def superexecs(raw: Raw, pools: Pools, isolation: str, stack: str) -> Iterator[P
         for key in NO_API_KEYS:
             if _set(key, get(settings, "networkPolicy", key)):
                 yield problem(at + ("networkPolicy", key), "a SuperExec serves no API: there is nothing to open")
-        yield from pod_metadata(at, settings)
+        yield from pod_metadata(at, settings, our_labels(raw, stack, at))
         yield from pod_settings(at, settings, kind)
         yield from container_settings(at, settings)
         yield from list_fragment(at + ("env",), settings.get("env"), "envvar-v1.json")

@@ -1,17 +1,17 @@
-"""The Helm chart's workload settings: labels and annotations as Kubernetes spells them (selector labels stay
-ours), node selectors, tolerations and affinity checked against the Kubernetes schema, on every component and at
+"""The Helm chart's workload settings: labels and annotations as Kubernetes spells them (our labels stay ours:
+labels.py), node selectors, tolerations and affinity checked against the Kubernetes schema, on every component and at
 the top level (the chart's `global.*`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import Problem, problem
 from ..k8s_schema import fragment_errors
-from ..naming import selector_labels
 from .images import pull_secrets
+from .labels import Ours, our_label_problem, our_labels
 from .raw import At, Pools, Raw, as_dict, as_list, get
 
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
@@ -19,7 +19,6 @@ _SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 LABEL_VALUE = re.compile(f"^({_NAME})?$")
 NAME_MAX = 63
 PREFIX_MAX = 253
-SELECTOR_KEYS = frozenset(selector_labels("x", "x", "x"))
 KEY_RULE = (
     "an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending "
     "with a letter or digit"
@@ -44,13 +43,12 @@ def label_value_problem(value: str) -> str:
     )
 
 
-def label_map(at: At, value: Any, *, selector_keys_reserved: bool = False) -> Iterator[Problem]:
+def label_map(at: At, value: Any, ours: Optional[Ours] = None) -> Iterator[Problem]:
+    """Labels as Kubernetes spells them; with `ours`, labels that reach our objects, where ours stay ours."""
     for key, text in as_dict(value).items():
-        why = qualified_name_problem(str(key))
+        why = qualified_name_problem(str(key)) or (our_label_problem(str(key), text, ours) if ours else "")
         if why:
             yield problem(at + (key,), why)
-        elif selector_keys_reserved and key in SELECTOR_KEYS:
-            yield problem(at + (key,), "selector labels are set by flower-federation")
         if isinstance(text, str):
             why = label_value_problem(text)
             if why:
@@ -131,10 +129,11 @@ def pod_settings(at: At, section: Raw, kind: str) -> Iterator[Problem]:
     yield from update_strategy(at + ("updateStrategy",), section.get("updateStrategy"), kind)
 
 
-def pod_metadata(at: At, section: Raw) -> Iterator[Problem]:
-    """A component's (or the top level's) labels, annotations and scheduling settings."""
-    yield from label_map(at + ("labels",), section.get("labels"))
-    yield from label_map(at + ("podLabels",), section.get("podLabels"), selector_keys_reserved=True)
+def pod_metadata(at: At, section: Raw, ours: Ours) -> Iterator[Problem]:
+    """A component's (or the top level's) labels, annotations and scheduling settings; `ours`: our labels where its
+    labels go."""
+    yield from label_map(at + ("labels",), section.get("labels"), ours)
+    yield from label_map(at + ("podLabels",), section.get("podLabels"), ours)
     yield from annotation_keys(at + ("annotations",), section.get("annotations"))
     yield from annotation_keys(at + ("podAnnotations",), section.get("podAnnotations"))
     yield from label_map(at + ("nodeSelector",), section.get("nodeSelector"))
@@ -155,15 +154,15 @@ def components(raw: Raw, pools: Pools) -> Iterator[tuple[At, Raw, str]]:
         yield ("supernodes", "pools", i), pool, pool_kind
 
 
-def workloads(raw: Raw, pools: Pools) -> Iterator[Problem]:
-    yield from pod_metadata((), raw)
+def workloads(raw: Raw, pools: Pools, stack: str) -> Iterator[Problem]:
+    yield from pod_metadata((), raw, our_labels(raw, stack, ()))
     expressions = get(raw, "affinity", "nodeAffinity", "matchExpressions")
     yield from schema_list(
         ("affinity", "nodeAffinity", "matchExpressions"), expressions, "nodeselectorrequirement-v1.json"
     )
     sections = list(components(raw, pools))
     for at, section, kind in sections:
-        yield from pod_metadata(at, section)
+        yield from pod_metadata(at, section, our_labels(raw, stack, at))
         yield from pod_settings(at, section, kind)
         yield from container_settings(at, section)
     yield from pull_secrets(raw, [(at, section) for at, section, _ in sections])

@@ -271,7 +271,7 @@ def pod_template(draw: Draw[Any], managed: Sequence[str], declared: Sequence[str
     meta: dict[str, Any] = {}
     if chance(draw, 30):
         meta["labels"] = pick(
-            draw, [{"team": "ml"}, {"app.kubernetes.io/part-of": "research"}], [{"app.kubernetes.io/name": "x"}]
+            draw, [{"team": "ml"}], [{"app.kubernetes.io/name": "x"}, {"app.kubernetes.io/part-of": "research"}]
         )
     if chance(draw, 20):
         meta["annotations"] = {"owner": "ml-team"}

@@ -7,7 +7,8 @@ The chart guide's YAML lost its indentation in that copy (every line starts at c
 `nest` puts it back from the guide's own Parameters tables: a key goes under the deepest
 open mapping where its path is a parameter (or a prefix of one), else into the deepest open
 free-form parameter (`supernode.node.config`, `superexec.supernode`); a block scalar's lines
-go under its key. Anything it cannot place fails the test that reads it."""
+go under its key. Anything it cannot place fails the test that reads it. Values are read as
+Helm reads them (federation/goyaml.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import yaml
+
+from federation.goyaml import HelmLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 HELM_GUIDE = ROOT / "docs" / "reference" / "flower-supernode-helm-chart.md"
@@ -37,7 +40,7 @@ def chart_parameters() -> dict[str, Any]:
     for line in text(HELM_GUIDE).splitlines():
         m = _ROW.match(line)
         if m:
-            out[m.group(1)] = yaml.safe_load(m.group(2))
+            out[m.group(1)] = yaml.load(m.group(2), Loader=HelmLoader)
     return out
 
 
@@ -109,7 +112,11 @@ def helm_examples() -> list[HelmExample]:
         slug = re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-")
         ident = f"{slug}-{release}" if release else slug
         n = sum(1 for e in out if e.id.startswith(ident))
-        out.append(HelmExample(f"{ident}-{n + 1}" if n else ident, yaml.safe_load(nest(body, parameters)), release))
+        out.append(
+            HelmExample(
+                f"{ident}-{n + 1}" if n else ident, yaml.load(nest(body, parameters), Loader=HelmLoader), release
+            )
+        )
     return out
 
 
