@@ -92,6 +92,15 @@ def openssh_from_pem(text: str) -> str:
     ).decode()
 
 
+def same_key(private_key_openssh: str, public_key_line: str) -> bool:
+    """Whether an OpenSSH public key line (comment or not) is the private key's."""
+    from cryptography.hazmat.primitives import serialization
+
+    given = serialization.load_ssh_public_key(public_key_line.strip().encode())
+    line = given.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    return line == public_key(private_key_openssh)
+
+
 def public_key_problem(text: Any, placeholders: bool = True) -> Optional[str]:
     """Why `text` is not a public key Flower registers (`flwr supernode register` loads
     OpenSSH public keys on a NIST elliptic curve), or None. `placeholders`: accept an

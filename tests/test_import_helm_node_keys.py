@@ -1,6 +1,7 @@
 """`python -m federation import helm`, the chart's node key (`global.nodeAuth.*`): a key in PEM (PKCS#8, as the
 chart's guide allows) reaches the stack in OpenSSH format, the one Flower's SuperNode reads, through the command
-the stack file prints; a key the SuperNode could not use is refused at import by its path, never quoted."""
+the stack file prints; a key the SuperNode could not use, or a public key that is not the private key's, is
+refused at import by its path, never quoted."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.support.importing import header, run_import, stack_config, write
 from tests.support.tls_provider import new_openssh_key
 
 PRIVATE = "global.nodeAuth.authSupernodePrivateKey"
+PUBLIC = "global.nodeAuth.authSupernodePublicKey"
 
 
 def _values(private: str, public: str | None = None) -> dict:
@@ -117,3 +119,21 @@ def test_a_key_the_supernode_could_not_use_is_refused_at_import(case, tmp_path, 
     assert stack_config(out)["nodeAuth"] == {"enabled": True}  # keys generated, one per SuperNode
     assert f"# Dropped (--allow-drop), not in this stack:\n#   - {PRIVATE}: " in out
     assert "nodeAuthKeys" not in out
+
+
+def test_a_public_key_that_is_not_the_private_keys_is_refused(tmp_path, capsys):
+    key, other = ec.generate_private_key(ec.SECP384R1()), ec.generate_private_key(ec.SECP384R1())
+    for public, why in (
+        (_public(other) + " site-a", "not the public key of global.nodeAuth.authSupernodePrivateKey"),
+        ("ecdsa-sha2-nistp384 [...]", "must be an OpenSSH ECDSA public key line"),
+    ):
+        code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", _values(_pem(key), public)))
+        assert code == 1 and out == ""
+        assert f"  - {PUBLIC}: {why}" in err
+        assert public not in err
+    code, out, err = run_import(
+        capsys, "helm", write(tmp_path, "v.yaml", _values(_pem(key), _public(other))), "--allow-drop"
+    )
+    assert code == 0, err  # the public key is derived from the private key here anyway
+    assert stack_config(out)["nodeAuth"] == {"enabled": True, "keySource": "config"}
+    assert f"#   - {PUBLIC}: not the public key" in out

@@ -2,15 +2,23 @@
 `nodeAuthKeys.<pool>.0`, secret config the stack file says how to set and never holds. The chart takes the
 key in PEM (PKCS#8) or OpenSSH format, but Flower's SuperNode reads OpenSSH keys only (load_ssh_private_key)
 and exits on any other: a PEM key is set through a command that writes it as the same key in OpenSSH format.
-A key no SuperNode could use is refused here by its path, never quoted, rather than at `pulumi preview` or when
-the SuperNode starts."""
+A key no SuperNode could use, or a public key that is not the private key's, is refused here by its path,
+never quoted, rather than at `pulumi preview` or when the SuperNode starts."""
 
 from __future__ import annotations
 
 import shlex
 from typing import TYPE_CHECKING
 
-from ..sshkeys import OPENSSH_HEADER, PEM_TO_OPENSSH, key_problem, openssh_from_pem, pem_key_problem
+from ..sshkeys import (
+    OPENSSH_HEADER,
+    PEM_TO_OPENSSH,
+    key_problem,
+    openssh_from_pem,
+    pem_key_problem,
+    public_key_problem,
+    same_key,
+)
 from ..versions import NODE_AUTH_SINCE
 
 if TYPE_CHECKING:
@@ -72,11 +80,23 @@ def run(imp: ChartImport) -> None:
             "the command that sets it (below; run it with the Python that runs this importer) writes it in OpenSSH "
             "format: the same key, with the same public key."
         )
-    if v.get(PUBLIC):
-        s.notes.append(
-            f"{PUBLIC} is derived from the private key here (stack output nodeAuth.publicKeys); the hub keeps the "
-            "registration it has."
+    public = v.get(PUBLIC)
+    if not public:
+        return
+    why = public_key_problem(public, placeholders=False)
+    if why is None and not same_key(openssh, str(public)):
+        why = (
+            f"not the public key of {PRIVATE}: a hub that registered it would turn the SuperNode away. Give the "
+            "pair's public key, or leave it out: here it is derived from the private key (stack output "
+            "nodeAuth.publicKeys)"
         )
+    if why:
+        s.refuse(PUBLIC, why)
+        return
+    s.notes.append(
+        f"{PUBLIC} is derived from the private key here (stack output nodeAuth.publicKeys); the hub keeps the "
+        "registration it has."
+    )
 
 
 def _openssh(imp: ChartImport, text: object) -> str | None:
