@@ -111,4 +111,4 @@ def _pod(
     selector = selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name)
     pod = pod_settings.apply_to_pod(plan, pod, pool.superexec, selector)
     pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
-    return keep_used_volumes(pod, pool.volumes, pool.pod_template)
+    return keep_used_volumes(pod, pool.volumes, pool.pod_template, shared_template=True)

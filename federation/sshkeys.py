@@ -1,7 +1,7 @@
 """SuperNode keys as data: the secret config key that holds keys you supply
 (`nodeAuthKeys`), the order of key slots (ordinals, then node names), and reading
 OpenSSH ECDSA P-384 private keys, which is what Flower's SuperNode loads (cryptography's
-load_ssh_private_key)."""
+load_ssh_private_key), or PEM ones (PKCS#8, SEC1) to be written as OpenSSH."""
 
 from __future__ import annotations
 
@@ -21,6 +21,13 @@ def is_deploy_time_placeholder(text: str) -> bool:
 
 
 OPENSSH_HEADER = "-----BEGIN OPENSSH PRIVATE KEY-----"
+# A PEM private key on stdin, written out as the same key in OpenSSH format (as `openssh_from_pem`): a command a
+# user runs on their key file, so that the key is converted without ever being printed or stored by us.
+PEM_TO_OPENSSH = (
+    "python -c 'import sys; from cryptography.hazmat.primitives import serialization as s; "
+    "k = s.load_pem_private_key(sys.stdin.buffer.read(), None); "
+    "print(k.private_bytes(s.Encoding.PEM, s.PrivateFormat.OpenSSH, s.NoEncryption()).decode())'"
+)
 
 
 def slot_order(slot: str) -> tuple[int, int, str]:
@@ -52,6 +59,46 @@ def key_problem(text: Any) -> Optional[str]:
     if not isinstance(key, ec.EllipticCurvePrivateKey) or not isinstance(key.curve, ec.SECP384R1):
         return hint
     return None
+
+
+def pem_key_problem(text: str) -> Optional[str]:
+    """Why a PEM private key (PKCS#8 `BEGIN PRIVATE KEY`, SEC1 `BEGIN EC PRIVATE KEY`) is not one a SuperNode can
+    use once in OpenSSH format, or None. Never quotes the key."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    hint = "must be an ECDSA P-384 private key (ecdsa-sha2-nistp384), in OpenSSH or PEM (PKCS#8) format"
+    try:
+        key = serialization.load_pem_private_key(text.encode(), None)
+    except TypeError:
+        return f"{hint}; it is passphrase-protected, which a SuperNode cannot read"
+    except (ValueError, UnsupportedAlgorithm):
+        return f"{hint}; it could not be read"
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        return f"{hint}; it is not an ECDSA key"
+    if not isinstance(key.curve, ec.SECP384R1):
+        return f"{hint}; it is an ECDSA key on {key.curve.name}"
+    return None
+
+
+def openssh_from_pem(text: str) -> str:
+    """The same private key in OpenSSH format, the one Flower's SuperNode reads (as PEM_TO_OPENSSH writes it)."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(text.encode(), None)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode()
+
+
+def same_key(private_key_openssh: str, public_key_line: str) -> bool:
+    """Whether an OpenSSH public key line (comment or not) is the private key's."""
+    from cryptography.hazmat.primitives import serialization
+
+    given = serialization.load_ssh_public_key(public_key_line.strip().encode())
+    line = given.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    return line == public_key(private_key_openssh)
 
 
 def public_key_problem(text: Any, placeholders: bool = True) -> Optional[str]:

@@ -142,7 +142,7 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
         main_container=SUPERNODE,
     )
     pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
-    pod = keep_used_volumes(pod, pool.volumes, pool.pod_template)
+    pod = keep_used_volumes(pod, pool.volumes, pool.pod_template, shared_template=plan.distributed)
     if not plan.stateful and plan.node_auth:
         _only_nodes_with_keys(pod, nodeauth.slots(plan, pool))
     return pod

@@ -12,7 +12,7 @@ from . import access, pods, probes
 from .config import PodSettings, Probes, SuperExecSettings
 from .dialects import health_server_args
 from .kube import Container, Manifest, ObjectMeta, PodTemplate
-from .layout import CA_DIR, CA_VOLUME, EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_VOLUME
+from .layout import CA_DIR, CA_VOLUME, EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_VOLUME, RESERVED_VOLUMES
 from .naming import selector_labels
 from .plan import FederationPlan
 
@@ -234,13 +234,18 @@ def claims_used_by(claims: list[dict[str, Any]], pod: PodTemplate) -> list[dict[
     return [copy.deepcopy(c) for c in claims if c.get("metadata", {}).get("name") in used]
 
 
-def keep_used_volumes(pod: PodTemplate, volumes: list[Volume], pod_template: Optional[dict[str, Any]]) -> PodTemplate:
+def keep_used_volumes(
+    pod: PodTemplate, volumes: list[Volume], pod_template: Optional[dict[str, Any]], *, shared_template: bool
+) -> PodTemplate:
     """The pod without those of the user's `volumes` (a pool's, which reach its SuperNode pods and its distributed
     SuperExec pods alike) that none of its containers mounts or uses as a device, podTemplate patches included: a
     PVC a pod lists is attached to it, mounted or not, so a ReadWriteOnce claim only the SuperExec mounts would keep
-    the SuperNode's pod from starting (multi-attach). Our own volumes stay, and so do those the podTemplate
-    declares, taken as given as the rest of it."""
+    the SuperNode's pod from starting (multi-attach). Where the podTemplate reaches two kinds of pod
+    (`shared_template`: distributed SuperExecs) the volumes it declares go the same way; where it patches one pod
+    they are taken as given, as the rest of it. Our own volumes stay."""
     declared = {v.get("name") for v in ((pod_template or {}).get("spec") or {}).get("volumes") or []}
-    unused = {v.get("name") for v in volumes} - declared - _used_volumes(pod)
+    names = {v.get("name") for v in volumes}
+    candidates = (names | declared) - RESERVED_VOLUMES if shared_template else names - declared
+    unused = candidates - _used_volumes(pod)
     pod["spec"]["volumes"] = [v for v in pod["spec"].get("volumes", []) if v.get("name") not in unused]
     return pod

@@ -52,6 +52,11 @@ def _pod_template_patch(marker: str) -> dict[str, Any]:
                     "name": "fetch",
                     "image": "busybox:1.36",
                     "command": ["true"],
+                    # Mounted: a distributed pool's pods keep only the podTemplate volumes they use.
+                    "volumeMounts": [
+                        {"name": "scratch", "mountPath": "/scratch"},
+                        {"name": "user-config", "mountPath": "/config", "readOnly": True},
+                    ],
                     "securityContext": {
                         "allowPrivilegeEscalation": False,
                         "runAsNonRoot": True,

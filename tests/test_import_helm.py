@@ -20,6 +20,7 @@ from federation.importers.chart import CHART, WHOLE, Values
 from federation.importers.common import Stack, get_path, parts_of
 from federation.importers.helm_steps import COMPUTED, Steps, fullname
 from federation.plan import load_plan
+from federation.sshkeys import public_key
 from federation.versions import FlowerVersion
 from tests.support.flower import GRPC_ERA, PROGRAMS
 from tests.support.importing import (
@@ -109,13 +110,18 @@ def test_each_carried_row_is_copied_to_its_path_as_it_is():
 
 
 def _bumped(example: HelmExample) -> dict:
-    """The example with its images rebuilt on Flower 1.26.1 (tag suffixes kept)."""
+    """The example with its images rebuilt on Flower 1.26.1 (tag suffixes kept), and a real key pair where the
+    guide writes `[...]` (such a key is refused: test_import_helm_node_keys.py)."""
     values = copy.deepcopy(example.values)
     v = chart_values(values)
     for component in ("supernode", "superexec"):
         tag = v[f"{component}.image.tag"]
         suffix = tag.split("-", 1)[1] if "-" in tag else ""
         values.setdefault(component, {}).setdefault("image", {})["tag"] = "-".join(filter(None, [GRPC_ERA, suffix]))
+    auth = values.get("global", {}).get("nodeAuth", {})
+    if "[...]" in auth.get("authSupernodePrivateKey", ""):
+        auth["authSupernodePrivateKey"] = new_openssh_key()
+        auth["authSupernodePublicKey"] = public_key(auth["authSupernodePrivateKey"], "site-a")
     return values
 
 
@@ -198,8 +204,7 @@ def _check_meaning(example, v, config, objects, cli):
 def test_node_keys_are_never_inlined(tmp_path, capsys):
     example = next(e for e in EXAMPLES if e.id == "node-authentication")
     values = _bumped(example)
-    secret = new_openssh_key()
-    values["global"]["nodeAuth"]["authSupernodePrivateKey"] = secret
+    secret = values["global"]["nodeAuth"]["authSupernodePrivateKey"]
     code, out, err = _import(example, tmp_path, capsys, values)
     assert code == 0, err
     body = secret.splitlines()[1]

@@ -101,10 +101,10 @@ def test_contradictory_isolation_is_refused(tmp_path, capsys):
 
 
 def test_validation_problems_name_the_chart_path(tmp_path, capsys):
-    values = {"supernode": {"replicas": 0, "superlink": {"address": "hub:443"}, "image": {"tag": "1.26.1"}}}
+    values = {"supernode": {"replicas": "two", "superlink": {"address": "hub:443"}, "image": {"tag": "1.26.1"}}}
     code, _, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values))
     assert code == 1
-    assert "federation.supernodes.pools[0].replicas (from supernode.replicas): replicas must be set (>=1)" in err
+    assert "federation.supernodes.pools[0].replicas (from supernode.replicas): Input should be a valid integer" in err
     assert "federation.supernodes.superlink.address (from supernode.superlink.address): 'hub:443' is not" in err
 
 
@@ -342,12 +342,12 @@ def test_a_superexec_of_another_flower_is_said(tmp_path, capsys):
 
 def test_every_problem_at_once_with_the_validation_of_what_would_be_written(tmp_path, capsys):
     values = copy.deepcopy(BASE)
-    values["supernode"].update({"selectorLabels": {"tier": "edge"}, "replicas": 0})
+    values["supernode"].update({"selectorLabels": {"tier": "edge"}, "replicas": "two"})
     path = write(tmp_path, "v.yaml", values)
     code, out, err = run_import(capsys, "helm", path)
     assert code == 1 and out == ""
     assert f"  - supernode.selectorLabels: {CHART['supernode.selectorLabels'].note}" in err
-    assert "  - federation.supernodes.pools[0].replicas (from supernode.replicas): replicas must be set" in err
+    assert "  - federation.supernodes.pools[0].replicas (from supernode.replicas): Input should be a valid" in err
     code, out, err = run_import(capsys, "helm", path, "--allow-drop")
     assert code == 1 and "(1 problem)" in err and "pools[0].replicas (from supernode.replicas)" in err
     # An object name too long comes of the names that make it, not of the setting reported at.
@@ -382,3 +382,19 @@ def test_smaller_things_a_chart_user_meets(tmp_path, capsys):
     config = stack_config(out)
     assert config["supernodes"]["superlink"]["port"] == 9092 and "nodeAuth" not in config
     assert "supernode.superlink.address is 'my-superlink.example.com', the chart's placeholder" in header(out)
+
+
+def test_a_release_scaled_to_zero_is_refused_in_the_charts_terms(tmp_path, capsys):
+    # flower-operator's CRD, which the config keeps, wants a pool of at least one SuperNode; a site has a pool.
+    for replicas, said in ((0, "0 (scaled to zero)"), (-1, "-1")):
+        values = {
+            "global": {"nodeAuth": {"enabled": True, "authSupernodePrivateKey": "key"}},
+            "supernode": {"replicas": replicas, "image": {"tag": "1.26.1"}},
+        }
+        for flags in ((), ("--allow-drop",)):
+            code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), *flags)
+            assert code == 1 and out == ""
+            assert f"supernode.replicas: {said}: a site's pool runs 1 SuperNode or more here" in err
+            assert "import it with supernode.replicas set to the SuperNodes you want to run" in err
+            assert "`pulumi destroy` the stack while none should run" in err
+            assert "when mode is StatefulSet" not in err and "one key for all" not in err

@@ -169,3 +169,45 @@ def test_a_pools_volumes_go_to_the_pods_that_mount_them() -> None:
     }
     for name in ("sec-supernode-alpha", "sec-superexec-alpha"):
         assert [v for v in volumes[name] if v not in names] == bare[name]
+
+
+def _pool_volumes(raw: dict[str, Any]) -> dict[str, list[str]]:
+    from federation import manifests
+    from federation.plan import load_plan
+
+    return {
+        o["metadata"]["name"]: [v["name"] for v in o["spec"]["template"]["spec"]["volumes"]]
+        for o in manifests.render(load_plan(raw, "dev")).objects()
+        if o["kind"] == "StatefulSet" and o["metadata"]["name"].endswith("-alpha")
+    }
+
+
+def test_a_pod_templates_volumes_go_to_the_pods_that_mount_them_with_distributed_superexec() -> None:
+    """A pool's podTemplate reaches its SuperNode pods and its distributed SuperExec pods alike, so the volumes it
+    declares go as the pool's do: each pod keeps those its containers or init containers mount or use as a device (an
+    unmounted PVC would still be attached, multi-attach for ReadWriteOnce). With the SuperExec a sidecar the
+    podTemplate patches one pod, and its volumes are taken as given, mounted or not."""
+    from tests.support.stacks import base
+
+    names = ("node", "exec", "both", "device", "unused")
+    template = {
+        "spec": {
+            "volumes": [{"name": n, "persistentVolumeClaim": {"claimName": f"data-{n}"}} for n in names],
+            "containers": [
+                {"name": "supernode", "volumeMounts": [{"name": "node", "mountPath": "/node"}]},
+                {"name": "superexec-clientapp", "volumeMounts": [{"name": "exec", "mountPath": "/exec"}]},
+                {"name": "sidecar", "image": "busybox:1.36", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+            ],
+            "initContainers": [
+                {"name": "fetch", "image": "busybox:1.36", "volumeDevices": [{"name": "device", "devicePath": "/d"}]}
+            ],
+        }
+    }
+    raw = base(isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][0]["podTemplate"] = template
+    volumes = _pool_volumes(raw)
+    assert [v for v in volumes["sec-supernode-alpha"] if v in names] == ["node", "both", "device"]
+    assert [v for v in volumes["sec-superexec-alpha"] if v in names] == ["exec", "both", "device"]
+    raw = base(isolation="process", placement="sidecar")
+    raw["supernodes"]["pools"][0]["podTemplate"] = template
+    assert [v for v in _pool_volumes(raw)["sec-supernode-alpha"] if v in names] == list(names)

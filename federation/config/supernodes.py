@@ -156,7 +156,8 @@ class Pool(PodSettings):
     pod_template: Optional[dict[str, Any]] = Field(
         default=None,
         description=(
-            "PodTemplateSpec merged into the pool's pods, distributed SuperExecs' too (see `podTemplate` below)."
+            "PodTemplateSpec merged into the pool's pods, distributed SuperExecs' too, each of which then gets those "
+            "of its `volumes` its containers mount or use as a device (see `podTemplate` below)."
         ),
     )
     extra_args: list[str] = Field(

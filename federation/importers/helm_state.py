@@ -1,6 +1,7 @@
-"""What `import helm` knows of the install as its steps go (helm_steps.py runs them; helm_pods.py and
-helm_defaults.py read and extend it): the values read against the chart, the stack being written, the
-release's names, and what the steps decided so far (isolation, placement, exposure, Flower version)."""
+"""What `import helm` knows of the install as its steps go (helm_steps.py runs them; helm_node_auth.py,
+helm_pods.py and helm_defaults.py read and extend it): the values read against the chart, the stack being
+written, the release's names, and what the steps decided so far (isolation, placement, exposure, Flower
+version)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ class ChartImport:
     def active(self, path: str) -> bool:
         """SuperExec parameters act only where the chart runs SuperExecs."""
         return self.process or not path.startswith("superexec.")
+
+    def scaled_to_zero(self) -> bool:
+        """supernode.replicas below 1, which the chart allows (a release scaled to zero) and a pool does not."""
+        replicas = self.vals.get("supernode.replicas")
+        return isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 1
 
     def selector(self) -> dict[str, str]:
         return selector_labels(self.name, "supernode", self.pool)
