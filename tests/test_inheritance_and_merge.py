@@ -54,7 +54,11 @@ POD_PATCH = {
         "containers": [
             {
                 "name": "supernode",
-                "volumeMounts": [{"name": "extra", "mountPath": "/data", "readOnly": True}],
+                # "data" mounted elsewhere too: a distributed pod leaves out a volume none of its containers uses.
+                "volumeMounts": [
+                    {"name": "extra", "mountPath": "/data", "readOnly": True},
+                    {"name": "data", "mountPath": "/cache"},
+                ],
                 "ports": [{"containerPort": 9094, "name": "appio", "protocol": "TCP"}],
                 "env": [{"name": "MODE", "value": "patched"}],
             }
