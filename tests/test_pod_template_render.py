@@ -17,6 +17,11 @@ import yaml
 from federation.__main__ import main
 
 POD_TEMPLATE = {"spec": {"nodeSelector": {"disk": "ssd"}}}
+# A patch of the distributed SuperExec's container and a new container, both mounting volume "both".
+MOUNTING_BOTH = [
+    {"name": "superexec-clientapp", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+    {"name": "sidecar", "image": "busybox:1.36", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
+]
 
 
 def render(tmp_path: Path, federation: dict[str, Any]) -> tuple[int, str]:
@@ -103,10 +108,7 @@ def test_distributed_statefulsets_get_the_claims_their_pods_mount_podtemplate_in
         superexecVolumeMounts=[{"name": "exec", "mountPath": "/exec"}],
         podTemplate={
             "spec": {
-                "containers": [
-                    {"name": "superexec-clientapp", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
-                    {"name": "sidecar", "image": "busybox:1.36", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
-                ]
+                "containers": MOUNTING_BOTH,
             }
         },
     )
@@ -136,10 +138,7 @@ def test_a_pools_volumes_go_to_the_pods_that_mount_them() -> None:
         superexecVolumeMounts=[{"name": "exec", "mountPath": "/exec"}],
         podTemplate={
             "spec": {
-                "containers": [
-                    {"name": "superexec-clientapp", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
-                    {"name": "sidecar", "image": "busybox:1.36", "volumeMounts": [{"name": "both", "mountPath": "/b"}]},
-                ],
+                "containers": MOUNTING_BOTH,
                 "initContainers": [
                     {
                         "name": "fetch",
