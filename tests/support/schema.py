@@ -1,22 +1,39 @@
-"""Strict Kubernetes 1.34 schema validation of rendered objects (kubernetes-validate)."""
+"""Strict schema validation of rendered objects: Kubernetes 1.34 (kubernetes-validate)
+for the core kinds, the vendored Gateway API schemas (tests/support/gateway_api/) for
+`gateway.networking.k8s.io` objects."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
+import re
 from collections.abc import Callable, Iterable, Iterator
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
+import referencing
+
+from tests.support.gateway_api.generate import GROUP as GATEWAY_API_GROUP
+from tests.support.gateway_api.generate import RELEASE as GATEWAY_API_RELEASE
 
 K8S_VERSION = "1.34.0"
+GATEWAY_API_DIR = Path(__file__).resolve().parent / "gateway_api"
 
 
 def validate(obj: dict[str, Any]) -> None:
-    """Raise kubernetes_validate.ValidationError unless `obj` is valid, strictly."""
-    kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    """Raise kubernetes_validate.ValidationError unless `obj` is valid, strictly (a
+    GatewayAPIValidationError, its subclass, for a Gateway API object; a
+    kubernetes_validate.SchemaNotFoundError for a kind or version without a schema)."""
+    if _group(obj.get("apiVersion")) == GATEWAY_API_GROUP:
+        validate_gateway_api(obj)
+    else:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
 
 def validate_all(objects: Iterable[dict[str, Any]]) -> None:
@@ -29,7 +46,8 @@ def validate_all(objects: Iterable[dict[str, Any]]) -> None:
 @contextlib.contextmanager
 def schemas_read_once() -> Iterator[Callable[[dict[str, Any]], None]]:
     """`validate`, with kubernetes-validate's schema files read once instead of per
-    object while the context lasts (the validation itself is unchanged)."""
+    object while the context lasts (the validation itself is unchanged). The Gateway
+    API schemas are always read once."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(
             kubernetes_validate.utils,
@@ -37,3 +55,135 @@ def schemas_read_once() -> Iterator[Callable[[dict[str, Any]], None]]:
             functools.lru_cache(maxsize=None)(kubernetes_validate.utils.schema_contents),
         )
         yield validate
+
+
+# --- Gateway API -------------------------------------------------------------------
+
+
+class GatewayAPIValidationError(kubernetes_validate.ValidationError):
+    """A Gateway API object broke its vendored schema; str() is `Kind/name at path: message`."""
+
+    def __init__(self, caught: jsonschema.ValidationError, obj: dict[str, Any]) -> None:
+        super().__init__(caught, version=GATEWAY_API_RELEASE)
+        metadata = obj.get("metadata")
+        self.object_name = f"{obj.get('kind')}/{metadata.get('name') if isinstance(metadata, dict) else None}"
+
+    def __str__(self) -> str:
+        where = _json_path(self.absolute_path) or "(object)"
+        return f"{self.object_name} at {where}: {self.message} (Gateway API {self.version} schema)"
+
+
+class GatewayAPISchemaNotFoundError(kubernetes_validate.SchemaNotFoundError):
+    """A `gateway.networking.k8s.io` kind or version that has no vendored schema."""
+
+    def __init__(self, kind: Any, api_version: Any) -> None:
+        super().__init__(kind=kind, version=GATEWAY_API_RELEASE, api_version=api_version)
+        known = ", ".join(f"{k} {v}" for v, k in sorted(_gateway_api_schemas(), key=lambda vk: vk[::-1]))
+        self.message = (
+            f"no vendored Gateway API {GATEWAY_API_RELEASE} schema for kind {kind!r} with apiVersion "
+            f"{api_version!r} (vendored: {known}; see tests/support/gateway_api/README.md)"
+        )
+        Exception.__init__(self, self.message)
+
+
+def validate_gateway_api(obj: dict[str, Any]) -> None:
+    """Raise GatewayAPIValidationError unless `obj` passes its vendored strict schema
+    (CEL `x-kubernetes-validations` are not evaluated: see gateway_api/README.md)."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    validator = _gateway_api_validators().get((api_version, kind))
+    if validator is None:
+        raise GatewayAPISchemaNotFoundError(kind=kind, api_version=api_version)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
+    if error is not None:
+        raise GatewayAPIValidationError(error, obj)
+
+
+def _group(api_version: Any) -> str:
+    return api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+
+
+def _json_path(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out.lstrip(".")
+
+
+@functools.cache
+def _gateway_api_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """The vendored schemas by (apiVersion, kind), as their fixed values say."""
+    schemas: dict[tuple[str, str], dict[str, Any]] = {}
+    for file in sorted(GATEWAY_API_DIR.glob("*.json")):
+        schema = json.loads(file.read_text())
+        props = schema["properties"]
+        schemas[(props["apiVersion"]["const"], props["kind"]["const"])] = schema
+    return schemas
+
+
+def _re2_search(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
+    """`pattern` as the API server (Go RE2) reads it: `$` ends the text, never before a final newline."""
+    if validator.is_type(instance, "string") and not _re2(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@functools.cache
+def _re2(pattern: str) -> re.Pattern[str]:
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            # `[`, an optional `^`, then a `]` that is a member, not the end.
+            j = i + 1 + (pattern[i + 1 : i + 2] == "^")
+            j += pattern[j : j + 1] == "]"
+            out.append(pattern[i:j])
+            i, in_class = j, True
+            continue
+        elif c == "$":
+            out.append(r"\Z")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _list_map_keys(validator: Any, keys: list[str], instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
+    """`x-kubernetes-list-type: map`: no two items with the same key fields."""
+    if not validator.is_type(instance, "array"):
+        return
+    seen: set[str] = set()
+    for index, item in enumerate(instance):
+        if not isinstance(item, dict):
+            continue
+        key = json.dumps({k: item.get(k) for k in keys}, sort_keys=True)
+        if key in seen:
+            yield jsonschema.ValidationError(f"Duplicate value: {key}", path=[index])
+        seen.add(key)
+
+
+_GatewayAPIValidator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    validators={"pattern": _re2_search, "x-kubernetes-list-map-keys": _list_map_keys},
+    # A JSON integer: the API server refuses 1.0 for an integer field.
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
+
+
+@functools.cache
+def _gateway_api_validators() -> dict[tuple[Any, Any], Any]:
+    # metadata refers to kubernetes-validate's ObjectMeta, in `_definitions.json` by its `$id`.
+    definitions = json.loads(
+        resources.files("kubernetes_validate")
+        .joinpath(f"kubernetes-json-schema/v{K8S_VERSION}-local-strict", "_definitions.json")
+        .read_text()
+    )
+    registry = referencing.Resource.from_contents(definitions) @ referencing.Registry()
+    return {key: _GatewayAPIValidator(schema, registry=registry) for key, schema in _gateway_api_schemas().items()}
