@@ -36,8 +36,15 @@ _RESOURCE_BY_KIND: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] =
     ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
 }
-# Custom resources (their CRDs come with the operator that serves them).
-_CUSTOM_KINDS = {("cert-manager.io/v1", "Certificate")}
+# Custom resources (their CRDs come with the operator that serves them: cert-manager;
+# the platform's Gateway API implementation).
+_CUSTOM_KINDS = {
+    ("cert-manager.io/v1", "Certificate"),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+    ("gateway.networking.k8s.io/v1", "BackendTLSPolicy"),
+    ("gateway.networking.k8s.io/v1alpha2", "TLSRoute"),
+    ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"),
+}
 
 
 def register(

@@ -107,6 +107,12 @@ class TlsTrustComponent(pulumi.ComponentResource):
                 self.client_checksum = pulumi.Output.unsecret(
                     ca_data.apply(lambda d: trust.checksum([decoded(d, ca_key)]))
                 )
+                self.ca_pem = pulumi.Output.unsecret(ca_data.apply(lambda d: decoded(d, ca_key)))
+        bundle = self._objects.get(("ConfigMap", plan.names.ca_bundle))
+        if bundle is not None:
+            # The CA as a ConfigMap (public), for a Gateway's BackendTLSPolicy.
+            assert self.ca_pem is not None
+            self.resources.append(register(bundle, child, fields={"data": {"ca.crt": self.ca_pem}}))
         self.register_outputs({"superlinkChecksum": self.superlink_checksum, "clientChecksum": self.client_checksum})
 
     def _generate(self, name: str, child: pulumi.ResourceOptions) -> tuple[pulumi.Output[str], pulumi.Output[str]]:

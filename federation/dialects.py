@@ -25,6 +25,7 @@ from .versions import (
 
 ANY_ADDRESS = "0.0.0.0"
 LOOPBACK = "127.0.0.1"
+HTTP_PORT = 8000  # HTTP era: the SuperLink's one API port (the Fleet port sites dial)
 # SuperNode's ClientAppIo (gRPC era) / Runtime API (HTTP era) port; both eras use 9094.
 SUPERNODE_APPIO_PORT = 9094
 
@@ -32,8 +33,9 @@ SUPERNODE_APPIO_PORT = 9094
 @dataclass(frozen=True)
 class Ports:
     """Ports the SuperLink listens on and its Service exposes, resolved for a dialect.
-    In the HTTP era Fleet and Control are the same port and there is no separate
-    ServerAppIo port (the Runtime API shares it)."""
+    In the HTTP era there is no separate ServerAppIo port (the Runtime API shares the
+    SuperLink's one port, `control`); `fleet` is that same port, unless the Fleet-only
+    proxy serves it (fleet_proxy.py) and the SuperLink listens on `control` behind it."""
 
     fleet: int
     control: int
@@ -284,7 +286,7 @@ class HttpEra(Dialect):
         return "1.40 - 1.x, not 2.0 (HTTP era)"
 
     def resolve_ports(self, configured: dict[str, Optional[int]]) -> Ports:
-        api = configured.get("http") or 8000
+        api = configured.get("http") or HTTP_PORT
         return Ports(fleet=api, control=api, serverappio=None)
 
     def service_ports(self, ports: Ports) -> list[ServicePort]:
@@ -308,7 +310,8 @@ class HttpEra(Dialect):
             "--host",
             ANY_ADDRESS,
             "--port",
-            str(ports.fleet),
+            # Its own API port: the Fleet port itself, unless the Fleet-only proxy holds that.
+            str(ports.control),
         ]
         if database:
             args += ["--database", database]

@@ -43,6 +43,10 @@ SUPEREXEC_AUTH_FILE = f"{SUPEREXEC_AUTH_DIR}/{SUPEREXEC_AUTH_KEY}"
 EXECUTOR_CONFIG_VOLUME = "executor-config"
 EXECUTOR_CONFIG_DIR = "/etc/flower/executor"
 EXECUTOR_CONFIG_FILE = "executor.yaml"
+# The Fleet-only proxy in the SuperLink's pod (fleet_proxy.py): its container, config and scratch.
+FLEET_PROXY_CONTAINER = "fleet-proxy"
+FLEET_PROXY_CONFIG_VOLUME = "fleet-proxy-config"
+FLEET_PROXY_CONFIG_DIR = "/etc/fleet-proxy"
 REGISTRATION_VOLUME = "node-registration"
 REGISTRATION_DIR = "/etc/flower/node-registration"
 # Supernode-side GPU devices for AMD mountAll.
@@ -67,6 +71,8 @@ RESERVED_VOLUMES = frozenset(
         NODE_KEY_VOLUME,
         EXECUTOR_CONFIG_VOLUME,
         REGISTRATION_VOLUME,
+        FLEET_PROXY_CONFIG_VOLUME,
+        scratch_volume(FLEET_PROXY_CONTAINER),
         *AMD_DEVICES,
         *(scratch_volume(c) for c in MANAGED_CONTAINERS),
     }
@@ -82,6 +88,7 @@ RESERVED_MOUNT_PATHS = frozenset(
         NODE_KEY_DIR,
         EXECUTOR_CONFIG_DIR,
         REGISTRATION_DIR,
+        FLEET_PROXY_CONFIG_DIR,
         *AMD_DEVICES.values(),
     }
 )

@@ -49,6 +49,20 @@ class Names:
         return f"{self.federation}-superlink"
 
     @property
+    def superlink_control(self) -> str:
+        """The SuperLink's own API port in the cluster, behind the Fleet-only proxy."""
+        return f"{self.federation}-superlink-control"
+
+    @property
+    def fleet_proxy_config(self) -> str:
+        return f"{self.federation}-superlink-fleet-proxy"
+
+    @property
+    def ca_bundle(self) -> str:
+        """The federation's CA certificate as a ConfigMap (a BackendTLSPolicy's caCertificateRefs)."""
+        return f"{self.federation}-ca-bundle"
+
+    @property
     def superlink_appio_service(self) -> str:
         return f"{self.federation}-superlink-serverappio"
 

@@ -184,13 +184,20 @@ def _superlink_side(
     names = plan.names
     components = [superlink]
     links: list[Link] = []
-    appio_port = plan.ports.serverappio or plan.ports.fleet
+    appio_port = plan.ports.serverappio or plan.ports.control
 
     # The SuperLink's public API: Fleet from outside when it is exposed (a hub, an
-    # ingress, pools in other clusters) or allowed, Fleet and Control from the
-    # configured sources. (HTTP era: one port carries both.)
+    # ingress, a gateway, pools in other clusters) or allowed, Fleet and Control from
+    # the configured sources. HTTP era: one port carries both, unless the Fleet-only
+    # proxy holds the Fleet port (from anywhere) and the SuperLink's own port takes
+    # only what is linked to it below.
     if superlink.settings.allow_external or plan.exposed:
-        links.append(Link(ANYWHERE, superlink, _tcp(plan.ports.fleet), "SuperNodes outside the cluster"))
+        for source in _fleet_sources(plan, superlink):
+            links.append(Link(source, superlink, _tcp(plan.ports.fleet), "SuperNodes outside the cluster"))
+    if plan.fleet_proxy and spec.superlink.control_service.type == "LoadBalancer":
+        links.append(
+            Link(ANYWHERE, superlink, _tcp(plan.ports.control), "flwr through controlService (its source ranges)")
+        )
     for source in _sources(superlink.settings):
         links.append(
             Link(source, superlink, _tcp(*sorted({plan.ports.fleet, plan.ports.control})), "configured sources")
@@ -225,6 +232,30 @@ def _superlink_side(
             Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in serverapp_side
         ]
     return components, links
+
+
+def _fleet_sources(plan: FederationPlan, superlink: Component) -> list[Peer]:
+    """Who may reach the Fleet port from outside the cluster: anywhere, unless only a
+    gateway exposes the SuperLink and its pods are named (`gateway.podSelector` /
+    `namespaceSelector`)."""
+    sl = plan.spec.superlink
+    gw = sl.gateway
+    only_gateway = (
+        gw is not None
+        and (gw.pod_selector or gw.namespace_selector)
+        and sl.service.type == "ClusterIP"
+        and sl.ingress is None
+        and not superlink.settings.allow_external
+    )
+    if not only_gateway:
+        return [ANYWHERE]
+    assert gw is not None
+    peer: dict[str, Any] = {}
+    if gw.namespace_selector:
+        peer["namespaceSelector"] = {"matchLabels": dict(sorted(gw.namespace_selector.items()))}
+    if gw.pod_selector:
+        peer["podSelector"] = {"matchLabels": dict(sorted(gw.pod_selector.items()))}
+    return [Peer(_freeze(peer))]
 
 
 def _remote_superlink(plan: FederationPlan, pool: Pool) -> list[Peer]:

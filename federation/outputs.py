@@ -84,12 +84,19 @@ def warnings(plan: FederationPlan) -> list[str]:
     """What the stack deploys as asked but a reviewer should know (printed by `pulumi
     preview`/`up` and by an offline render)."""
     out = []
-    if plan.runs_superlink and plan.exposed and not plan.grpc_era:
+    if plan.runs_superlink and plan.exposed and not plan.grpc_era and not plan.fleet_proxy:
         out.append(
-            f"Flower {plan.version} (HTTP era) serves the Fleet and Control APIs on one port ({plan.ports.fleet}): "
-            "exposing the Fleet API outside the cluster exposes the Control API (`flwr run`, `flwr supernode "
-            "register`) with it. Limit who reaches it (the load balancer's source ranges, the ingress) and keep the "
-            "CA private to the federation."
+            f"superlink.exposeControlApi is true: Flower {plan.version} serves the Fleet and Control APIs on one port "
+            f"({plan.ports.fleet}), and no Fleet-only proxy stands in front of it, so whoever reaches the SuperLink "
+            "from outside the cluster reaches its Control API (`flwr run` runs code at every site, `flwr supernode "
+            "register` admits nodes). Limit who reaches it (superlink.service.loadBalancerSourceRanges), or remove "
+            "exposeControlApi and give operators superlink.controlService instead."
+        )
+    if plan.fleet_proxy and plan.spec.superlink.control_service.type == "LoadBalancer":
+        ranges = ", ".join(plan.spec.superlink.control_service.load_balancer_source_ranges)
+        out.append(
+            f"superlink.controlService is a LoadBalancer: the Control API (`flwr run`, `flwr supernode register`) is "
+            f"reachable from outside the cluster by {ranges}."
         )
     if plan.trust is None and (plan.remote is not None or (plan.runs_superlink and plan.exposed)):
         out.append(TLS_DISABLED_WARNING + " This federation crosses cluster boundaries.")

@@ -8,6 +8,7 @@ config model, `config.py`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -92,9 +93,14 @@ class FederationPlan:
     @property
     def exposed(self) -> bool:
         """The SuperLink takes Fleet traffic from outside its cluster."""
-        sl = self.spec.superlink
-        remote_pools = any(self.dials_from_outside(p) for p in self.spec.supernodes.pools)
-        return self.role == "hub" or sl.ingress is not None or remote_pools
+        return exposed(self.spec)
+
+    @property
+    def fleet_proxy(self) -> bool:
+        """HTTP era: the Fleet-only proxy serves the Fleet port, and the SuperLink its own
+        API on `ports.control` (see fleet_proxy.py). Rules make an exposed SuperLink have
+        it unless `exposeControlApi`."""
+        return fleet_proxy_on(self.spec, self.exposed, self.grpc_era)
 
     @property
     def registers_nodes(self) -> bool:
@@ -174,8 +180,13 @@ class FederationPlan:
         return f"{self.superlink_host}:{self.ports.fleet}"
 
     @property
+    def control_host(self) -> str:
+        """The in-cluster name of the SuperLink's Control API (HTTP era: its own API port)."""
+        return self.service_host(self.names.superlink_control) if self.fleet_proxy else self.superlink_host
+
+    @property
     def control_address(self) -> str:
-        return f"{self.superlink_host}:{self.ports.control}"
+        return f"{self.control_host}:{self.ports.control}"
 
     def default_image(self, repository: str) -> str:
         return f"flwr/{repository}:{self.version}"
@@ -256,6 +267,25 @@ class FederationPlan:
         return meta
 
 
+def exposed(spec: Federation) -> bool:
+    """The SuperLink takes Fleet traffic from outside its cluster: a hub, an ingress, a
+    gateway, or a pool in another cluster than the SuperLink's."""
+    sl = spec.superlink
+    remote_pools = spec.role != "site" and any((p.cluster or "") != (sl.cluster or "") for p in spec.supernodes.pools)
+    return spec.role == "hub" or sl.ingress is not None or sl.gateway is not None or remote_pools
+
+
+def fleet_proxy_on(spec: Federation, exposed: bool, grpc_era: bool) -> bool:
+    """Whether the Fleet-only proxy runs (HTTP era only): as configured, else whenever
+    the SuperLink is exposed and the Control API is not."""
+    if grpc_era or spec.role == "site":
+        return False
+    enabled = spec.superlink.fleet_proxy.enabled
+    if enabled is not None:
+        return enabled
+    return exposed and not spec.superlink.expose_control_api
+
+
 def _sort_key(p: Problem) -> list[Any]:
     # Natural order, so pools[2] comes before pools[10].
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.path)] + [p.message]
@@ -291,6 +321,9 @@ def load_plan(
     name = spec.name or stack
     names = Names(name)
     ports = dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True))
+    if fleet_proxy_on(spec, exposed(spec), ports.serverappio is not None):
+        # The proxy takes the Fleet port; the SuperLink serves its whole API on its own port.
+        ports = dataclasses.replace(ports, control=spec.superlink.control_service.port)
     remote_problems, remote = remote_superlink(spec, ports.fleet, stack_outputs, dialect.version)
     key_problems, admitted = site_keys(spec, stack_outputs)
     if remote_problems or key_problems:

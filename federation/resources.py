@@ -73,6 +73,7 @@ CLIENTAPP_SUPEREXEC = "superexec-clientapp"
 TASK_POD = "task-pod"  # a ServerApp/ClientApp pod of Flower's Kubernetes executor
 REGISTRATION = "node-registration"  # the Job's one container
 ADDED = "added"  # a container or init container a `podTemplate` adds
+FLEET_PROXY = "fleet-proxy"  # the SuperLink's Fleet-only proxy
 
 
 def default_preset(plan: FederationPlan, role: str) -> str:
@@ -90,7 +91,7 @@ def role_preset(role: str, *, process_isolation: bool, kubernetes_executor: bool
         return "micro" if kubernetes_executor else "small"
     if role == REGISTRATION:
         return "micro"
-    if role == ADDED:
+    if role in (ADDED, FLEET_PROXY):
         return "nano"
     # The SuperLink: a singleton, so generous sizing costs little; its memory grows with
     # nodes, runs and messages in flight, and in subprocess isolation it runs ServerApps.
@@ -139,3 +140,8 @@ def registration_job(plan: FederationPlan) -> dict[str, Any]:
 def added_container(plan: FederationPlan) -> dict[str, Any]:
     """Under a podTemplate's own `resources` for a container or init container it adds."""
     return resolve(plan, ADDED)
+
+
+def fleet_proxy(plan: FederationPlan) -> dict[str, Any]:
+    proxy = plan.spec.superlink.fleet_proxy
+    return resolve(plan, FLEET_PROXY, proxy.resources_preset, proxy.resources)

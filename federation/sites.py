@@ -159,12 +159,15 @@ def site_keys(
 
 def external_endpoint(spec: Federation, fleet_port: int) -> Optional[Endpoint]:
     """Where the SuperLink is dialled from outside its cluster: `externalAddress`, else the
-    ingress host (port 443), else the first `tls.dnsNames` entry, with the Fleet port."""
+    gateway hostname or the ingress host (port 443), else the first `tls.dnsNames` entry,
+    with the Fleet port."""
     sl = spec.superlink
+    fronts = {h for h in (sl.gateway.hostname if sl.gateway else None, sl.ingress.host if sl.ingress else None) if h}
     if sl.external_address:
         host, port = split_host_port(sl.external_address)
-        default = INGRESS_PORT if sl.ingress and host == sl.ingress.host else fleet_port
-        return Endpoint(host, port or default)
+        return Endpoint(host, port or (INGRESS_PORT if host in fronts else fleet_port))
+    if sl.gateway:
+        return Endpoint(sl.gateway.hostname, INGRESS_PORT)
     if sl.ingress:
         return Endpoint(sl.ingress.host, INGRESS_PORT)
     if spec.tls.dns_names:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from . import access, appio, pod_settings, pods, probes, resources
+from . import access, appio, fleet_proxy, gateway, pod_settings, pods, probes, resources
 from .dialects import (
     ANY_ADDRESS,
     HEALTH_PORT,
     LOOPBACK,
     SIDECAR_HEALTH_PORT,
     ServerTls,
+    ServicePort,
     health_server_args,
 )
 from .kube import Container, Manifest
@@ -41,10 +42,10 @@ from .workload_parts import (
 def appio_address(plan: FederationPlan) -> str:
     """Where a SuperExec for ServerApps reaches the SuperLink's in-cluster API."""
     if not plan.distributed:
-        return f"{LOOPBACK}:{plan.ports.serverappio or plan.ports.fleet}"
+        return f"{LOOPBACK}:{plan.ports.serverappio or plan.ports.control}"
     if plan.grpc_era:  # an internal plaintext Service
         return f"{plan.service_host(plan.names.superlink_appio_service)}:{plan.ports.serverappio}"
-    return plan.fleet_address  # HTTP era: the Runtime API shares the TLS port
+    return plan.control_address  # HTTP era: the Runtime API shares the SuperLink's own TLS port
 
 
 def _serverapp_ca(plan: FederationPlan) -> Optional[str]:
@@ -117,12 +118,58 @@ def _superlink_container(plan: FederationPlan) -> Container:
     command = superlink_command(plan.version)
     if command:  # state created before serving (see superlink_state); args stay Flower's own
         c["command"] = command
-    c["ports"] = [
-        {"name": p.name, "containerPort": p.port, "protocol": "TCP"} for p in plan.dialect.service_ports(plan.ports)
-    ]
+    c["ports"] = [{"name": p.name, "containerPort": p.port, "protocol": "TCP"} for p in _superlink_ports(plan)]
     if plan.distributed and plan.grpc_era:
         c["ports"].append({"name": "serverappio", "containerPort": plan.ports.serverappio, "protocol": "TCP"})
     return c
+
+
+def _superlink_ports(plan: FederationPlan) -> list[ServicePort]:
+    """The SuperLink container's API ports: behind the Fleet-only proxy, its one port is
+    `control` (named as the dialect names it); else the dialect's public ports."""
+    if plan.fleet_proxy:
+        return [ServicePort(p.name, plan.ports.control) for p in plan.dialect.service_ports(plan.ports)]
+    return plan.dialect.service_ports(plan.ports)
+
+
+def _public_ports(plan: FederationPlan) -> list[dict[str, Any]]:
+    """Ports of Service `N-superlink` (what sites, an Ingress and a Gateway reach)."""
+    if plan.fleet_proxy:
+        port: dict[str, Any] = {
+            "name": fleet_proxy.PORT_NAME,
+            "port": plan.ports.fleet,
+            "targetPort": fleet_proxy.PORT_NAME,
+            "protocol": "TCP",
+        }
+        if plan.trust:  # what controller-neutral Ingresses and Gateways read to dial the backend with TLS
+            port["appProtocol"] = "https"
+        return [port]
+    return [
+        {"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"}
+        for p in plan.dialect.service_ports(plan.ports)
+    ]
+
+
+def _control_service(plan: FederationPlan) -> Manifest:
+    """`N-superlink-control`: the SuperLink's own API port behind the Fleet-only proxy,
+    for `flwr`, the registration Job and distributed SuperExecs (ClusterIP unless the
+    operator exposes it to `loadBalancerSourceRanges`)."""
+    cs = plan.spec.superlink.control_service
+    spec: dict[str, Any] = {"type": cs.type}
+    if cs.type == "LoadBalancer":
+        spec["loadBalancerSourceRanges"] = list(cs.load_balancer_source_ranges)
+    spec["selector"] = selector_labels(plan.name, SUPERLINK)
+    spec["ports"] = [
+        {"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"} for p in _superlink_ports(plan)
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": plan.meta(
+            plan.names.superlink_control, SUPERLINK, annotations=cs.annotations, extra_labels=cs.labels
+        ),
+        "spec": spec,
+    }
 
 
 def _volumes(plan: FederationPlan) -> list[Volume]:
@@ -132,7 +179,8 @@ def _volumes(plan: FederationPlan) -> list[Volume]:
             secret_volume(TLS_VOLUME, plan.trust.server_secret, {"tls.crt": "tls.crt", "tls.key": "tls.key"}, 0o440)
         )
     auth = appio.auth_volumes(plan, appio.superlink_auth_secret_name(plan))
-    return volumes + ca_volumes(plan) + auth + list(plan.spec.superlink.volumes)
+    proxy = fleet_proxy.volumes(plan) if plan.fleet_proxy else []
+    return volumes + ca_volumes(plan) + auth + proxy + list(plan.spec.superlink.volumes)
 
 
 def _claims(plan: FederationPlan) -> list[dict[str, Any]]:
@@ -156,6 +204,8 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     containers = [_superlink_container(plan)]
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
+    if plan.fleet_proxy:
+        containers.append(fleet_proxy.container(plan))
     pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
     pod = pod_settings.apply_to_pod(plan, pod, sl, selector_labels(plan.name, SUPERLINK), main_container=SUPERLINK)
     pod = pods.apply_pod_template(pod, sl.pod_template, resources.added_container(plan))
@@ -173,10 +223,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
                 else {}
             ),
             "selector": selector_labels(plan.name, SUPERLINK),
-            "ports": [
-                {"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"}
-                for p in plan.dialect.service_ports(plan.ports)
-            ],
+            "ports": _public_ports(plan),
         },
     }
     out = [
@@ -194,42 +241,60 @@ def objects(plan: FederationPlan) -> list[Manifest]:
         service,
         access.service_account(plan, names.superlink, SUPERLINK, settings=sl.service_account),
     ]
+    if plan.fleet_proxy:
+        out += [fleet_proxy.config_map(plan), _control_service(plan)]
     if sl.ingress is not None:
         out.append(_ingress(plan))
+    out += gateway.objects(plan)
     if plan.distributed:
         out += _distributed_superexec(plan)
     return out
 
 
-# ingress-nginx: pass TLS through (the SuperLink terminates it with its own certificate,
-# which sites verify against the federation's CA), to the protocol each dialect serves.
+# ingress-nginx (retired March 2026), asked for with `ingress.passthrough`: pass TLS
+# through to the Fleet port, to the protocol each dialect serves.
 SSL_PASSTHROUGH = "nginx.ingress.kubernetes.io/ssl-passthrough"
 BACKEND_PROTOCOL = "nginx.ingress.kubernetes.io/backend-protocol"
+# The one path prefix of the Fleet API (HTTP era); the proxy filters again behind it.
+FLEET_PATH = "/v1/fleet/"
+GRPC_FLEET_SERVICE = "flwr.proto.Fleet"
+GRPC_FLEET_PATH = f"/{GRPC_FLEET_SERVICE}/"
+
+
+def ingress_passthrough(plan: FederationPlan) -> bool:
+    ingress = plan.spec.superlink.ingress
+    assert ingress is not None
+    return ingress.passthrough if ingress.passthrough is not None else plan.grpc_era
 
 
 def _ingress(plan: FederationPlan) -> Manifest:
-    """The SuperLink's Fleet port from outside the cluster, by host name (SNI)."""
+    """Ingress `N-superlink`: the Fleet API by host name. HTTP era: only `/v1/fleet/`,
+    to the Fleet-only proxy, TLS terminated by the controller with the federation's
+    server certificate (or `tlsSecretName`); with passthrough: everything to the Fleet
+    port, TLS untouched (the SuperLink's or the proxy's)."""
     ingress = plan.spec.superlink.ingress
     assert ingress is not None
-    annotations = {
-        SSL_PASSTHROUGH: "true",
-        BACKEND_PROTOCOL: "GRPCS" if plan.grpc_era else "HTTPS",
-        **ingress.annotations,
-    }
-    backend = {"service": {"name": plan.names.superlink, "port": {"number": plan.ports.fleet}}}
+    backend = {"service": {"name": plan.names.superlink, "port": {"name": fleet_proxy.public_port_name(plan)}}}
+    spec: dict[str, Any] = {}
+    if ingress.class_name:
+        spec["ingressClassName"] = ingress.class_name
+    annotations = dict(ingress.annotations)
+    if ingress_passthrough(plan):
+        annotations = {SSL_PASSTHROUGH: "true", BACKEND_PROTOCOL: "GRPCS" if plan.grpc_era else "HTTPS", **annotations}
+        paths = [{"path": "/", "pathType": "Prefix", "backend": backend}]
+    else:
+        secret = ingress.tls_secret_name or (plan.trust.server_secret if plan.trust else None)
+        if secret:
+            spec["tls"] = [{"hosts": [ingress.host], "secretName": secret}]
+        # gRPC era: the controller must speak gRPC over TLS to the backend (its own annotation).
+        path = GRPC_FLEET_PATH if plan.grpc_era else FLEET_PATH
+        paths = [{"path": path, "pathType": "Prefix", "backend": backend}]
+    spec["rules"] = [{"host": ingress.host, "http": {"paths": paths}}]
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "Ingress",
-        "metadata": plan.meta(plan.names.superlink, SUPERLINK, annotations=annotations),
-        "spec": {
-            "ingressClassName": ingress.class_name,
-            "rules": [
-                {
-                    "host": ingress.host,
-                    "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]},
-                }
-            ],
-        },
+        "metadata": plan.meta(plan.names.superlink, SUPERLINK, annotations=annotations or None),
+        "spec": spec,
     }
 
 

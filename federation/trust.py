@@ -10,6 +10,7 @@ import hashlib
 import ipaddress
 from collections.abc import Iterable
 
+from . import gateway
 from .kube import Manifest, ObjectMeta
 from .naming import SUPERLINK
 from .plan import FederationPlan
@@ -29,7 +30,9 @@ RELOADER_ANNOTATION = "secret.reloader.stakater.com/reload"
 
 def _external_hosts(plan: FederationPlan) -> list[str]:
     """Names and IPs the SuperLink is dialled by from outside its cluster."""
-    hosts = [plan.spec.superlink.ingress.host] if plan.spec.superlink.ingress else []
+    sl = plan.spec.superlink
+    hosts = [sl.ingress.host] if sl.ingress else []
+    hosts += [sl.gateway.hostname] if sl.gateway else []
     return hosts + ([plan.external.host] if plan.external else [])
 
 
@@ -44,8 +47,13 @@ def _is_ip(host: str) -> bool:
 def superlink_dns_names(plan: FederationPlan) -> list[str]:
     """Every name the SuperLink's Service answers to in-cluster, then localhost, the
     configured names and the external ones; ordered and without duplicates."""
-    svc, ns = plan.names.superlink, plan.namespace
-    names = [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.{plan.spec.cluster_domain}"]
+    ns = plan.namespace
+    services = [plan.names.superlink] + ([plan.names.superlink_control] if plan.fleet_proxy else [])
+    names = [
+        n
+        for svc in services
+        for n in (svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.{plan.spec.cluster_domain}")
+    ]
     names += LOOPBACK_NAMES
     names += plan.spec.tls.dns_names
     names += [h for h in _external_hosts(plan) if not _is_ip(h)]
@@ -98,6 +106,12 @@ def trust_secret(plan: FederationPlan) -> Manifest:
     return secret
 
 
+def ca_bundle(plan: FederationPlan) -> Manifest:
+    """The federation's CA certificate (public) as a ConfigMap, for a Gateway's
+    BackendTLSPolicy (gateway.py); the shell fills `data` with the CA the pods trust."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(plan, plan.names.ca_bundle)}
+
+
 def certificate(plan: FederationPlan) -> Manifest:
     """cert-manager Certificate for source=certManager. Pulumi waits until it is Ready
     (pulumi.com/waitFor), so the Secret exists before anything reads or mounts it."""
@@ -135,6 +149,8 @@ def objects(plan: FederationPlan) -> list[Manifest]:
         out.append(certificate(plan))
     if plan.trust.creates_ca_secret:
         out.append(trust_secret(plan))
+    if gateway.needs_ca_bundle(plan):
+        out.append(ca_bundle(plan))
     return out
 
 

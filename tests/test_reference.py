@@ -93,6 +93,7 @@ def test_sections_follow_the_model() -> None:
         "",
         "superlink",
         "superlink.image",
+        "superlink.gateway.parentRefs[]",
         "superlink.superexec",
         "superlink.serviceAccount",
         "supernodes",

@@ -114,17 +114,32 @@ def _hub(**kw: Any) -> Run:
     return run(settings("hub"), "hub", stack_outputs={SITE_STACK: site_outputs}, **kw)
 
 
-def test_a_hub_is_reachable_through_tls_passthrough_and_its_certificate_names_the_external_host() -> None:
+def test_a_hub_is_reachable_through_its_fleet_only_ingress_and_its_certificate_names_the_external_host() -> None:
     result = _hub(provider=RealTlsProvider())
     objects = result.manifests(show_secrets=True)
     ingress = get(objects, "Ingress", "fl-superlink")
-    assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/ssl-passthrough"] == "true"
-    assert ingress["spec"]["rules"][0]["host"] == "fl.example.org"
+    assert "annotations" not in ingress["metadata"] or not any(
+        k.startswith("nginx.ingress.kubernetes.io/") for k in ingress["metadata"]["annotations"]
+    ), "controller-neutral by default"
+    (rule,) = ingress["spec"]["rules"]
+    assert rule["host"] == "fl.example.org"
+    (path,) = rule["http"]["paths"]
+    assert path["path"] == "/v1/fleet/" and path["pathType"] == "Prefix"
+    assert path["backend"]["service"] == {"name": "fl-superlink", "port": {"name": "fleet"}}
+    assert ingress["spec"]["tls"] == [{"hosts": ["fl.example.org"], "secretName": "fl-superlink-tls"}]
+    service = get(objects, "Service", "fl-superlink")
+    assert service["spec"]["ports"] == [
+        {"appProtocol": "https", "name": "fleet", "port": 8000, "protocol": "TCP", "targetPort": "fleet"}
+    ]
     csr = next(r for r in result.registrations if r.type == "tls:index/certRequest:CertRequest")
     assert "fl.example.org" in csr.inputs["dnsNames"]
-    # Fleet from anywhere (sites), on the Fleet port only.
+    assert "fl-superlink-control.flower-hub.svc.cluster.local" in csr.inputs["dnsNames"]
+    # Fleet from anywhere (sites), on the proxy's port only; the SuperLink's own port
+    # (9095) from the registration Job only.
     policy = get(objects, "NetworkPolicy", "fl-superlink")
     assert {"ports": [{"port": 8000, "protocol": "TCP"}]} in policy["spec"]["ingress"]
+    assert [r for r in policy["spec"]["ingress"] if "from" not in r] == [{"ports": [{"port": 8000, "protocol": "TCP"}]}]
+    assert result.outputs["superlink"]["controlAddress"] == "fl-superlink-control.flower-hub.svc.cluster.local:9095"
     assert result.outputs["superlink"]["externalAddress"] == "fl.example.org:443"
     assert "BEGIN CERTIFICATE" in result.outputs["caCertificate"]
     assert "caCertificate" not in result.secret_outputs  # public: sites trust it

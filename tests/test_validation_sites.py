@@ -29,16 +29,7 @@ def hub(version: str = HTTP_ERA, **extra: Any) -> dict[str, Any]:
     """A hub that passes the exposure and node-auth rules unless a test says otherwise."""
     raw = base(version, role="hub", nodeAuth={"enabled": True}, **extra)
     raw["supernodes"] = {}
-    raw.setdefault("superlink", {})["exposeControlApi"] = True
     return raw
-
-
-EXPOSED_HTTP = (
-    "federation.superlink.exposeControlApi: Flower 1.41.0 serves Fleet and Control on one port, so exposing this "
-    "SuperLink outside its cluster exposes its Control API too (`flwr run` runs code at every site, `flwr supernode "
-    "register` admits nodes). Set superlink.exposeControlApi: true to accept that, and limit who reaches it "
-    "(superlink.service.loadBalancerSourceRanges); or use the gRPC era (Flower 1.21-1.34), whose hub exposes Fleet only"
-)
 
 
 CASES = {
@@ -47,13 +38,12 @@ CASES = {
         [
             "federation.nodeAuth.enabled: a hub accepts SuperNodes from other organisations: set nodeAuth.enabled: "
             "true, so only the keys it registers may join",
-            EXPOSED_HTTP,
             "federation.supernodes.pools: a hub runs no SuperNodes: put pools in site stacks (role: site), or use "
             "role: federation",
             "federation.superlink.externalAddress: a hub is dialled from other clusters: set superlink.externalAddress, "
-            "superlink.ingress or tls.dnsNames",
+            "superlink.gateway, superlink.ingress or tls.dnsNames",
             "federation.superlink.service.type: a hub must be reachable from other clusters: set LoadBalancer or "
-            "NodePort, or add superlink.ingress",
+            "NodePort, or add superlink.gateway (or superlink.ingress)",
         ],
     ),
     "hub-with-supernode-settings": (
@@ -132,7 +122,6 @@ CASES = {
             "federation.clusters.default: 'default' names the stack's ambient cluster; choose another name",
             "federation.clusters.east: set kubeconfig (a secret) or context",
             "federation.superlink.cluster: 'nowhere' is not a key of clusters (known: default, east)",
-            EXPOSED_HTTP,
             # and so every pool is in another cluster than the SuperLink's
             "federation.supernodes.pools[0].cluster: this pool runs in another cluster than the SuperLink and dials "
             "its external address: set superlink.externalAddress, superlink.ingress or tls.dnsNames",
@@ -148,9 +137,47 @@ _remote_pool["supernodes"]["pools"][1]["cluster"] = "east"
 CASES["a-pool-in-another-cluster-needs-an-external-address"] = (
     _remote_pool,
     [
-        EXPOSED_HTTP,
         "federation.supernodes.pools[1].cluster: this pool runs in another cluster than the SuperLink and dials its "
         "external address: set superlink.externalAddress, superlink.ingress or tls.dnsNames",
+    ],
+)
+
+
+CASES["http-era-hub-without-the-fleet-proxy-must-accept-the-control-api"] = (
+    {**hub(superlink={"ingress": {"host": "fl.example.org"}, "fleetProxy": {"enabled": False}})},
+    [
+        "federation.superlink.fleetProxy.enabled: Flower 1.41.0 serves Fleet and Control on one port: without the "
+        "Fleet-only proxy, exposing this SuperLink outside its cluster exposes its Control API too (`flwr run` runs "
+        "code at every site). Remove fleetProxy.enabled: false, or set superlink.exposeControlApi: true to accept that",
+    ],
+)
+CASES["control-service-and-gateway-mistakes"] = (
+    hub(
+        superlink={
+            "controlService": {"type": "LoadBalancer", "port": 8000},
+            "gateway": {"parentRefs": [{"name": "Public_GW", "namespace": "gw.system"}], "hostname": "*.example.org"},
+        }
+    ),
+    [
+        "federation.superlink.controlService.loadBalancerSourceRanges: required with type LoadBalancer: the CIDRs "
+        "allowed to reach the Control API (`flwr run` runs code at every site), e.g. your operators' egress addresses",
+        "federation.superlink.controlService.port: 8000 is the Fleet port (superlink.service.ports.http), which the "
+        "Fleet-only proxy serves: choose another port for the SuperLink's own API",
+        "federation.superlink.gateway.hostname: '*.example.org' is not a DNS name (sites dial it; no wildcard)",
+        "federation.superlink.gateway.parentRefs[0].name: 'Public_GW' is not a Gateway API object name",
+        "federation.superlink.gateway.parentRefs[0].namespace: 'gw.system' is not a namespace name",
+    ],
+)
+CASES["control-service-source-ranges-are-cidrs"] = (
+    hub(
+        superlink={
+            "ingress": {"host": "fl.example.org"},
+            "controlService": {"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.1/40"]},
+        }
+    ),
+    [
+        "federation.superlink.controlService.loadBalancerSourceRanges[0]: '10.0.0.1/40' is not a CIDR (e.g. "
+        "198.51.100.0/24)"
     ],
 )
 

@@ -17,6 +17,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model, ResourcesPreset
+from .exposure import FLEET_PROXY_IMAGE, ControlService, FleetProxy, Gateway, Ingress, ParentRef
 from .images import Image, ImageRef, PullPolicy
 from .operations import (
     NETWORK_POLICY_DEFAULTS,
@@ -27,7 +28,7 @@ from .operations import (
     ProbeSettings,
 )
 from .security import CertManager, GeneratedCertificate, IssuerRef, NodeAuth, Rbac, Tls, TrustSource
-from .sites import Cluster, Ingress, RemoteCertificate, RemoteSuperLink, Role, Site
+from .sites import Cluster, RemoteCertificate, RemoteSuperLink, Role, Site
 from .superexec import SuperExecPorts, SuperExecSettings
 from .superlink import Cli, Persistence, ServicePorts, SuperLink, SuperLinkService
 from .supernodes import Gpu, Pool, PoolImages, SuperNodePorts, SuperNodes, SuperNodeService
@@ -39,6 +40,11 @@ __all__ = [
     "CertManager",
     "Cli",
     "Cluster",
+    "ControlService",
+    "FLEET_PROXY_IMAGE",
+    "FleetProxy",
+    "Gateway",
+    "ParentRef",
     "DisruptionBudget",
     "Executor",
     "Federation",

@@ -13,21 +13,6 @@ from .base import Model
 Role = Literal["federation", "hub", "site"]
 
 
-class Ingress(Model):
-    """An Ingress `N-superlink` in front of the SuperLink's Fleet port, with TLS passed through: the SuperLink keeps
-    terminating TLS with its own certificate (for ingress-nginx, start the controller with `--enable-ssl-passthrough`)."""
-
-    class_name: str = Field(default="nginx", description="`ingressClassName`.")
-    host: str = Field(description="The name sites dial; added to the server certificate.")
-    annotations: dict[str, str] = Field(
-        default={},
-        description=(
-            'Over ours: `nginx.ingress.kubernetes.io/ssl-passthrough: "true"` and the backend protocol the Flower '
-            "dialect needs (`GRPCS` in the gRPC era, `HTTPS` in the HTTP era)."
-        ),
-    )
-
-
 class RemoteCertificate(Model):
     """The CA a site trusts the hub's SuperLink with: exactly one source. Only public certificates cross the
     boundary."""

@@ -7,9 +7,9 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from .base import Model, ResourcesPreset
+from .exposure import ControlService, FleetProxy, Gateway, Ingress
 from .images import Image
 from .operations import NetworkPolicy, Probes
-from .sites import Ingress
 from .superexec import SuperExecSettings
 from .workloads import PodSettings
 
@@ -133,20 +133,25 @@ class SuperLink(PodSettings):
         default=None, description="A key of `clusters` to run in. Unset: the stack's ambient cluster."
     )
     ingress: Optional[Ingress] = None
+    gateway: Optional[Gateway] = None
+    fleet_proxy: FleetProxy = FleetProxy()
+    control_service: ControlService = ControlService()
     expose_control_api: bool = Field(
         default=False,
         description=(
-            "HTTP era (Flower 1.40+): Fleet and Control share one port, so a SuperLink reached from outside its cluster "
-            "(a hub, an ingress, pools in other clusters) exposes the Control API too (`flwr run` runs code at every "
-            "site). Refused unless `true`: say you accept it, and limit who reaches it (`service.loadBalancerSourceRanges`)."
+            "HTTP era (Flower 1.40+): Fleet and Control share the SuperLink's one port. `true`: no Fleet-only proxy; "
+            "whatever exposes the SuperLink (a hub's Service, an ingress, a gateway, pools in other clusters) exposes "
+            "its Control API too (`flwr run` runs code at every site, `flwr supernode register` admits nodes), with a "
+            "warning at every preview; limit who reaches it (`service.loadBalancerSourceRanges`). Prefer "
+            "`controlService` for `flwr` from outside."
         ),
     )
     external_address: Optional[str] = Field(
         default=None,
         description=(
             "`host` or `host:port` that sites, pools in other clusters and `flwr` outside the cluster dial (stack output "
-            "`superlink.externalAddress`). Unset: the ingress host (port 443), else the first `tls.dnsNames` entry, with "
-            "the Fleet port the Service exposes. Added to the server certificate."
+            "`superlink.externalAddress`). Unset: the gateway hostname, else the ingress host (port 443), else the first "
+            "`tls.dnsNames` entry, with the Fleet port the Service exposes. Added to the server certificate."
         ),
     )
     network_policy: NetworkPolicy = Field(

@@ -139,6 +139,7 @@ MOUNTED = {
     layout.NODE_KEY_DIR: "the node authentication key",
     layout.EXECUTOR_CONFIG_DIR: "the Kubernetes executor's config",
     layout.REGISTRATION_DIR: "the node registration's files",
+    layout.FLEET_PROXY_CONFIG_DIR: "the Fleet-only proxy's config",
     **dict.fromkeys(layout.AMD_DEVICES.values(), "the AMD GPU device (gpu.mountAll)"),
 }
 assert set(MOUNTED) == RESERVED_MOUNT_PATHS, "a reserved mount path without a description"

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from ..dialects import Dialect
+from ..dialects import HTTP_PORT, Dialect
 from ..errors import Problem, problem
 from ..naming import DNS_LABEL_MAX
 from ..sshkeys import public_key_problem
@@ -86,14 +86,19 @@ def roles(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Proble
         if not external_address_known(raw):
             yield problem(
                 ("superlink", "externalAddress"),
-                "a hub is dialled from other clusters: set superlink.externalAddress, superlink.ingress or "
-                "tls.dnsNames",
+                "a hub is dialled from other clusters: set superlink.externalAddress, superlink.gateway, "
+                "superlink.ingress or tls.dnsNames",
             )
         service_type = get(raw, "superlink", "service", "type", default=DEFAULTS.superlink.service.type)
-        if service_type == "ClusterIP" and not get(raw, "superlink", "ingress"):
+        if (
+            service_type == "ClusterIP"
+            and not get(raw, "superlink", "ingress")
+            and not get(raw, "superlink", "gateway")
+        ):
             yield problem(
                 ("superlink", "service", "type"),
-                "a hub must be reachable from other clusters: set LoadBalancer or NodePort, or add superlink.ingress",
+                "a hub must be reachable from other clusters: set LoadBalancer or NodePort, or add superlink.gateway "
+                "(or superlink.ingress)",
             )
     if role == "site":
         yield from _site(raw)
@@ -124,22 +129,28 @@ def exposed(raw: Raw, pools: Pools) -> bool:
     return (
         role_of(raw) == "hub"
         or get(raw, "superlink", "ingress") is not None
+        or get(raw, "superlink", "gateway") is not None
         or any(_cluster_of(p) != superlink_cluster for _, p in pools)
     )
 
 
 def _exposure(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
+    yield from _control_service(raw)
+    yield from _gateway(raw)
     if not exposed(raw, pools):
         return
     http_era = dialect is not None and dialect.resolve_ports({}).serverappio is None
-    if http_era and get(raw, "superlink", "exposeControlApi") is not True:
+    if (
+        http_era
+        and get(raw, "superlink", "fleetProxy", "enabled") is False
+        and get(raw, "superlink", "exposeControlApi") is not True
+    ):
         yield problem(
-            ("superlink", "exposeControlApi"),
-            f"Flower {dialect.version if dialect else ''} serves Fleet and Control on one port, so exposing this "
-            "SuperLink outside its cluster exposes its Control API too (`flwr run` runs code at every site, `flwr "
-            "supernode register` admits nodes). Set superlink.exposeControlApi: true to accept that, and limit who "
-            "reaches it (superlink.service.loadBalancerSourceRanges); or use the gRPC era (Flower 1.21-1.34), whose "
-            "hub exposes Fleet only",
+            ("superlink", "fleetProxy", "enabled"),
+            f"Flower {dialect.version if dialect else ''} serves Fleet and Control on one port: without the "
+            "Fleet-only proxy, exposing this SuperLink outside its cluster exposes its Control API too (`flwr run` "
+            "runs code at every site). Remove fleetProxy.enabled: false, or set superlink.exposeControlApi: true to "
+            "accept that",
         )
     service_type = get(raw, "superlink", "service", "type", default=DEFAULTS.superlink.service.type)
     address = get(raw, "superlink", "externalAddress")
@@ -158,9 +169,60 @@ def _exposure(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Pr
             )
 
 
+def _control_service(raw: Raw) -> Iterator[Problem]:
+    at = ("superlink", "controlService")
+    cs = get(raw, *at)
+    if not isinstance(cs, dict):
+        return
+    ranges = as_list(cs.get("loadBalancerSourceRanges"))
+    if cs.get("type") == "LoadBalancer" and not ranges:
+        yield problem(
+            at + ("loadBalancerSourceRanges",),
+            "required with type LoadBalancer: the CIDRs allowed to reach the Control API (`flwr run` runs code at "
+            "every site), e.g. your operators' egress addresses",
+        )
+    for i, cidr in enumerate(ranges):
+        if isinstance(cidr, str) and not is_cidr(cidr):
+            yield problem(at + ("loadBalancerSourceRanges", i), f"'{cidr}' is not a CIDR (e.g. 198.51.100.0/24)")
+    port = cs.get("port")
+    fleet = get(raw, "superlink", "service", "ports", "http", default=HTTP_PORT)
+    if isinstance(port, int) and port == fleet:
+        yield problem(
+            at + ("port",),
+            f"{port} is the Fleet port (superlink.service.ports.http), which the Fleet-only proxy serves: choose "
+            "another port for the SuperLink's own API",
+        )
+
+
+def _gateway(raw: Raw) -> Iterator[Problem]:
+    at = ("superlink", "gateway")
+    gw = get(raw, *at)
+    if not isinstance(gw, dict):
+        return
+    host = gw.get("hostname")
+    if isinstance(host, str) and not (DNS_NAME.match(host) and not host.startswith("*")):
+        yield problem(at + ("hostname",), f"'{host}' is not a DNS name (sites dial it; no wildcard)")
+    refs = gw.get("parentRefs")
+    if isinstance(refs, list) and not refs:
+        yield problem(at + ("parentRefs",), "at least one Gateway (name, namespace, sectionName) to attach to")
+    for i, ref in enumerate(as_list(refs)):
+        ns = get(ref, "namespace")
+        if isinstance(ns, str) and not (DNS_NAME.match(ns) and "." not in ns and len(ns) <= DNS_LABEL_MAX):
+            yield problem(at + ("parentRefs", i, "namespace"), f"'{ns}' is not a namespace name")
+        for key in ("name", "sectionName"):
+            value = get(ref, key)
+            if isinstance(value, str) and not (DNS_NAME.match(value) and len(value) <= 253):
+                yield problem(at + ("parentRefs", i, key), f"'{value}' is not a Gateway API object name")
+    for key in ("podSelector", "namespaceSelector"):
+        labels = gw.get(key)
+        if isinstance(labels, dict) and not labels:
+            yield problem(at + (key,), "empty: leave it unset (any source) or give the gateway pods' labels")
+
+
 def external_address_known(raw: Raw) -> bool:
     return bool(
         get(raw, "superlink", "externalAddress")
+        or get(raw, "superlink", "gateway", "hostname")
         or get(raw, "superlink", "ingress", "host")
         or as_list(get(raw, "tls", "dnsNames"))
     )

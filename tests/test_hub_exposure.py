@@ -1,0 +1,220 @@
+"""How an exposed SuperLink is reached (docs/exposure.md), rendered: the Fleet-only proxy
+on by default in the HTTP era and never in the gRPC era; the Gateway API objects; the
+Ingress; the Control API's Service; the NetworkPolicy on the SuperLink's two ports; the
+addresses every client is given. Every object passes the strict Kubernetes 1.34 schema,
+and the Gateway API objects the v1.4.1 CRD schemas (tests/support/gateway_api)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from federation.outputs import warnings as preview_warnings
+from federation.plan import load_plan
+from tests.support.manifests import by_kind, get
+from tests.test_sites import run
+
+GATEWAY = {
+    "parentRefs": [{"name": "public", "namespace": "gateway-system", "sectionName": "fleet"}],
+    "hostname": "fl.example.org",
+}
+
+
+def hub(version: str = "1.41.0", **superlink: Any) -> dict[str, Any]:
+    return {
+        "role": "hub",
+        "name": "fl",
+        "namespace": "flower-hub",
+        "version": version,
+        "nodeAuth": {"enabled": True},
+        "superlink": superlink or {"service": {"type": "LoadBalancer"}, "externalAddress": "fl.example.org"},
+    }
+
+
+def render(raw: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+    result = run(copy.deepcopy(raw), "hub")
+    return result.manifests(), result.outputs, preview_warnings(load_plan(copy.deepcopy(raw), "hub"))
+
+
+def containers(objects: list[dict[str, Any]]) -> list[str]:
+    (sts,) = by_kind(objects, "StatefulSet")
+    return [c["name"] for c in sts["spec"]["template"]["spec"]["containers"]]
+
+
+def ingress_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return get(objects, "NetworkPolicy", "fl-superlink")["spec"]["ingress"]
+
+
+def test_an_http_era_hub_renders_safe_without_expose_control_api(k8s_validate) -> None:
+    objects, outputs, warnings = render(hub())
+    for obj in objects:
+        k8s_validate(obj)
+    assert containers(objects) == ["superlink", "fleet-proxy"]
+    (sts,) = by_kind(objects, "StatefulSet")
+    superlink = sts["spec"]["template"]["spec"]["containers"][0]
+    assert superlink["args"][superlink["args"].index("--port") + 1] == "9095"
+    assert superlink["ports"] == [{"name": "api", "containerPort": 9095, "protocol": "TCP"}]
+    control = get(objects, "Service", "fl-superlink-control")
+    assert control["spec"]["type"] == "ClusterIP" and control["spec"]["ports"][0]["port"] == 9095
+    # Anyone reaches the proxy's port; only the registration Job the SuperLink's own.
+    rules = ingress_rules(objects)
+    assert [r for r in rules if "from" not in r] == [{"ports": [{"port": 8000, "protocol": "TCP"}]}]
+    (job_rule,) = [r for r in rules if "from" in r]
+    assert job_rule["ports"] == [{"port": 9095, "protocol": "TCP"}]
+    assert job_rule["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "node-registration"
+    assert outputs["superlink"]["externalAddress"] == "fl.example.org:8000"
+    assert outputs["superlink"]["controlAddress"] == "fl-superlink-control.flower-hub.svc.cluster.local:9095"
+    assert "fl-superlink-control.flower-hub.svc.cluster.local:9095" in outputs["flwrConfig"]
+    assert not [w for w in warnings if "Control API" in w]
+
+
+def test_expose_control_api_is_the_old_hub_with_its_warning() -> None:
+    raw = hub()
+    raw["superlink"]["exposeControlApi"] = True
+    objects, outputs, warnings = render(raw)
+    assert containers(objects) == ["superlink"]
+    assert not [o for o in objects if o["metadata"]["name"] == "fl-superlink-control"]
+    assert {"ports": [{"port": 8000, "protocol": "TCP"}]} in ingress_rules(objects)
+    assert outputs["superlink"]["controlAddress"] == "fl-superlink.flower-hub.svc.cluster.local:8000"
+    assert any(w.startswith("superlink.exposeControlApi is true") for w in warnings)
+
+
+def test_the_grpc_era_hub_is_unchanged_no_proxy_fleet_port_only() -> None:
+    objects, outputs, _ = render(hub("1.26.1"))
+    assert containers(objects) == ["superlink"]
+    assert [p["port"] for p in get(objects, "Service", "fl-superlink")["spec"]["ports"]] == [9092, 9093]
+    assert [r for r in ingress_rules(objects) if "from" not in r] == [{"ports": [{"port": 9092, "protocol": "TCP"}]}]
+    assert outputs["superlink"]["externalAddress"] == "fl.example.org:9092"
+
+
+def test_a_federation_in_one_cluster_gets_no_proxy() -> None:
+    plan = load_plan({"name": "f", "version": "1.41.0", "supernodes": {"pools": [{"name": "a", "replicas": 1}]}}, "dev")
+    assert not plan.exposed and not plan.fleet_proxy and plan.ports.control == plan.ports.fleet == 8000
+
+
+def test_gateway_http_era_routes_only_the_fleet_api_verified_with_the_federations_ca(k8s_validate) -> None:
+    objects, outputs, _ = render(hub(gateway=GATEWAY, networkPolicy={"ingressPodMatchLabels": {"a": "b"}}))
+    for obj in objects:
+        k8s_validate(obj)
+    route = get(objects, "HTTPRoute", "fl-superlink")
+    assert route["spec"]["hostnames"] == ["fl.example.org"]
+    (rule,) = route["spec"]["rules"]
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/v1/fleet/"}}]
+    assert rule["backendRefs"] == [{"group": "", "kind": "Service", "name": "fl-superlink", "port": 8000}]
+    policy = get(objects, "BackendTLSPolicy", "fl-superlink")
+    assert policy["spec"]["targetRefs"] == [
+        {"group": "", "kind": "Service", "name": "fl-superlink", "sectionName": "fleet"}
+    ]
+    assert policy["spec"]["validation"] == {
+        "caCertificateRefs": [{"group": "", "kind": "ConfigMap", "name": "fl-ca-bundle"}],
+        "hostname": "fl-superlink.flower-hub.svc.cluster.local",
+    }
+    bundle = get(objects, "ConfigMap", "fl-ca-bundle")
+    assert set(bundle["data"]) == {"ca.crt"}  # filled by the shell with the CA the pods trust
+    grant = get(objects, "ReferenceGrant", "fl-superlink-tls")
+    assert grant["spec"] == {
+        "from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "gateway-system"}],
+        "to": [{"group": "", "kind": "Secret", "name": "fl-superlink-tls"}],
+    }
+    assert get(objects, "Service", "fl-superlink")["spec"]["type"] == "ClusterIP"
+    assert outputs["superlink"]["externalAddress"] == "fl.example.org:443"
+
+
+def test_gateway_selectors_narrow_the_proxy_port_to_the_gateways_pods() -> None:
+    gw = {
+        **GATEWAY,
+        "namespaceSelector": {"kubernetes.io/metadata.name": "gateway-system"},
+        "podSelector": {"app": "gw"},
+    }
+    objects, _, _ = render(hub(gateway=gw))
+    fleet_rules = [r for r in ingress_rules(objects) if r["ports"] == [{"port": 8000, "protocol": "TCP"}]]
+    assert fleet_rules == [
+        {
+            "from": [
+                {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateway-system"}},
+                    "podSelector": {"matchLabels": {"app": "gw"}},
+                }
+            ],
+            "ports": [{"port": 8000, "protocol": "TCP"}],
+        }
+    ]
+    # A LoadBalancer next to the gateway: the world again.
+    objects, _, _ = render(hub(gateway=gw, service={"type": "LoadBalancer"}))
+    assert {"ports": [{"port": 8000, "protocol": "TCP"}]} in ingress_rules(objects)
+
+
+def test_gateway_grpc_era_passes_tls_through_to_the_fleet_port(k8s_validate) -> None:
+    objects, outputs, _ = render(hub("1.26.1", gateway=GATEWAY))
+    for obj in objects:
+        k8s_validate(obj)
+    route = get(objects, "TLSRoute", "fl-superlink")
+    assert route["apiVersion"] == "gateway.networking.k8s.io/v1alpha2"
+    assert route["spec"]["rules"] == [
+        {"backendRefs": [{"group": "", "kind": "Service", "name": "fl-superlink", "port": 9092}]}
+    ]
+    assert not by_kind(objects, "BackendTLSPolicy") and not by_kind(objects, "HTTPRoute")
+    assert containers(objects) == ["superlink"]
+
+
+@pytest.mark.parametrize("version", ["1.41.0", "1.26.1"])
+def test_ingress_default_is_fleet_only_in_the_http_era_and_passthrough_in_the_grpc_era(
+    version: str, k8s_validate
+) -> None:
+    objects, outputs, _ = render(hub(version, ingress={"host": "fl.example.org"}))
+    ingress = get(objects, "Ingress", "fl-superlink")
+    k8s_validate(ingress)
+    (path,) = ingress["spec"]["rules"][0]["http"]["paths"]
+    annotations = ingress["metadata"].get("annotations", {})
+    if version == "1.41.0":
+        assert path["path"] == "/v1/fleet/" and "ingressClassName" not in ingress["spec"]
+        assert not annotations and ingress["spec"]["tls"][0]["secretName"] == "fl-superlink-tls"
+    else:
+        assert path["path"] == "/" and annotations["nginx.ingress.kubernetes.io/ssl-passthrough"] == "true"
+        assert annotations["nginx.ingress.kubernetes.io/backend-protocol"] == "GRPCS"
+    assert outputs["superlink"]["externalAddress"] == "fl.example.org:443"
+
+
+def test_ingress_passthrough_on_request_still_goes_through_the_proxy() -> None:
+    objects, _, _ = render(hub(ingress={"host": "fl.example.org", "passthrough": True, "className": "nginx"}))
+    ingress = get(objects, "Ingress", "fl-superlink")
+    assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"] == "HTTPS"
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["port"] == {"name": "fleet"}
+    assert containers(objects) == ["superlink", "fleet-proxy"]
+
+
+def test_control_service_load_balancer_for_operators_with_its_warning(k8s_validate) -> None:
+    raw = hub()
+    raw["superlink"]["controlService"] = {"type": "LoadBalancer", "loadBalancerSourceRanges": ["198.51.100.0/24"]}
+    objects, _, warnings = render(raw)
+    control = get(objects, "Service", "fl-superlink-control")
+    k8s_validate(control)
+    assert control["spec"]["type"] == "LoadBalancer"
+    assert control["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24"]
+    assert {"ports": [{"port": 9095, "protocol": "TCP"}]} in ingress_rules(objects)
+    assert any("reachable from outside the cluster by 198.51.100.0/24" in w for w in warnings)
+
+
+def test_distributed_superexec_dials_the_superlinks_own_port_through_the_control_service() -> None:
+    raw = {
+        "name": "fl",
+        "namespace": "flower-hub",
+        "version": "1.41.0",
+        "isolationMode": "process",
+        "superexecPlacement": "distributed",
+        "superlink": {"superexecImage": "flwr/superexec:1.41.0", "ingress": {"host": "fl.example.org"}},
+        "supernodes": {
+            "pools": [{"name": "a", "replicas": 1, "images": {"superexecClientApp": "flwr/superexec:1.41.0"}}]
+        },
+    }
+    objects, _, _ = render(raw)
+    deployment = get(objects, "Deployment", "fl-superexec-serverapp")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--runtime-api-address") + 1] == "fl-superlink-control.flower-hub.svc.cluster.local:9095"
+    # In-cluster SuperNodes dial the Fleet port: the proxy.
+    (pool,) = [s for s in by_kind(objects, "StatefulSet") if s["metadata"]["name"] == "fl-supernode-a"]
+    sn_args = pool["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert sn_args[sn_args.index("--superlink") + 1] == "fl-superlink.flower-hub.svc.cluster.local:8000"
