@@ -6,7 +6,7 @@ FLWR_VERSIONS := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
 FLWR_VENVS := $(foreach v,$(FLWR_VERSIONS),.venv-flwr-$(v)/.installed)
 STACK ?= dev
 
-.PHONY: render validate lint test test-live test-rest e2e nftables schema docs golden bench clean
+.PHONY: render validate lint test test-live test-rest e2e e2e-tools schema docs golden bench clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes.
@@ -50,14 +50,27 @@ lint: $(VENV)/.installed
 	@$(VENV)/bin/ruff format --check --quiet $(LINTED) && $(VENV)/bin/ruff check --quiet $(LINTED) && $(VENV)/bin/mypy
 	@echo "lint: ruff and mypy --strict clean"
 
-# The e2e harness enforces NetworkPolicies with nftables (`nft`): as root (CI), Debian's
-# package is installed where it is missing; the e2e tests fail, saying why, if it still is.
-# Not root: the e2e tests skip anyway (they need root), so nothing is installed.
-nftables:
-	@if ! command -v nft >/dev/null 2>&1 && [ ! -x /usr/sbin/nft ] && [ "$$(id -u)" = 0 ]; then \
-	  echo "installing nftables (apt-get) for the e2e harness's NetworkPolicy enforcement"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq nftables) >/dev/null \
-	    || echo "nftables could not be installed: the e2e tests will fail" >&2; \
+# The e2e harness needs two Debian packages: `nftables` (`nft`: it enforces NetworkPolicies) and
+# `nginx` (it runs nginx images, the Fleet-only proxy's, and its Gateway API emulation with it;
+# bookworm's `nginx` has the http ssl and proxy modules built in). As root (CI), the missing ones
+# are installed in one apt run, with no service started (a policy-rc.d that says no, for the
+# install only, where the host has none); the e2e tests fail, saying why, if one still is.
+# Not root: the e2e tests skip anyway (they need root), so nothing is installed. `test-rest` needs it
+# too (tests/test_e2e_gateway_config.py runs `nginx -t`); under -j it installs beside the venvs.
+E2E_TOOLS := nft=nftables nginx=nginx
+e2e-tools:
+	@missing=""; \
+	for pair in $(E2E_TOOLS); do \
+	  tool=$${pair%%=*}; \
+	  if ! command -v $$tool >/dev/null 2>&1 && [ ! -x /usr/sbin/$$tool ]; then missing="$$missing $${pair#*=}"; fi; \
+	done; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing$$missing (apt-get) for the e2e harness (NetworkPolicies, nginx images, Gateway emulation)"; \
+	  guard=""; \
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && guard=1; fi; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq $$missing) >/dev/null \
+	    || echo "could not install$$missing: the e2e tests will fail" >&2; \
+	  if [ -n "$$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
 	fi
 
 # The tests in two parts, side by side under `make -j` (.ci/run passes -j4): `test-live`
@@ -67,17 +80,17 @@ nftables:
 # on Flower's timers, and the rest fills those waits. Without -j they run one after the other.
 test: lint test-live test-rest
 
-test-live: $(VENV)/.installed $(FLWR_VENVS) nftables
+test-live: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
 	@$(PY) -m pytest -m live; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
-test-rest: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed
+test-rest: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed e2e-tools
 	@nice -n 19 $(PY) -m pytest -m "not live"; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
 # End-to-end: rendered pods as real processes with real Flower, one network namespace
 # per pod (tests/e2e). Needs root and `ip netns`; skips with the reason otherwise.
-e2e: $(VENV)/.installed $(FLWR_VENVS) nftables
+e2e: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
 	@$(PY) -m pytest tests/e2e -v; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 

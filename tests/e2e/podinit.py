@@ -17,7 +17,10 @@ as when a container's init exits. This script then does what runc does before ex
    then makes the directories the "image" needs reachable (see _expose);
 2. remounts `/` read-only for readOnlyRootFilesystem;
 3. sets the hostname (the pod's name);
-4. execs the program through `setpriv`: runAsUser/runAsGroup, supplementary groups
+4. gives the container's stdout and stderr (its log file) to runAsUser, as runc's
+   fixStdioPermissions does, so the program may open /dev/stdout itself (nginx images
+   log there);
+5. execs the program through `setpriv`: runAsUser/runAsGroup, supplementary groups
    (fsGroup, supplementalGroups), no_new_privs for allowPrivilegeEscalation=false, an
    empty capability bounding set for `drop: [ALL]`; with the container's environment
    only, in its workingDir.
@@ -33,6 +36,7 @@ import ctypes
 import json
 import os
 import socket
+import stat
 import sys
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -86,6 +90,21 @@ def _expose(masks: list, paths: list) -> None:
         os.close(fd)
 
 
+def _own_stdio(uid: int) -> None:
+    """runc's fixStdioPermissions: stdin, stdout and stderr, created outside the container,
+    become the container user's (their uid only; /dev/null is left alone, as is whatever
+    cannot be changed)."""
+    null = os.stat("/dev/null").st_rdev
+    for fd in (0, 1, 2):
+        try:
+            st = os.fstat(fd)
+            if st.st_uid == uid or (stat.S_ISCHR(st.st_mode) and st.st_rdev == null):
+                continue
+            os.fchown(fd, uid, -1)
+        except OSError:
+            pass
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
@@ -99,6 +118,8 @@ def main() -> None:
     for fd in sources:
         os.close(fd)
     _expose(masks, image)
+    if spec.get("user") is not None:
+        _own_stdio(int(spec["user"]["uid"]))
     if spec.get("readOnlyRoot"):
         _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY)
     if spec.get("hostname"):

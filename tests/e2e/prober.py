@@ -7,15 +7,17 @@ in any order, one JSON line per request on stdout:
     {"id": 1, "type": "grpc", "host": "10.x.y.z", "port": 8081, "service": "", "timeout": 1}
     {"id": 2, "type": "http", "host": "10.x.y.z", "port": 8000, "path": "/health",
      "scheme": "HTTPS", "timeout": 1}
+    {"id": 3, "type": "tcp", "host": "10.x.y.z", "port": 8000, "timeout": 1}
     -> {"id": 1, "ok": true, "detail": "SERVING"}
 
 As the kubelet: a gRPC probe succeeds iff grpc.health.v1.Health/Check answers SERVING
 within the timeout; an HTTP(S) GET succeeds iff the status is 200-399; HTTPS does not
-verify the certificate.
+verify the certificate; a TCP probe succeeds iff a connection opens (it is closed at once).
 """
 
 import http.client
 import json
+import socket
 import ssl
 import sys
 import threading
@@ -52,9 +54,14 @@ def _http(req):
         conn.close()
 
 
+def _tcp(req):
+    with socket.create_connection((req["host"], req["port"]), timeout=req["timeout"]):
+        return True, "connected"
+
+
 def _answer(req):
     try:
-        ok, detail = (_grpc if req["type"] == "grpc" else _http)(req)
+        ok, detail = {"grpc": _grpc, "tcp": _tcp}.get(req["type"], _http)(req)
     except Exception as exc:  # a failed probe, not a failed prober
         code = getattr(exc, "code", None)
         if callable(code):  # a gRPC error: its status says timed out (DEADLINE_EXCEEDED) or refused (UNAVAILABLE)

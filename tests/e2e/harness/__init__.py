@@ -36,11 +36,14 @@ What it does, as Kubernetes would:
   it exits 0 (restarted with the back-off below otherwise).
 - **Containers.** The entrypoint of the image (`flwr/superlink:<v>` ->
   `flower-superlink` of the Flower venv of version `<v>`: the image tag must be that
-  version), or `command`; `args` with the kubelet's `$(VAR)` expansion; env from values,
-  the downward API (`metadata.name`, `metadata.namespace`, `spec.nodeName`,
-  `metadata.labels[...]`, `status.podIP`, ...), Secret/ConfigMap keys and `envFrom`;
-  image env `HOME=/app`, `PATH` (venv first), `HOSTNAME`; working dir `/app` (the
-  images' WORKDIR) unless `workingDir`; runAsUser/runAsGroup/fsGroup/
+  version), or `command`; nginx images (`nginxinc/nginx-unprivileged`, `nginx`, any tag:
+  the Fleet-only proxy's) run their `command`, whose `nginx` is the host's Debian nginx,
+  with the image's environment (PATH, HOME, NGINX_VERSION) and working dir `/`; `args`
+  with the kubelet's `$(VAR)` expansion; env from values, the downward API
+  (`metadata.name`, `metadata.namespace`, `spec.nodeName`, `metadata.labels[...]`,
+  `status.podIP`, ...), Secret/ConfigMap keys and `envFrom`; Flower's image env
+  `HOME=/app`, `PATH` (venv first), `HOSTNAME`; working dir `/app` (the images'
+  WORKDIR) unless `workingDir`; runAsUser/runAsGroup/fsGroup/
   supplementalGroups, runAsNonRoot enforced, allowPrivilegeEscalation=false
   (no_new_privs), capabilities drop ALL (empty bounding set), readOnlyRootFilesystem
   (`/` remounted read-only). Each container is PID 1 of its own PID namespace, so when
@@ -76,6 +79,9 @@ What it does, as Kubernetes would:
   it: no pod reaches another cluster's pods); a Service of type LoadBalancer gets a WAN
   address where forwarder.py relays its ports to the backing pod (TCP, TLS passed
   through), and a public name for it resolves in the clusters it is published to.
+  gateway.py does for a Gateway API Gateway what a controller would: its HTTPRoutes,
+  BackendTLSPolicies and ReferenceGrants programmed into an nginx on a WAN address of its
+  own, TLS terminated with the listener's certificate, backends verified as the policies say.
 - **NetworkPolicies** (netpol.py compiles, enforce.py loads). Every NetworkPolicy
   applied is enforced as a CNI would: an nftables table in each pod's (and client's)
   network namespace, compiled from the policies' pod and namespace selectors, ipBlocks
@@ -88,7 +94,7 @@ What it does, as Kubernetes would:
   cluster refuses to start without it. Limits (DNS as hosts files, ipBlock on pod
   addresses, IPv4 only, ...): netpol.py's docstring.
 - **Probes.** From the node namespace to the pod IP (prober.py): gRPC health (SERVING),
-  HTTP(S) GET (200-399, certificate not verified), with initialDelaySeconds,
+  HTTP(S) GET (200-399, certificate not verified), TCP connect, with initialDelaySeconds,
   timeoutSeconds, failureThreshold, successThreshold. Liveness every periodSeconds;
   `failureThreshold` failures in a row kill the container (it restarts). Readiness
   every periodSeconds once ready; while not ready, every min(periodSeconds, 1 s): the
@@ -113,7 +119,8 @@ subnet, port isolation), dns.py (hosts files), volumes.py (volumes, mounts, moun
 paths), containers.py (supervision, restarts, probes), pods.py (controllers' pods, the
 container launch), jobs.py (the Job controller), cluster.py (objects, pods, DNS,
 clients, partitions, cleanup), rollout.py (a StatefulSet's rolling update), wan.py
-(between clusters: routes, load balancers, public names), netpol.py (NetworkPolicies ->
+(between clusters: routes, load balancers, public names), gateway.py (a Gateway API
+controller's data plane on the WAN), netpol.py (NetworkPolicies ->
 nftables rules, pure), enforce.py (loading them per pod, reachability probes, a host
 outside the cluster).
 """

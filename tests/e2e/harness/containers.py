@@ -287,7 +287,17 @@ class Container:
                 "scheme": get.get("scheme", "HTTP"),
                 "timeout": timeout,
             }
-        raise HarnessError(f"{self.pod.name}/{self.name}: only grpc and httpGet probes are emulated: {probe}")
+        if "tcpSocket" in probe:
+            tcp = probe["tcpSocket"]
+            return {
+                "type": "tcp",
+                "host": tcp.get("host") or self.pod.ip,
+                "port": self._port(tcp["port"]),
+                "timeout": timeout,
+            }
+        raise HarnessError(
+            f"{self.pod.name}/{self.name}: only grpc, httpGet and tcpSocket probes are emulated: {probe}"
+        )
 
     def _port(self, port: Any) -> int:
         if isinstance(port, int) or str(port).isdigit():

@@ -2,22 +2,31 @@
 (StatefulSet ordinals with their labels, hostname and subdomain; Deployment replicas;
 DaemonSet pods on the emulated nodes its node affinity admits), each with its network
 namespace (kept across recreations), its volumes (fresh per pod) and its containers,
-init containers first; and the command that starts each container through podinit.py."""
+init containers first; and the command that starts each container through podinit.py.
+
+Images: Flower's (`flwr/superlink:<v>` ... -> the program of the Flower venv of version `<v>`) and nginx's
+(`nginxinc/nginx-unprivileged`, `nginx`, any tag: the container's `command`, `nginx` being the host's
+Debian nginx, with the image's environment and working dir `/`); any other image is refused. Either runs
+as the container's securityContext says (user, groups, read-only root, no_new_privs, capabilities)."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
+import os
+import re
 import secrets
 import shutil
+import subprocess
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from tests.e2e.harness.containers import Container
 from tests.e2e.harness.host import HarnessError, ns_exec
-from tests.e2e.harness.volumes import MOUNTPOINTS, container_mounts, make_volumes
+from tests.e2e.harness.volumes import MOUNTPOINTS, _unsearchable, container_mounts, make_volumes
 from tests.support.kube import container_command, container_env
 
 if TYPE_CHECKING:
@@ -38,6 +47,80 @@ BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # PYTHONFAULTHANDLER: a process the kubelet kills for failed probes first gets SIGABRT and writes every
 # thread's stack to its log (containers.Container._probe_kill), so a hang says where it hung.
 IMAGE_ENV = {"LANG": "C.UTF-8", "PYTHONFAULTHANDLER": "1"}
+
+# nginx images (the Fleet-only proxy's): run with the host's nginx (Debian's `nginx`, which `make e2e` / `make test`
+# install as root). Their ENTRYPOINT is a shell script (docker-entrypoint.sh) the harness does not emulate, so a
+# container of them must give `command`, whose program must be `nginx`. The two repositories, as Docker Hub spells them.
+NGINX_REPOSITORIES = frozenset(
+    {
+        "nginxinc/nginx-unprivileged",
+        "docker.io/nginxinc/nginx-unprivileged",
+        "nginx",
+        "library/nginx",
+        "docker.io/library/nginx",
+        "docker.io/nginx",
+    }
+)
+NGINX_MISSING = (
+    "`nginx` is not installed: the e2e harness runs nginx images (the Fleet-only proxy) and its Gateway "
+    "emulation with Debian's nginx (`make e2e` / `make test` install it as root)"
+)
+# HOME as the images' /etc/passwd gives it (containerd sets it from there): uid 101 is their `nginx` user.
+NGINX_HOMES = {0: "/root", 101: "/var/cache/nginx"}
+
+
+def split_image(image: str) -> tuple[str, str]:
+    """(repository, tag) of an image reference; a digest (`@sha256:...`) is dropped, the tag is "" without one."""
+    ref = image.split("@", 1)[0]
+    if ":" in ref.rsplit("/", 1)[-1]:
+        repo, _, tag = ref.rpartition(":")
+        return repo, tag
+    return ref, ""
+
+
+def nginx_path() -> Optional[str]:
+    """The host's nginx: on PATH, or where Debian installs it (root's PATH has /usr/sbin, not every PATH)."""
+    found = shutil.which("nginx")
+    if found:
+        return found
+    return next((p for p in ("/usr/sbin/nginx", "/sbin/nginx") if os.access(p, os.X_OK)), None)
+
+
+@functools.lru_cache(maxsize=4)
+def nginx_unusable(nginx: str) -> Optional[str]:
+    """Why the host's `nginx` cannot stand in for the images, or None: it must have the http ssl and
+    proxy modules built in (`nginx -V`), and a non-root container user (uid 101) must be able to run it
+    under a read-only root: the binary and every shared object it loads (`ldd`) world-readable (the
+    binary also executable) below directories anyone may search. As an image provides them, nothing is
+    exposed."""
+    built = subprocess.run([nginx, "-V"], capture_output=True, text=True, timeout=20).stderr
+    if "--with-http_ssl_module" not in built or "--without-http_proxy_module" in built:
+        return f"{nginx} lacks the http ssl or proxy module (`nginx -V`: {built.strip()[-300:]})"
+    paths = [Path(os.path.realpath(nginx))]
+    res = subprocess.run(["ldd", nginx], capture_output=True, text=True, timeout=20)
+    for line in res.stdout.splitlines():
+        lib = line.split("=>")[-1].strip().split(" (")[0].strip()
+        if lib.startswith("/"):
+            paths.append(Path(os.path.realpath(lib)))
+    for path in paths:
+        mask = _unsearchable(path.parent)
+        if mask is not None:
+            return f"{path}: {mask} is not searchable by a non-root user"
+        mode = path.stat().st_mode
+        if not mode & 0o004 or (path == paths[0] and not mode & 0o001):
+            return f"{path} is not readable (executable) by a non-root user"
+    return None
+
+
+def host_nginx() -> str:
+    """The host's nginx, fit to run the nginx images and the Gateway emulation; else a HarnessError saying why."""
+    nginx = nginx_path()
+    if nginx is None:
+        raise HarnessError(NGINX_MISSING)
+    why = nginx_unusable(nginx)
+    if why is not None:
+        raise HarnessError(f"the host's nginx cannot stand in for the nginx images: {why}")
+    return nginx
 
 
 class Pod:
@@ -121,21 +204,25 @@ class Pod:
         """The command that runs container `c`, and its podinit spec file."""
         spec = c.spec
         image = spec["image"]
-        repo, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
-        version = self.cluster.version
-        if repo not in IMAGE_ENTRYPOINTS:
-            raise HarnessError(f"{self.name}/{c.name}: image {image} is not a Flower image this harness has")
-        if tag.split("-")[0] != version:
-            raise HarnessError(f"{self.name}/{c.name}: image {image}, but the harness runs Flower {version}")
-        venv_bin = self.cluster.venv / "bin"
-        entry = [str(venv_bin / IMAGE_ENTRYPOINTS[repo])]
-        lookup = self.cluster.data
-        argv = container_command(spec, self.identity(), entry, lookup)
-        env = {"PATH": f"{venv_bin}:{BASE_PATH}", "HOSTNAME": self.name, "HOME": IMAGE_HOME, **IMAGE_ENV}
-        env.update(container_env(spec, self.identity(), lookup))
+        repo, tag = split_image(image)
         pod_sc = self.spec.get("securityContext", {})
         sc = {**pod_sc, **spec.get("securityContext", {})}
         uid, gid = sc.get("runAsUser", 0), sc.get("runAsGroup", 0)
+        lookup = self.cluster.data
+        if repo in NGINX_REPOSITORIES:
+            argv, env, workdir, exposures, image_paths = self._nginx_image(c, tag, uid)
+        elif repo in IMAGE_ENTRYPOINTS:
+            version = self.cluster.version
+            if tag.split("-")[0] != version:
+                raise HarnessError(f"{self.name}/{c.name}: image {image}, but the harness runs Flower {version}")
+            venv_bin = self.cluster.venv / "bin"
+            entry = [str(venv_bin / IMAGE_ENTRYPOINTS[repo])]
+            argv = container_command(spec, self.identity(), entry, lookup)
+            env = {"PATH": f"{venv_bin}:{BASE_PATH}", "HOSTNAME": self.name, "HOME": IMAGE_HOME, **IMAGE_ENV}
+            workdir, exposures, image_paths = IMAGE_HOME, self.cluster.exposures, self.cluster.image_paths
+        else:
+            raise HarnessError(f"{self.name}/{c.name}: image {image} is neither a Flower nor an nginx image")
+        env.update(container_env(spec, self.identity(), lookup))
         if sc.get("runAsNonRoot") and uid == 0:
             raise HarnessError(f"{self.name}/{c.name}: runAsNonRoot, but it would run as root")
         groups = [g for g in [pod_sc.get("fsGroup"), *pod_sc.get("supplementalGroups", [])] if g is not None]
@@ -152,20 +239,48 @@ class Pod:
         mounts = container_mounts(f"{self.name}/{c.name}", spec, self.volume_dirs, self.read_only_volumes)
         launch = {
             "mounts": mounts,
-            "expose": self.cluster.exposures,
-            "image": self.cluster.image_paths,
+            "expose": exposures,
+            "image": image_paths,
             "hostname": self.name,
             "readOnlyRoot": bool(sc.get("readOnlyRootFilesystem")),
             "user": user,
             "setpriv": shutil.which("setpriv"),
             "env": env,
             "argv": argv,
-            "cwd": spec.get("workingDir", IMAGE_HOME),
+            "cwd": spec.get("workingDir", workdir),
         }
         MOUNTPOINTS.ensure(launch["cwd"])
         spec_file = self.dir / f"{c.name}.json"
         spec_file.write_text(json.dumps(launch, indent=1))
         return ns_exec(self.netns, spec_file), spec_file
+
+    def _nginx_image(
+        self, c: Container, tag: str, uid: int
+    ) -> tuple[list[str], dict[str, str], str, list[dict[str, Any]], list[str]]:
+        """An nginx image's container as the host's nginx: (argv, the image's environment, its working dir,
+        podinit's exposures and image paths). Its `command` runs, `nginx` being the host's binary."""
+        where = f"{self.name}/{c.name}"
+        if "command" not in c.spec:
+            raise HarnessError(
+                f"{where}: image {c.spec['image']} without `command`: its entrypoint (docker-entrypoint.sh) "
+                "is not emulated, give `command: [nginx, ...]`"
+            )
+        try:
+            nginx = host_nginx()
+        except HarnessError as exc:
+            raise HarnessError(f"{where}: {exc}") from None
+        argv = container_command(c.spec, self.identity(), [], self.cluster.data)
+        if not argv or os.path.basename(argv[0]) != "nginx":
+            raise HarnessError(f"{where}: only `nginx` runs from image {c.spec['image']} here, not {argv[:1]}")
+        argv[0] = nginx
+        # What the images set (ENV): PATH as Docker's default, NGINX_VERSION from the tag when it is a version.
+        env = {"PATH": BASE_PATH, "HOSTNAME": self.name, "HOME": NGINX_HOMES.get(uid, "/")}
+        version = re.match(r"\d+\.\d+\.\d+", tag)
+        if version:
+            env["NGINX_VERSION"] = version.group(0)
+        # No WORKDIR in the images: `/`. The binary's directory is held as the image's (podinit binds it back
+        # should a volume hide it); nginx_unusable checked it needs no exposure.
+        return argv, env, "/", [], [os.path.dirname(os.path.realpath(nginx))]
 
     def start(self) -> None:
         """Init containers one after the other, each until it exits 0 (restarted with
