@@ -59,21 +59,36 @@ def pem_body(openssh_key: str) -> str:
 # --- the stacks' configs ------------------------------------------------------------------
 
 
-def hub_config(version: str, sites: tuple[str, ...] = ()) -> dict[str, Any]:
+# The platform's Gateway in the hub's cluster (exposure "gateway"): its listener `fleet`
+# presents the federation's server certificate, which the hub's ReferenceGrant allows.
+GATEWAY_NAME = "public"
+GATEWAY_NAMESPACE = "gateway-system"
+GATEWAY_LISTENER = "fleet"
+
+
+def hub_config(version: str, sites: tuple[str, ...] = (), exposure: str = "loadBalancer") -> dict[str, Any]:
     raw: dict[str, Any] = {
         "role": "hub",
         "name": HUB_NAME,
         "namespace": HUB_NAMESPACE,
         "version": version,
         "nodeAuth": {"enabled": True},
-        # HTTP era: Fleet and Control share the exposed port, which the hub must accept.
+        # HTTP era: the Fleet-only proxy is on by default (no exposeControlApi): the
+        # public address serves the Fleet API only (fleet_only.py checks it).
         "superlink": {
             "networkPolicy": {"ingressPodMatchLabels": dict(CLI_LABELS)},  # the hub's flwr user
             "service": {"type": "LoadBalancer"},
             "externalAddress": EXTERNAL_HOST,
-            "exposeControlApi": True,
         },
     }
+    if exposure == "gateway":  # a ClusterIP Service; sites dial the gateway's name on 443
+        raw["superlink"] = {
+            "networkPolicy": raw["superlink"]["networkPolicy"],
+            "gateway": {
+                "parentRefs": [{"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "sectionName": GATEWAY_LISTENER}],
+                "hostname": EXTERNAL_HOST,
+            },
+        }
     if sites:
         raw["sites"] = [{"name": s, "fromStack": stack_name(s)} for s in sites]
     return raw

@@ -50,14 +50,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from tests.e2e import netpol_controls
+from tests.e2e import fleet_only, gateway_objects, netpol_controls
 from tests.e2e.harness import Cluster, NotReady
+from tests.e2e.harness.gateway import ExposedGateway, expose_gateway
 from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.wan import Wan
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
 from tests.e2e.site_stacks import (
     ADMITTED,
     EXTERNAL_HOST,
+    GATEWAY_NAME,
+    GATEWAY_NAMESPACE,
     HUB,
     HUB_NAME,
     HUB_NAMESPACE,
@@ -85,6 +88,8 @@ JOB_TIMEOUT = 90  # a Ready SuperLink: one pass of the script (Python + flwr imp
 ONLINE_TIMEOUT = 75
 # A refused / misconfigured SuperNode shows it in its first attempt (one start).
 NEGATIVE_TIMEOUT = 45
+# HTTP era: the run's model, 3M float64 = 24 MB (tens of MB through the Fleet-only proxy).
+LARGE_MODEL_FLOATS = 3_000_000
 
 
 # Flower's answer to a SuperNode whose public key is not registered (node auth), as each
@@ -154,9 +159,13 @@ class SitesRun:
     """One version's hub, sites and WAN, and what happened (for the report)."""
 
     version: str
+    # How the hub is reached: "loadBalancer" (a LoadBalancer Service) or "gateway" (a
+    # Gateway API route through the emulated Gateway, harness/gateway.py).
+    exposure: str = "loadBalancer"
     phases: list[str] = field(default_factory=list)
     incidents: list[str] = field(default_factory=list)
     wan: Optional[Wan] = None
+    gateway: Optional[ExposedGateway] = None
     hub: Optional[Hub] = None
     sites: dict[str, Site] = field(default_factory=dict)
     jobs: list[Job] = field(default_factory=list)
@@ -178,6 +187,8 @@ class SitesRun:
             out.append(j.log(60))
         if self.wan is not None:
             out += ["--- load balancer ---", self.wan.balancer_log(f"{HUB_NAME}-superlink")[-2000:]]
+        if self.gateway is not None:
+            out += ["--- gateway ---", self.gateway.log()[-2000:], self.gateway.access_log()[-3000:]]
         return "\n".join(out)
 
     def close(self) -> None:
@@ -279,15 +290,25 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float =
 def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) -> None:
     v = run.version
     hub_state = PulumiState()
+    via_gateway = run.exposure == "gateway"
+
+    def hub_settings(sites: tuple[str, ...] = ()) -> dict[str, Any]:
+        return hub_config(v, sites, run.exposure)
 
     # 1. The hub's first `pulumi up`: no site admitted yet.
-    hub_v1 = render_stack(HUB, hub_config(v), hub_state)
+    hub_v1 = render_stack(HUB, hub_settings(), hub_state)
     run.wan = Wan()
     hub_cluster = Cluster(v, venv(v), HUB)
     hub_cluster.apply(hub_v1.manifests)
     hub_cluster.create_pods()
     run.hub = hub = Hub(v, hub_v1, hub_cluster)
-    lb_ip = run.wan.expose(hub_cluster, f"{HUB_NAME}-superlink")
+    if via_gateway:  # the platform's Gateway, presenting the federation's server certificate
+        listener_cert = f"{HUB_NAME}-superlink-tls"
+        platform = gateway_objects.gateway(GATEWAY_NAME, GATEWAY_NAMESPACE, EXTERNAL_HOST, listener_cert, HUB_NAMESPACE)
+        run.gateway = expose_gateway(run.wan, hub_cluster, platform)
+        lb_ip = run.gateway.address
+    else:
+        lb_ip = run.wan.expose(hub_cluster, f"{HUB_NAME}-superlink")
     fleet_port = int(hub_v1.outputs["superlink"]["externalAddress"].rsplit(":", 1)[1])
     assert hub_v1.outputs["superlink"]["externalAddress"] == f"{EXTERNAL_HOST}:{fleet_port}", hub_v1.outputs
     if gate is not None:
@@ -330,7 +351,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
 
     # 3. The hub's second `pulumi up`: it admits the two sites, reading their outputs.
     site_outputs = {stack_name(s): rendered[s].outputs for s in ADMITTED}
-    job_v2 = hub_up(run, hub_config(v, ADMITTED), hub_state, site_outputs)
+    job_v2 = hub_up(run, hub_settings(ADMITTED), hub_state, site_outputs)
     assert job_v2.name != job_v1.name, job_v1.name
     trusted = workload(hub.rendered, "ConfigMap", f"{HUB_NAME}-node-registration")["data"]["trusted-keys"]
     for s in ADMITTED:
@@ -398,22 +419,30 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     assert seen["resolves"] == {internal: None, EXTERNAL_HOST: lb_ip}, seen
     assert seen["connects"][f"{EXTERNAL_HOST}:{fleet_port}"] == "ok", seen
     assert seen["connects"][f"{hub.superlink.ip}:{fleet_port}"] != "ok", seen
-    relayed = run.wan.balancer_log(f"{HUB_NAME}-superlink")
-    for s in ADMITTED:
-        assert f"{run.sites[s].pod.ip}:" in relayed, f"{s} did not come through the load balancer:\n{relayed}"
+    if run.gateway is not None:
+        clients = {r["client"] for r in run.gateway.requests() if r["uri"].startswith("/v1/fleet/")}
+        for s in ADMITTED:
+            assert run.sites[s].pod.ip in clients, f"{s} did not come through the gateway: {sorted(clients)}"
+    else:
+        relayed = run.wan.balancer_log(f"{HUB_NAME}-superlink")
+        for s in ADMITTED:
+            assert f"{run.sites[s].pod.ip}:" in relayed, f"{s} did not come through the load balancer:\n{relayed}"
     # The site's NetworkPolicy: its SuperNode may dial the hub's port and nothing else
     # outside (the probe namespace, which no policy selects, reaches that outside host).
     probe_ns = next(n for n, _ in site_a.clients if n.endswith("-probe"))
     assert site_a.netpol is not None
-    outside = site_a.netpol.outside(netpol_controls.OUTSIDE_PORT)
+    # Another port than the hub's: without supernodes.superlink.cidrs a site may reach the
+    # hub's port at any address (a warning says so), which is 443 behind a gateway.
+    other_port = netpol_controls.OUTSIDE_PORT if fleet_port != netpol_controls.OUTSIDE_PORT else 8443
+    outside = site_a.netpol.outside(other_port)
     site_node = run.sites[ADMITTED[0]].pod.netns
     run.phases.append(
         netpol_controls.expect(
             site_a,
             [
                 ("site SuperNode to the hub's port", site_node, lb_ip, fleet_port, netpol_controls.OK),
-                ("site SuperNode to the outside world", site_node, outside, 443, netpol_controls.DROPPED),
-                ("unselected pod to the outside world", probe_ns, outside, 443, netpol_controls.OK),
+                ("site SuperNode to the outside world", site_node, outside, other_port, netpol_controls.DROPPED),
+                ("unselected pod to the outside world", probe_ns, outside, other_port, netpol_controls.OK),
             ],
         )
     )
@@ -424,21 +453,62 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
         f"negative controls ({evidence}, hub: {UNKNOWN_KEY!r}; admitted sites restarted before admission: {restarts})"
     )
 
-    # 6. A federated run across both sites, by a user of the hub.
-    result = hub.run_app({"min-nodes": 2})
+    # 6. A federated run across both sites, by a user of the hub. HTTP era: the model is
+    # tens of MB, and every byte of it crosses the hub's Fleet-only proxy.
+    proxied = any(c["name"] == "fleet-proxy" for c in hub.superlink.spec["containers"])
+    assert proxied == (not hub_cluster.version.startswith("1.2")), "the hub's Fleet-only proxy: HTTP era only"
+    proxy_mark = len(fleet_only.proxy_log(hub.superlink)) if proxied else 0
+    run_config: dict[str, Any] = {"min-nodes": 2}
+    if proxied:
+        run_config["model-floats"] = LARGE_MODEL_FLOATS
+    result = hub.run_app(run_config)
     expected = {f"{s}-supernode-{POOL}-0": [2, i] for i, s in enumerate(ADMITTED)}
     assert_completed(result, expected)
     rid = run_id(result)
     runs = {str(r["run-id"]): r["status"] for r in hub.runs()}
     assert runs.get(rid) == "finished:completed", f"run {rid}: {runs}"
-    run.phase("run (2 rounds, both sites)")
+    if proxied:
+        floats = run_config["model-floats"]
+        # FedAvg of two +1 updates per round from zeros: every float ends at 2.0.
+        assert f"model={2.0 * floats} floats={floats}" in result.output, result.output[-2000:]
+        crossed = fleet_only.fleet_bytes(hub.superlink, proxy_mark)
+        # Objects are content-addressed (an identical array crosses once): at least the model to both sites.
+        assert crossed > 2 * 8 * floats, f"only {crossed} bytes crossed the proxy for a {8 * floats}-byte model"
+        run.phase(f"run (2 rounds, both sites, a {8 * floats >> 20} MiB model; {crossed >> 20} MiB through the proxy)")
+    else:
+        run.phase("run (2 rounds, both sites)")
+
+    # 6b. HTTP era: the public address serves the Fleet API only. Control commands from
+    # outside fail at the proxy and never reach the SuperLink; from inside they work.
+    if proxied:
+        outside = fleet_only.OutsideCli(
+            v,
+            run.sites[ADMITTED[0]].cluster,
+            SITE_NAMESPACE,
+            hub.outputs["flwrConfig"],
+            hub.outputs["caCertificate"],
+            f"{EXTERNAL_HOST}:{fleet_port}",
+        )
+        (intruder_key,) = rendered[INTRUDER].outputs["nodeAuth"]["publicKeys"][POOL].values()
+        front = (
+            fleet_only.gateway_front(run.gateway) if run.gateway is not None else fleet_only.proxy_front(hub.superlink)
+        )
+        evidence = fleet_only.outside_control_refused(outside, hub.superlink, intruder_key, front)
+        mark = len(fleet_only.superlink_log(hub.superlink))
+        assert hub.runs(), "flwr ls in the hub's cluster listed nothing"
+        inside = fleet_only.superlink_log(hub.superlink)[mark:]
+        assert "ControlServicer.ListRuns" in inside, f"in-cluster flwr ls not seen by the SuperLink:\n{inside[-2000:]}"
+        run.phase(f"{evidence}; in-cluster flwr ls served (ControlServicer.ListRuns)")
+
+    if via_gateway:  # revocation does not depend on how the hub is reached: proven by the LoadBalancer variant
+        return
 
     # 7. The hub's third `pulumi up` no longer lists hospital-b: the Job revokes its node,
     # which is refused from then on; hospital-a stays online.
     kept, dropped = ADMITTED
     dropped_site, dropped_id = run.sites[dropped], by_key[f"{dropped}/{POOL}/0"]
     mark = len(dropped_site.log())
-    job_v3 = hub_up(run, hub_config(v, (kept,)), hub_state, {stack_name(kept): rendered[kept].outputs})
+    job_v3 = hub_up(run, hub_settings((kept,)), hub_state, {stack_name(kept): rendered[kept].outputs})
     log_v3 = wait_job(job_v3, JOB_TIMEOUT)
     assert f"revoked node {dropped_id}" in log_v3, log_v3
     assert "done: 1 trusted keys; 0 registered, 1 revoked, 1 unchanged" in log_v3, log_v3
@@ -455,7 +525,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     # 8. Trusting hospital-b's same key again cannot work (Flower never registers a
     # revoked key again): the Job says so at once and fails (its podFailurePolicy),
     # instead of retrying until its deadline; nothing changes on the SuperLink.
-    job_v4 = hub_up(run, hub_config(v, ADMITTED), hub_state, site_outputs)
+    job_v4 = hub_up(run, hub_settings(ADMITTED), hub_state, site_outputs)
     log_v4 = wait_job(job_v4, JOB_TIMEOUT, status="Failed")
     assert "PodFailurePolicy" in job_v4.reason and len(job_v4.pods) == 1, job_v4.describe()
     assert f"REFUSED: trusted keys revoked earlier (nodes {dropped_id}): {dropped}/{POOL}/0" in log_v4, log_v4
@@ -465,10 +535,10 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     run.phase(f"hub up trusting {dropped}'s revoked key again: Job failed at once, saying why")
 
 
-def run_scenario(version: str, gate: Optional[threading.Semaphore] = None) -> Outcome:
-    """The scenario for one Flower version, as an Outcome (passed / failed)."""
-    outcome = Outcome("6")
-    run = SitesRun(version)
+def run_scenario(version: str, gate: Optional[threading.Semaphore] = None, exposure: str = "loadBalancer") -> Outcome:
+    """The scenario for one Flower version and way of reaching the hub, as an Outcome (passed / failed)."""
+    outcome = Outcome("6" if exposure == "loadBalancer" else "6g")
+    run = SitesRun(version, exposure)
     start = time.monotonic()
     try:
         scenario_sites(run, gate)

@@ -81,7 +81,8 @@ def main(grid: Grid, context: Context) -> None:
     strategy = FedAvg(fraction_train=1.0, fraction_evaluate=float(context.run_config["fraction-evaluate"]),
                       min_train_nodes=nodes, min_evaluate_nodes=nodes, min_available_nodes=nodes,
                       train_metrics_aggr_fn=train_metrics)
-    result = strategy.start(grid=QuorumGrid(grid, quorum), initial_arrays=ArrayRecord([np.zeros(4)]),
+    result = strategy.start(grid=QuorumGrid(grid, quorum), initial_arrays=ArrayRecord([np.zeros(int(context.run_config["model-floats"]))]),
                             num_rounds=rounds, timeout=timeout)
     model = result.arrays.to_numpy_ndarrays()
-    print(f"E2E done rounds={len(seen_rounds)} model={float(sum(a.sum() for a in model))}", flush=True)
+    size = sum(a.size for a in model)
+    print(f"E2E done rounds={len(seen_rounds)} model={float(sum(a.sum() for a in model))} floats={size}", flush=True)
