@@ -54,9 +54,15 @@ CONFIG_VOLUME = FLEET_PROXY_CONFIG_VOLUME
 CONFIG_KEY = "nginx.conf"
 SCRATCH_DIR = "/tmp"  # pid file and temp paths: the root filesystem is read-only
 # Flower's Fleet routes are `/v1/fleet/<method>` (fleet_http_client.py): segments of
-# letters, digits, `-` and `_`, an optional query; never `.`, `%` or an empty segment.
-FLEET_URI = r"^/v1/fleet(/[A-Za-z0-9_-]+)+(\?[^#]*)?$"
-HEALTH_URI = r"^/health(\?[^#]*)?$"
+# letters, digits, `-` and `_`; no query, never `.`, `%` or an empty segment.
+FLEET_URI = r"^/v1/fleet(/[A-Za-z0-9_-]+)+$"
+HEALTH_URI = r"^/health$"
+# One proxied request holds two connections (client, SuperLink): about 4,000 requests at
+# once, SuperNodes' keep-alive connections included.
+WORKER_CONNECTIONS = 8192
+# Between two reads of a request body or two writes of a response: a stalled upload
+# frees its connection after this, whatever `timeoutSeconds` allows the whole request.
+IDLE_TIMEOUT = "60s"
 
 
 def public_port_name(plan: FederationPlan) -> str:
@@ -94,18 +100,24 @@ def config(plan: FederationPlan) -> str:
     server = [
         listen,
         *tls_lines,
-        # Bodies of any size (models), streamed both ways; Flower bounds its own messages.
-        "client_max_body_size 0;",
+        # Flower sends arrays in chunks (5 MiB) and streams responses; a request body over
+        # the limit is refused (413) before the SuperLink, which reads a whole body before
+        # it checks the node's signature, holds it in memory.
+        f"client_max_body_size {settings(plan).max_request_body_size};",
         "proxy_request_buffering off;",
         "proxy_buffering off;",
         "proxy_http_version 1.1;",
-        f"client_body_timeout {timeout};",
-        f"send_timeout {timeout};",
+        f"client_body_timeout {IDLE_TIMEOUT};",
+        f"send_timeout {IDLE_TIMEOUT};",
         f"proxy_read_timeout {timeout};",
         f"proxy_send_timeout {timeout};",
         "proxy_connect_timeout 10s;",
         "proxy_set_header Host $http_host;",
         'proxy_set_header Connection "";',
+        # The site's address for the SuperLink's log (uvicorn trusts these from 127.0.0.1);
+        # set, never appended to what a client sent.
+        "proxy_set_header X-Forwarded-For $remote_addr;",
+        "proxy_set_header X-Forwarded-Proto $scheme;",
         "",
         "location /v1/fleet/ {",
         f'    if ($request_uri !~ "{FLEET_URI}") {{',
@@ -130,11 +142,12 @@ def config(plan: FederationPlan) -> str:
     lines = [
         "# Rendered by flower-federation: the SuperLink's Fleet API only (federation/fleet_proxy.py).",
         "worker_processes 1;",
+        f"worker_rlimit_nofile {2 * WORKER_CONNECTIONS};",
         "daemon off;",
         f"pid {SCRATCH_DIR}/nginx.pid;",
         "error_log stderr notice;",
         "events {",
-        "    worker_connections 1024;",
+        f"    worker_connections {WORKER_CONNECTIONS};",
         "}",
         "http {",
         f"    client_body_temp_path {SCRATCH_DIR}/client-body;",

@@ -194,10 +194,12 @@ def _superlink_side(
     if superlink.settings.allow_external or plan.exposed:
         for source in _fleet_sources(plan, superlink):
             links.append(Link(source, superlink, _tcp(plan.ports.fleet), "SuperNodes outside the cluster"))
-    if plan.fleet_proxy and spec.superlink.control_service.type == "LoadBalancer":
-        links.append(
-            Link(ANYWHERE, superlink, _tcp(plan.ports.control), "flwr through controlService (its source ranges)")
-        )
+    control_service = spec.superlink.control_service
+    if plan.fleet_proxy and control_service.type == "LoadBalancer":
+        links += [
+            Link(Peer(_freeze({"ipBlock": {"cidr": cidr}})), superlink, _tcp(plan.ports.control), "flwr from outside")
+            for cidr in control_service.load_balancer_source_ranges
+        ]
     for source in _sources(superlink.settings):
         links.append(
             Link(source, superlink, _tcp(*sorted({plan.ports.fleet, plan.ports.control})), "configured sources")

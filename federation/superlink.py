@@ -158,6 +158,8 @@ def _control_service(plan: FederationPlan) -> Manifest:
     spec: dict[str, Any] = {"type": cs.type}
     if cs.type == "LoadBalancer":
         spec["loadBalancerSourceRanges"] = list(cs.load_balancer_source_ranges)
+        # Clients keep their addresses, so the NetworkPolicy admits the same ranges.
+        spec["externalTrafficPolicy"] = "Local"
     spec["selector"] = selector_labels(plan.name, SUPERLINK)
     spec["ports"] = [
         {"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"} for p in _superlink_ports(plan)

@@ -13,7 +13,6 @@ are moved to a temporary directory and free ports; every other directive is as r
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import http.client
 import http.server
@@ -28,12 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from federation import fleet_proxy
+from tests.e2e.gateway_objects import CA
 from tests.support.manifests import get
 from tests.support.tls_provider import RealTlsProvider
 from tests.test_sites import _hub
@@ -78,27 +74,10 @@ class Recorder(http.server.BaseHTTPRequestHandler):
 
 def _other_cert(tmp: Path) -> tuple[Path, Path]:
     """A certificate for the SuperLink's name that is not from the federation's CA."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "impostor")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("fl-superlink.flower-hub.svc.cluster.local")]), critical=False
-        )
-        .sign(key, hashes.SHA256())
-    )
+    cert, key = CA("impostor CA").issue("fl-superlink.flower-hub.svc.cluster.local")
     crt, pem = tmp / "other.crt", tmp / "other.key"
-    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pem.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    crt.write_text(cert)
+    pem.write_text(key)
     return crt, pem
 
 
@@ -202,6 +181,8 @@ def test_fleet_requests_pass_with_headers_and_large_bodies(proxy: Setup) -> None
         ("POST", "/v1/fleet/%2e%2e/control/list-runs", 404),
         ("POST", "/v1/fleet/push-object/../../control/list-runs", 404),
         ("POST", "/v1/fleetx/anything", 404),
+        ("POST", "/v1/fleet/get-run?next=/v1/control/list-runs", 404),
+        ("POST", "/v1/fleet//get-run", 404),
         ("POST", "/", 404),
         ("POST", "/health", 403),
     ],
@@ -222,6 +203,26 @@ def test_everything_but_the_fleet_api_is_answered_by_the_proxy(
         server.server_close()
 
 
+def test_a_body_over_the_limit_is_refused_before_the_superlink(proxy: Setup) -> None:
+    """`fleetProxy.maxRequestBodySize` (64m): nginx answers 413 on the declared length."""
+    server = proxy.serve(proxy.tmp / "tls.crt", proxy.tmp / "tls.key")
+    try:
+        conn = http.client.HTTPSConnection("127.0.0.1", proxy.public, context=proxy.client, timeout=60)
+        conn.sock = proxy.client.wrap_socket(
+            socket.create_connection(("127.0.0.1", proxy.public), timeout=60), server_hostname="fl.example.org"
+        )
+        conn.putrequest("POST", "/v1/fleet/push-object", skip_host=True)
+        conn.putheader("Host", "fl.example.org")
+        conn.putheader("Content-Length", str(65 * 1024 * 1024))
+        conn.endheaders()
+        assert conn.getresponse().status == 413
+        conn.close()
+        assert Recorder.seen == []
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_the_hop_to_the_superlink_is_verified_tls(proxy: Setup) -> None:
     crt, key = _other_cert(proxy.tmp)
     server = proxy.serve(crt, key)
@@ -237,4 +238,5 @@ def test_the_config_forwards_only_fleet_routes_and_health() -> None:
     """What the rendered config says, for a reader: two forwarding locations, 404 for the rest."""
     conf = get(_hub().manifests(), "ConfigMap", "fl-superlink-fleet-proxy")["data"]["nginx.conf"]
     assert conf.count("proxy_pass ") == 2 and "location / {\n            return 404;" in conf
-    assert fleet_proxy.FLEET_URI in conf and "client_max_body_size 0;" in conf
+    assert fleet_proxy.FLEET_URI in conf and "client_max_body_size 64m;" in conf
+    assert "proxy_set_header X-Forwarded-For $remote_addr;" in conf

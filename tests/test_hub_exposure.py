@@ -194,7 +194,13 @@ def test_control_service_load_balancer_for_operators_with_its_warning(k8s_valida
     k8s_validate(control)
     assert control["spec"]["type"] == "LoadBalancer"
     assert control["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24"]
-    assert {"ports": [{"port": 9095, "protocol": "TCP"}]} in ingress_rules(objects)
+    assert control["spec"]["externalTrafficPolicy"] == "Local"  # clients keep their addresses
+    # The SuperLink's own port: the registration Job and those ranges, never every pod.
+    control_rules = [r for r in ingress_rules(objects) if r["ports"] == [{"port": 9095, "protocol": "TCP"}]]
+    assert all("from" in r for r in control_rules)
+    assert {"from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}], "ports": [{"port": 9095, "protocol": "TCP"}]} in (
+        control_rules
+    )
     assert any("reachable from outside the cluster by 198.51.100.0/24" in w for w in warnings)
 
 
@@ -218,3 +224,29 @@ def test_distributed_superexec_dials_the_superlinks_own_port_through_the_control
     (pool,) = [s for s in by_kind(objects, "StatefulSet") if s["metadata"]["name"] == "fl-supernode-a"]
     sn_args = pool["spec"]["template"]["spec"]["containers"][0]["args"]
     assert sn_args[sn_args.index("--superlink") + 1] == "fl-superlink.flower-hub.svc.cluster.local:8000"
+
+
+def test_the_grpc_era_refuses_http_era_exposure_settings() -> None:
+    from federation.errors import ConfigError
+
+    raw = hub("1.26.1")
+    raw["superlink"]["fleetProxy"] = {"enabled": True}
+    raw["superlink"]["controlService"] = {"port": 9100}
+    with pytest.raises(ConfigError) as err:
+        load_plan(raw, "hub")
+    text = str(err.value)
+    for key in ("fleetProxy", "controlService"):
+        assert f"federation.superlink.{key}: HTTP era only (Flower 1.40+): Flower 1.26.1 serves the Fleet API" in text
+
+
+def test_the_proxy_body_limit_is_a_setting_and_checked() -> None:
+    from federation.errors import ConfigError
+
+    raw = hub()
+    raw["superlink"]["fleetProxy"] = {"maxRequestBodySize": "256m"}
+    objects, _, _ = render(raw)
+    assert "client_max_body_size 256m;" in get(objects, "ConfigMap", "fl-superlink-fleet-proxy")["data"]["nginx.conf"]
+    raw["superlink"]["fleetProxy"] = {"maxRequestBodySize": "1 GB"}
+    with pytest.raises(ConfigError) as err:
+        load_plan(raw, "hub")
+    assert "federation.superlink.fleetProxy.maxRequestBodySize" in str(err.value)

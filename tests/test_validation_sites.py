@@ -168,6 +168,13 @@ CASES["control-service-and-gateway-mistakes"] = (
         "federation.superlink.gateway.parentRefs[0].namespace: 'gw.system' is not a namespace name",
     ],
 )
+CASES["gateway-hostname-is-a-name-without-port"] = (
+    hub(superlink={"gateway": {"parentRefs": [{"name": "public"}], "hostname": "fl.example.org:443"}}),
+    [
+        "federation.superlink.gateway.hostname: 'fl.example.org:443': give the name only (sites dial it on the "
+        "listener's port, 443)"
+    ],
+)
 CASES["control-service-source-ranges-are-cidrs"] = (
     hub(
         superlink={

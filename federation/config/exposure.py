@@ -43,14 +43,24 @@ class FleetProxy(Model):
     resources: Optional[dict[str, Any]] = Field(
         default=None, description="ResourceRequirements of the proxy container, key by key over its preset."
     )
+    max_request_body_size: str = Field(
+        default="64m",
+        pattern=r"^(0|[1-9][0-9]{0,5}[km]?)$",
+        description=(
+            "The largest request body the proxy forwards (nginx size: `64m`, `512k`; `0`: no limit), answered 413 "
+            "above it. Flower sends models in array chunks of 5 MiB (`FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE`), so only a "
+            "single non-array record this large is refused; the limit keeps anyone who reaches the address from "
+            "filling the SuperLink's memory (it reads a whole body before checking the node's signature)."
+        ),
+    )
     timeout_seconds: int = Field(
         default=3600,
         ge=60,
         le=86400,
         description=(
-            "How long the proxy waits on one request or response (reading, sending, a pulled message): longer than any "
-            "request a SuperNode makes (Flower's Fleet client waits at most 30 s per request; a model upload of "
-            "hundreds of MB on a slow link takes minutes)."
+            "How long the proxy waits for the SuperLink's answer to one request, or to send one to it: longer than "
+            "any request a SuperNode makes (Flower's Fleet client waits at most 30 s per request). A client that "
+            "stalls mid-body or mid-response for 60 s is dropped whatever this says."
         ),
     )
 

@@ -137,6 +137,14 @@ def exposed(raw: Raw, pools: Pools) -> bool:
 def _exposure(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
     yield from _control_service(raw)
     yield from _gateway(raw)
+    if dialect is not None and dialect.resolve_ports({}).serverappio is not None:
+        for key in ("fleetProxy", "controlService"):
+            if get(raw, "superlink", key) is not None:
+                yield problem(
+                    ("superlink", key),
+                    f"HTTP era only (Flower 1.40+): Flower {dialect.version} serves the Fleet API on a port of its "
+                    "own, which alone is exposed; remove this",
+                )
     if not exposed(raw, pools):
         return
     http_era = dialect is not None and dialect.resolve_ports({}).serverappio is None
@@ -200,7 +208,9 @@ def _gateway(raw: Raw) -> Iterator[Problem]:
     if not isinstance(gw, dict):
         return
     host = gw.get("hostname")
-    if isinstance(host, str) and not (DNS_NAME.match(host) and not host.startswith("*")):
+    if isinstance(host, str) and ":" in host:
+        yield problem(at + ("hostname",), f"'{host}': give the name only (sites dial it on the listener's port, 443)")
+    elif isinstance(host, str) and not (DNS_NAME.match(host) and not host.startswith("*")):
         yield problem(at + ("hostname",), f"'{host}' is not a DNS name (sites dial it; no wildcard)")
     refs = gw.get("parentRefs")
     if isinstance(refs, list) and not refs:
