@@ -105,6 +105,10 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: str, pull_
             {"name": "scratch", "mountPath": path, "subPath": sub} for sub, path in WRITABLE_PATHS.items()
         ],
     }
+    # Flower's executor takes literal env for its task pods from the HTTP era (1.41's factory).
+    telemetry = pods.telemetry_env(plan.spec.telemetry)
+    if telemetry and not plan.grpc_era:
+        config["env"] = telemetry
     task_resources = resources.task_pods(plan)  # `resources` of the user's config merged in there
     if task_resources:
         config["resources"] = task_resources
@@ -121,6 +125,8 @@ def executor_config(plan: FederationPlan, role: str, superexec_image: str, pull_
     for key, value in user.items():
         if key == "labels" and isinstance(value, dict):
             config[key] = {**config.get(key, {}), **value}
+        elif key == "env" and isinstance(value, list):  # the user's vars win by name
+            config[key] = pods.merge_env(config.get(key, []), value)
         elif key != "resources":
             config[key] = value
     return config

@@ -52,6 +52,8 @@ REGISTRATION_DIR = "/etc/flower/node-registration"
 # Supernode-side GPU devices for AMD mountAll.
 AMD_DEVICES = {"dev-kfd": "/dev/kfd", "dev-dri": "/dev/dri"}
 
+# Flower sends usage telemetry unless this is "0" (flwr/supercore/telemetry.py).
+TELEMETRY_ENV = "FLWR_TELEMETRY_ENABLED"
 # Distributed SuperExec replica k: the stable DNS name of SuperNode k.
 SUPERNODE_HOST_ENV = "FLOWER_SUPERNODE_HOST"
 RESERVED_ENV = (POD_INDEX_ENV, NODE_NAME_ENV, SUPERNODE_HOST_ENV)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
 from .kube import Container, PodTemplate
-from .layout import FLOWER_UID, MANAGED_CONTAINERS, WRITABLE_PATHS, scratch_volume
+from .layout import FLOWER_UID, MANAGED_CONTAINERS, TELEMETRY_ENV, WRITABLE_PATHS, scratch_volume
 from .nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV, POD_INDEX_LABEL
 from .quantity import parse_quantity
 
@@ -91,6 +91,11 @@ def pod_index_env() -> dict[str, Any]:
 
 def node_name_env() -> dict[str, Any]:
     return {"name": NODE_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+
+
+def telemetry_env(enabled: bool) -> list[dict[str, Any]]:
+    """`FLWR_TELEMETRY_ENABLED=0` unless telemetry is asked for (Flower's default is to send)."""
+    return [] if enabled else [{"name": TELEMETRY_ENV, "value": "0"}]
 
 
 def merge_env(*layers: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

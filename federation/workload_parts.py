@@ -33,13 +33,14 @@ def managed_container(
     health: Optional[dict[str, Any]] = None,
     pull_policy: Optional[str] = None,
 ) -> Container:
-    """A container of ours: its resources (resolved by `resources.py`), the restricted
-    securityContext with the user's overrides, and probes."""
+    """A container of ours running Flower: its resources (resolved by `resources.py`),
+    the restricted securityContext with the user's overrides, probes, and Flower's
+    telemetry off unless asked for (the user's own env, after ours, wins)."""
     c = pods.container(
         name,
         image,
         args,
-        env=env,
+        env=pods.merge_env(pods.telemetry_env(plan.spec.telemetry), env or []) or None,
         resources=resources,
         mounts=mounts,
         privileged=privileged,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from federation import pods
 from tests.support.manifests import arg_after, container, index, pod_spec
 from tests.support.operator_examples import BY_ID, from_cr, pool_workload
 from tests.support.operator_readme import DAEMONSET, MULTIPOOLS
@@ -24,6 +25,9 @@ PARTITIONED = 'name="client_default_$(FLOWER_POD_INDEX)" num-partitions=4 partit
 BY_NODE = 'name="client_$(FLOWER_NODE_NAME)" node-id="$(FLOWER_NODE_NAME)" pool="edge"'
 
 
+TELEMETRY_OFF = pods.telemetry_env(False)
+
+
 @pytest.mark.parametrize(
     "example,pool,node_config,env",
     [
@@ -39,7 +43,7 @@ def test_node_config_arg_and_env(example: str, pool: str, node_config: str, env:
     ex = BY_ID[example]
     c = container(pool_workload(index(core_objects(ex.config)), ex, pool), "supernode")
     assert arg_after(c["args"], "--node-config") == node_config
-    assert c.get("env", []) == env
+    assert c.get("env", []) == TELEMETRY_OFF + env  # telemetry off (tests/test_telemetry.py), then the node's
 
 
 def test_node_config_expands_to_the_readme_per_pod_values():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from federation.layout import TELEMETRY_ENV
 from tests.support.manifests import by_kind, container, env_by_name, get, pod_spec, workloads
 from tests.support.render import core_objects, plan_of
 from tests.support.validation import SUPEREXEC, problems, process_cfg, sts_pool
@@ -133,7 +134,7 @@ def test_the_serverapp_superexec_deployment_takes_its_settings(k8s_validate):
     deployment = get(objects, "Deployment", "dev-superexec-serverapp")
     assert deployment["spec"]["replicas"] == 2
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
-    assert set(env_by_name(container(deployment, "superexec-serverapp"))) == {"A", "SL_ONLY"}
+    assert set(env_by_name(container(deployment, "superexec-serverapp"))) == {"A", "SL_ONLY", TELEMETRY_ENV}
     assert get(objects, "ServiceAccount", "dev-superexec-serverapp")["metadata"]["labels"]["team"] == "ml"
     for o in objects:
         k8s_validate(o)

@@ -180,6 +180,15 @@ class Federation(Model):
     cluster_domain: str = Field(
         default="cluster.local", description=("Used in in-cluster addresses and the certificate's names.")
     )
+    telemetry: bool = Field(
+        default=False,
+        description=(
+            "Flower's usage telemetry: `false` sets `FLWR_TELEMETRY_ENABLED=0` in every Flower container (and the "
+            "Kubernetes executor's task pods), so none sends events to telemetry.flower.ai (Flower's default is to "
+            "send: the event, Flower's version, CPU count, OS and Python details, a random id kept in FLWR_HOME). "
+            "`true`: Flower's default; the NetworkPolicies still deny that egress unless you add it."
+        ),
+    )
     allow_runtime_dependency_installation: bool = Field(
         default=False,
         description=(

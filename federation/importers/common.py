@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from ..errors import ConfigError, PathPart, format_path
+from ..layout import TELEMETRY_ENV
 from ..sshkeys import CONFIG_KEY as NODE_KEYS_KEY
 
 Parts = tuple[PathPart, ...]
@@ -208,3 +209,17 @@ def validate(stack: Stack) -> None:
     found = problems(stack)
     if found:
         raise ImportRefused(stack.origin, found)
+
+
+TELEMETRY = (
+    "Telemetry: Flower sends usage events (its version, the OS, CPU count, a random id) to telemetry.flower.ai "
+    "unless FLWR_TELEMETRY_ENABLED=0, which {where} leaves unset; here every Flower container gets "
+    "FLWR_TELEMETRY_ENABLED=0 (the NetworkPolicies deny that egress anyway). "
+)
+
+
+def telemetry_set_in(envs: list[object]) -> bool:
+    """Whether any of these env lists names FLWR_TELEMETRY_ENABLED (then the import keeps the user's value)."""
+    return any(
+        isinstance(e, dict) and e.get("name") == TELEMETRY_ENV for env in envs if isinstance(env, list) for e in env
+    )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import resources
 from .chart import POOL
+from .common import TELEMETRY, telemetry_set_in
 
 if TYPE_CHECKING:
     from .chart import Values
@@ -27,7 +28,7 @@ PROXY_VARIABLES = {"https_proxy", "http_proxy", "grpc_proxy", "all_proxy"}
 
 
 def differences(steps: ChartImport) -> list[str]:
-    return [*_egress(steps), *_ingress(steps), *_tokens(steps), _resources(steps), _kept()]
+    return [*_egress(steps), *_ingress(steps), *_tokens(steps), *_telemetry(steps), _resources(steps), _kept()]
 
 
 def exposure(steps: ChartImport) -> None:
@@ -265,6 +266,14 @@ def _resources(steps: ChartImport) -> str:
         f"needs more memory is OOM-killed at that limit: raise it with {lift}, taken key by key over the preset, or "
         "run without presets as the chart does. " + steps.set_preserved("resourcesPreset", "none")
     )
+
+
+def _telemetry(steps: ChartImport) -> list[str]:
+    v = steps.vals
+    paths = ("global.env", "supernode.env", "superexec.env")
+    if telemetry_set_in([v.get(p) for p in paths if v.set_by_user(p)]):
+        return []
+    return [TELEMETRY.format(where="the chart") + steps.preserved([("telemetry", True)])]
 
 
 def _kept() -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .common import ImportRefused, Refusal, Stack, flow, problems, validate
+from .common import TELEMETRY, ImportRefused, Refusal, Stack, flow, problems, telemetry_set_in, validate
 
 API_VERSION = "flwr.exalsius.ai/v1"
 KIND = "Federation"
@@ -215,6 +215,12 @@ def differences(spec: dict[str, Any], stack: Stack, preserve: bool) -> list[str]
         "StatefulSet keeps it on a 1Gi PVC (a default StorageClass is needed). "
         + preserved(("superlink", "persistence"), {"enabled": False})
     )
+    superlink_env = (spec.get("superlink") or {}).get("env")
+    pools = (spec.get("supernodes") or {}).get("pools") or []
+    envs = [superlink_env, (spec.get("supernodes") or {}).get("env")]
+    envs += [p.get("env") for p in pools if isinstance(p, dict)]
+    if not telemetry_set_in(envs):
+        out.append(TELEMETRY.format(where="the operator") + preserved(("telemetry",), True))
     out.append(
         "Kept, as nothing is lost by them: probes on Flower's health endpoints, a PodDisruptionBudget per pool "
         "(maxUnavailable 1), resource requests of 100m CPU and 256Mi where the CR sets none (`defaultResources`)."
