@@ -189,7 +189,12 @@ def test_env_merges_with_pool_winning_in_stable_order():
     }
     sts = get(core_objects(raw, "fed"), "StatefulSet", "fed-supernode-p")
     env = sts["spec"]["template"]["spec"]["containers"][0]["env"]
-    assert env == [{"name": "A", "value": "pool"}, {"name": "B", "value": "global"}, {"name": "C", "value": "pool"}]
+    assert env == [
+        {"name": "FLWR_TELEMETRY_ENABLED", "value": "0"},  # ours first (tests/test_telemetry.py)
+        {"name": "A", "value": "pool"},
+        {"name": "B", "value": "global"},
+        {"name": "C", "value": "pool"},
+    ]
 
 
 def test_persistence_can_be_turned_off_and_sized():
