@@ -2,7 +2,7 @@
 
 Flower changed its command lines and ports between 1.2x and 1.4x (see
 `../shared/flower-cli.md`); everything here was read off the real `--help` output and is
-checked in tests against the real argparse parsers of flwr 1.26.1 and 1.41.0.
+checked in tests against the real argparse parsers of flwr 1.26.1, 1.41.0 and 1.42.0.
 
 Two dialects are supported:
 - gRPC era (1.21 - 1.34): separate gRPC ports for Fleet (9092), Control (9093) and the

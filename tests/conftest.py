@@ -5,14 +5,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.flower import GRPC_ERA, HTTP_ERA, Flower
+from tests.support.flower import REAL_FLOWERS, Flower
 from tests.support.schema import schemas_read_once
 
 
 @pytest.fixture(scope="session")
 def flower() -> Iterator[dict[str, Flower]]:
     """Real Flower parsers by version: flower["1.26.1"].parse(...)."""
-    workers = {v: Flower(v) for v in (GRPC_ERA, HTTP_ERA)}
+    workers = {v: Flower(v) for v in REAL_FLOWERS}
     yield workers
     for w in workers.values():
         w.close()

@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS, FlowerError
+from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS, REAL_FLOWERS, FlowerError
 from tests.support.kube import container_argv, mounted_files, pod_for, started_containers
 from tests.support.manifests import get
 from tests.support.render import core_objects, plan_objects, plan_of
@@ -63,8 +63,9 @@ def stack(
 
 
 CASES = []
+# Every real Flower here: each dialect, the newest release and the HTTP-era one before it.
 for version, (isolation, placement), insecure in itertools.product(
-    (GRPC_ERA, HTTP_ERA), (("subprocess", "sidecar"), ("process", "sidecar"), ("process", "distributed")), (False, True)
+    REAL_FLOWERS, (("subprocess", "sidecar"), ("process", "sidecar"), ("process", "distributed")), (False, True)
 ):
     CASES.append(
         pytest.param(
@@ -73,9 +74,11 @@ for version, (isolation, placement), insecure in itertools.product(
         )
     )
 CASES += [
-    pytest.param(stack(HTTP_ERA, "subprocess", mode="DaemonSet"), id="1.41.0-daemonset"),
-    pytest.param(stack(GRPC_ERA, "process", mode="DaemonSet"), id="1.26.1-daemonset-process"),
-    pytest.param(stack(HTTP_ERA, "process", deps=True, persistence=False), id="1.41.0-runtime-deps-no-persistence"),
+    pytest.param(stack(HTTP_ERA, "subprocess", mode="DaemonSet"), id=f"{HTTP_ERA}-daemonset"),
+    pytest.param(stack(GRPC_ERA, "process", mode="DaemonSet"), id=f"{GRPC_ERA}-daemonset-process"),
+    pytest.param(
+        stack(HTTP_ERA, "process", deps=True, persistence=False), id=f"{HTTP_ERA}-runtime-deps-no-persistence"
+    ),
 ]
 
 

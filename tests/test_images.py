@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from federation.versions import DEFAULT_VERSION
 from tests.support.manifests import by_kind, get, pod_spec, workloads
 from tests.support.render import core_objects, plan_of
 from tests.support.validation import assert_valid, cfg, problems, process_cfg, sts_pool
@@ -146,7 +147,7 @@ def test_a_digest_without_a_tag_never_guesses_the_version(at, value):
 def test_an_image_that_does_not_decide_the_version_may_be_pinned_by_digest_alone():
     raw = cfg(sts_pool("a", images={"supernode": image("flwr/supernode", digest=DIGEST)}))
     plan = assert_valid(raw)
-    assert str(plan.version) == "1.41.0"
+    assert str(plan.version) == DEFAULT_VERSION
     assert plan.supernode_image(plan.spec.supernodes.pools[0]) == f"{REGISTRY}/flwr/supernode@{DIGEST}"
 
 
@@ -155,8 +156,8 @@ def test_a_tag_of_another_dialect_is_refused_in_parts_too():
     assert problems(raw) == [
         (
             "federation.supernodes.pools[0].images.supernode",
-            "image tag 1.26.1 speaks a different Flower dialect than this federation's version 1.41.0 (HTTP era); "
-            "supported: 1.21-1.34 (gRPC era) or 1.40 - 1.x, not 2.0 (HTTP era)",
+            "image tag 1.26.1 speaks a different Flower dialect than this federation's version "
+            f"{DEFAULT_VERSION} (HTTP era); supported: 1.21-1.34 (gRPC era) or 1.40 - 1.x, not 2.0 (HTTP era)",
         )
     ]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from federation.versions import DEFAULT_VERSION
 from tests.support.validation import (
     CEL_CLIENTAPP_EMPTY,
     CEL_CLIENTAPP_REQUIRED,
@@ -30,7 +31,7 @@ def test_minimal_config_is_valid_with_documented_defaults():
     assert plan.name == "dev"
     assert plan.spec.mode == "StatefulSet"
     assert plan.spec.isolation_mode == "subprocess"
-    assert str(plan.version) == "1.41.0"
+    assert str(plan.version) == DEFAULT_VERSION
     assert plan.dialect.name == "HTTP era"
 
 

@@ -17,6 +17,7 @@ import yaml
 from components import offline
 from federation.errors import ConfigError, Problem
 from federation.plan import load_plan
+from federation.versions import DEFAULT_VERSION
 from tests.support.paths import ROOT
 from tests.support.validation import (
     CEL_CLIENTAPP_REQUIRED,
@@ -226,7 +227,7 @@ def test_cli_validate_valid_config(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout == (
-        "ok: federation 'demo' in namespace 'flower-dev', Flower 1.41.0 (HTTP era), StatefulSet pools: a\n"
+        f"ok: federation 'demo' in namespace 'flower-dev', Flower {DEFAULT_VERSION} (HTTP era), StatefulSet pools: a\n"
     )
 
 

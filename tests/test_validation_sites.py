@@ -146,7 +146,7 @@ CASES["a-pool-in-another-cluster-needs-an-external-address"] = (
 CASES["http-era-hub-without-the-fleet-proxy-must-accept-the-control-api"] = (
     {**hub(superlink={"ingress": {"host": "fl.example.org"}, "fleetProxy": {"enabled": False}})},
     [
-        "federation.superlink.fleetProxy.enabled: Flower 1.41.0 serves Fleet and Control on one port: without the "
+        f"federation.superlink.fleetProxy.enabled: Flower {HTTP_ERA} serves Fleet and Control on one port: without the "
         "Fleet-only proxy, exposing this SuperLink outside its cluster exposes its Control API too (`flwr run` runs "
         "code at every site). Remove fleetProxy.enabled: false, or set superlink.exposeControlApi: true to accept that",
     ],

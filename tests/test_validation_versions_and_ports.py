@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from federation.plan import load_plan
+from federation.versions import DEFAULT_VERSION
 from tests.support.validation import SUPPORTED, assert_valid, cfg, pool, problems, process_cfg, sts_pool
 
 
@@ -34,11 +35,11 @@ def test_supported_versions_and_their_dialects(version, dialect):
     assert plan.superlink_image == f"flwr/superlink:{version}"
 
 
-def test_default_version_is_1_41_0():
+def test_default_version_is_the_newest_release():
     plan = assert_valid(cfg())
-    assert str(plan.version) == "1.41.0"
-    assert plan.superlink_image == "flwr/superlink:1.41.0"
-    assert plan.supernode_image(plan.spec.supernodes.pools[0]) == "flwr/supernode:1.41.0"
+    assert str(plan.version) == DEFAULT_VERSION == "1.42.0"
+    assert plan.superlink_image == f"flwr/superlink:{DEFAULT_VERSION}"
+    assert plan.supernode_image(plan.spec.supernodes.pools[0]) == f"flwr/supernode:{DEFAULT_VERSION}"
 
 
 @pytest.mark.parametrize(
@@ -58,7 +59,7 @@ def test_version_from_superlink_image_tag(image):
 
 def test_superlink_image_without_version_tag_uses_the_default():
     plan = assert_valid(cfg(superlink={"image": "registry.example.com:5000/flwr/superlink"}))
-    assert str(plan.version) == "1.41.0"
+    assert str(plan.version) == DEFAULT_VERSION
 
 
 def test_unsupported_superlink_image_tag_reported_at_the_image():
@@ -82,7 +83,7 @@ def test_version_wins_over_superlink_image_and_mismatch_is_reported():
 def test_pool_image_in_another_dialect():
     raw = cfg(sts_pool("a"), sts_pool("b", images={"supernode": "flwr/supernode:1.26.1"}))
     assert problems(raw) == [
-        ("federation.supernodes.pools[1].images.supernode", _dialect_mismatch("1.26.1", "1.41.0", "HTTP era")),
+        ("federation.supernodes.pools[1].images.supernode", _dialect_mismatch("1.26.1", DEFAULT_VERSION, "HTTP era")),
     ]
 
 
@@ -94,7 +95,7 @@ def test_supernodes_image_in_another_dialect_of_a_grpc_federation():
 def test_superexec_images_in_another_dialect():
     raw = process_cfg(superlink={"superexecImage": "flwr/superexec:1.26.1"})
     raw["supernodes"]["pools"][0]["images"]["superexecClientApp"] = "flwr/superexec:1.26.1"
-    mismatch = _dialect_mismatch("1.26.1", "1.41.0", "HTTP era")
+    mismatch = _dialect_mismatch("1.26.1", DEFAULT_VERSION, "HTTP era")
     assert problems(raw) == [
         ("federation.superlink.superexecImage", mismatch),
         ("federation.supernodes.pools[0].images.superexecClientApp", mismatch),
@@ -235,7 +236,7 @@ def test_runtime_dependency_installation_allowed_from_flower_1_29(version):
 def test_cli_root_certificates_must_be_absolute_from_flwr_1_26():
     # Real flwr 1.26+ refuses a relative root-certificates path in config.toml.
     assert problems(cfg(cli={"rootCertificates": "ca.crt"})) == [
-        ("federation.cli.rootCertificates", "flwr 1.41.0 needs an absolute path here"),
+        ("federation.cli.rootCertificates", f"flwr {DEFAULT_VERSION} needs an absolute path here"),
     ]
     # Before 1.26 the path sits in the app's pyproject.toml, where relative paths work.
     assert load_plan(cfg(version="1.25.0", cli={"rootCertificates": "ca.crt"}), "dev").version.minor == 25

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from federation.versions import DEFAULT_VERSION
 from tests.support.validation import assert_valid, cfg, not_a_field, problems, process_cfg, sts_pool
 
 KEY_RULE = (
@@ -107,7 +108,10 @@ def test_our_labels_keep_their_values_wherever_labels_reach_pods():
             'federation.superlink.podTemplate.metadata.labels["app.kubernetes.io/name"]',
             f"'mine': {OURS} (here 'flower')",
         ),
-        ('federation.supernodes.pools[0].labels["app.kubernetes.io/version"]', f"'0.1': {OURS} (here '1.41.0')"),
+        (
+            'federation.supernodes.pools[0].labels["app.kubernetes.io/version"]',
+            f"'0.1': {OURS} (here '{DEFAULT_VERSION}')",
+        ),
         (
             'federation.supernodes.pools[0].podLabels["app.kubernetes.io/part-of"]',
             f"'fl-site-b': {OURS} (here 'flower-federation')",

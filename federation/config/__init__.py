@@ -16,6 +16,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
+from ..versions import DEFAULT_VERSION
 from .base import Model, ResourcesPreset
 from .exposure import FLEET_PROXY_IMAGE, ControlService, FleetProxy, Gateway, Ingress, ParentRef
 from .images import Image, ImageRef, PullPolicy
@@ -169,9 +170,9 @@ class Federation(Model):
     version: Optional[str] = Field(
         default=None,
         description=(
-            "Flower version, a string (YAML reads `1.41` as a number; `1.41.0` is fine): picks the dialect of every "
+            "Flower version, a string (YAML reads `1.42` as a number; `1.42.0` is fine): picks the dialect of every "
             "command line and port. Unset: `superlink.image`'s tag, else (no SuperLink image) `supernodes.image`'s, else "
-            "1.41.0. An image that decides it and is pinned by a digest without a tag needs `version`."
+            f"{DEFAULT_VERSION}. An image that decides it and is pinned by a digest without a tag needs `version`."
         ),
     )
     insecure: bool = Field(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ..dialects import dialect_for, supported_ranges
-from ..versions import FlowerVersion
+from ..versions import DEFAULT_VERSION, FlowerVersion
 from . import helm_node_auth, helm_pods
 from .chart import CHART_NAME, POOL
 from .helm_defaults import differences, exposure, semantics
@@ -217,7 +217,7 @@ class Steps(ChartImport):
         if version is None:
             s.notes.append(
                 f"The SuperNode image's tag {tag!r} names no Flower version: this stack assumes Flower's default here "
-                "(1.41.0); set `version` to the Flower the image holds."
+                f"({DEFAULT_VERSION}); set `version` to the Flower the image holds."
             )
         elif dialect_for(version) is None:
             s.refuse(

@@ -1,4 +1,4 @@
-"""Scenario 7, the SuperExec hop (Flower 1.41): the rendered federation with process
+"""Scenario 7, the SuperExec hop (the HTTP era: Flower 1.42): the rendered federation with process
 isolation and distributed SuperExecs, so every SuperExec dials its SuperNode across the
 pod network over TLS (the pool's own certificate, by its stable pod name behind the
 headless Service: the wildcard SAN) and signs its requests with the pool's auth secret.

@@ -1,5 +1,5 @@
 """End to end: the rendered federation, started pod by pod as the kubelet would, with
-real Flower 1.26.1 (gRPC era) and 1.41.0 (HTTP era). See harness/ for what is
+real Flower 1.26.1 (gRPC era) and 1.42.0 (HTTP era). See harness/ for what is
 emulated and how, stack.py for the rendering and the CLI, scenarios.py for what each
 scenario proves. Both versions run side by side (two lanes each, see scenarios.LANES); each test waits for
 its scenario's outcome and reports it, with the scenario's own duration."""

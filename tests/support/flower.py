@@ -10,9 +10,13 @@ from typing import Any
 from tests.support.paths import ROOT
 
 WORKER = Path(__file__).with_name("flower_worker.py")
-# One real Flower per dialect (see requirements-flwr.txt).
+# Real Flowers (see requirements-flwr.txt): one per dialect, the HTTP era's the newest
+# release (the default version, and the e2e's); the HTTP-era release before it, whose
+# parsers are checked too and from which upgrades start.
 GRPC_ERA = "1.26.1"
-HTTP_ERA = "1.41.0"
+HTTP_ERA = "1.42.0"
+PREVIOUS_HTTP_ERA = "1.41.0"
+REAL_FLOWERS = (GRPC_ERA, PREVIOUS_HTTP_ERA, HTTP_ERA)
 
 
 # The Flower program each managed container runs (its image's entrypoint).
