@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from . import access, appio, fleet_proxy, gateway, pod_settings, pods, probes, resources
+from . import access, appio, fleet_proxy, gateway, pod_settings, pods, probes, resources, state_guard
 from .dialects import (
     ANY_ADDRESS,
     HEALTH_PORT,
@@ -209,6 +209,8 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     if plan.fleet_proxy:
         containers.append(fleet_proxy.container(plan))
     pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
+    if sl.persistence.enabled:  # back up before an upgrade migrates the state; refuse a downgrade
+        pod["spec"]["initContainers"] = [state_guard.container(plan, containers[0])]
     pod = pod_settings.apply_to_pod(plan, pod, sl, selector_labels(plan.name, SUPERLINK), main_container=SUPERLINK)
     pod = pods.apply_pod_template(pod, sl.pod_template, resources.added_container(plan))
     service: Manifest = {

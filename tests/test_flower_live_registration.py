@@ -120,7 +120,7 @@ def job_pod(live: LiveSuperLink, label: str, ca_text: Optional[str] = None) -> J
 
     env = process_env(live.version, root / "app")
     rendered_env = container_env(c, pod, r.data)
-    assert set(rendered_env) == {"FLWR_HOME", "REGISTRATION_TIMEOUT_SECONDS"}, rendered_env
+    assert set(rendered_env) == {"FLWR_TELEMETRY_ENABLED", "FLWR_HOME", "REGISTRATION_TIMEOUT_SECONDS"}, rendered_env
     env.update({k: localize_path(v, c, root) for k, v in rendered_env.items()})
     assert env["FLWR_HOME"].startswith(f"{root}/"), env["FLWR_HOME"]
     argv = [str(venv_python(live.version)), *localize(argv[1:], c, root, PortMap())]

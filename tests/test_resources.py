@@ -256,7 +256,8 @@ def test_containers_a_pod_template_adds_get_the_helper_preset_under_their_own():
         "limits": {"memory": "768Mi", "cpu": "4"},
     }
     superlink = index(objects)[("StatefulSet", f"{NAME}-superlink")]
-    assert pod_spec(superlink)["initContainers"][0]["resources"] == added
+    inits = {c["name"]: c for c in pod_spec(superlink)["initContainers"]}
+    assert inits["wait"]["resources"] == added
 
 
 # --- task pods ------------------------------------------------------------------------------------------

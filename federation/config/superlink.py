@@ -55,6 +55,18 @@ class SuperLinkService(Model):
     )
 
 
+class Backups(Model):
+    keep: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description=(
+            "How many backups of the state `state-guard` keeps in `backups/` on the state volume (the newest; one is "
+            "taken before each Flower upgrade or change of version)."
+        ),
+    )
+
+
 class Persistence(Model):
     enabled: bool = Field(
         default=True,
@@ -66,6 +78,22 @@ class Persistence(Model):
     size: str = Field(default="1Gi", description="Storage the `state` PVC requests (a Kubernetes quantity).")
     storage_class_name: Optional[str] = Field(
         default=None, description=("StorageClass of the `state` PVC. Unset: the cluster's default.")
+    )
+    backups: Backups = Field(
+        default=Backups(),
+        description=(
+            "Before the SuperLink opens a state file another Flower version wrote (an upgrade migrates it one way), the "
+            "init container `state-guard` copies it to `/var/lib/flower/backups/<writer>-<revision>-<time>.db`; a "
+            "state a newer Flower wrote is refused, saying how to restore (docs/operations.md)."
+        ),
+    )
+    restore: Optional[str] = Field(
+        default=None,
+        description=(
+            "A file name in `/var/lib/flower/backups/` (as the refusal or `state-guard`'s log lists them): the state "
+            "is replaced by it once, before the SuperLink starts (the replaced state kept as `replaced-<time>.db`). "
+            "Remove it afterwards."
+        ),
     )
 
 

@@ -17,7 +17,7 @@ from .fragments import fragments
 from .images import images
 from .keys import supplied_key_problems
 from .operator import cel_rules, disruption_budget, gpu, names, node_config, placement
-from .raw import DEFAULTS, Raw, as_list, get, pools_of
+from .raw import BACKUP_NAME, DEFAULTS, Raw, as_list, get, pools_of
 from .resources import resources
 from .security import executor, network_policies, node_auth, probes, runtime_api_secrets, tls
 from .sites import roles
@@ -58,6 +58,15 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
         yield problem(("superlink", "persistence", "size"), f"'{size}' is not a Kubernetes quantity (e.g. 1Gi)")
     elif amount is not None and amount <= 0:
         yield problem(("superlink", "persistence", "size"), f"'{size}' must be more than 0 (e.g. 1Gi)")
+    restore = get(raw, "superlink", "persistence", "restore")
+    if isinstance(restore, str) and not BACKUP_NAME.match(restore):
+        yield problem(
+            ("superlink", "persistence", "restore"),
+            f"'{restore}' is not a backup's file name (e.g. 1.41.0-d90a2f91f23c-20261125T101500Z.db, as state-guard "
+            "lists them in /var/lib/flower/backups)",
+        )
+    if restore is not None and get(raw, "superlink", "persistence", "enabled") is False:
+        yield problem(("superlink", "persistence", "restore"), "restores a state volume: needs persistence.enabled")
     yield from placement(raw, mode, isolation)
     for i, pool in pools:
         if mode == "DaemonSet" and as_list(pool.get("volumeClaimTemplates")):

@@ -3,12 +3,15 @@ those), so one run can list every problem. Defaults come from the config model i
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..config import Federation
 from ..errors import PathPart
 
 Raw = dict[str, Any]  # a mapping of the raw config (possibly with wrong types inside)
+# A state backup's file name (state_guard.py): no directory, no hidden file.
+BACKUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.db$")
 Pools = list[tuple[int, Raw]]  # (index, raw pool) of every pool that is a mapping
 At = tuple[PathPart, ...]  # a config path under `federation`
 

@@ -43,7 +43,8 @@ def role_preset(container: str, *, process_isolation: bool, kubernetes_executor:
         return "micro" if kubernetes_executor else "small"
     if container == "node-registration":
         return "micro"
-    assert container == "superlink", container
+    # The state guard runs in the SuperLink's image, with its resources, before it (state_guard.py).
+    assert container in ("superlink", "state-guard"), container
     return "small"
 
 
