@@ -25,8 +25,7 @@ import tomli_w
 
 from tests.e2e.harness import Cluster, Pod
 from tests.e2e.harness.gateway import ExposedGateway
-from tests.e2e.stack import APP_DIR, CLI_TIMEOUT
-from tests.support.flower import venv
+from tests.e2e.stack import APP_DIR, CLI_TIMEOUT, cli_env
 
 # The SuperLink's log line for every Control API call (flwr/superlink/servicer/control).
 CONTROL_CALL = "ControlServicer."
@@ -67,14 +66,7 @@ class OutsideCli:
         self.home = home
         self.netns = cluster.add_client("outside-cli", namespace)
         self.mounts = [{"source": str(home / "ca"), "target": str(ca_path.parent), "readOnly": True}]
-        self.env = {
-            "PATH": f"{venv(version) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(home),
-            "FLWR_HOME": str(home / "flwr"),
-            "LANG": "C.UTF-8",
-            "NO_COLOR": "1",
-            "TERM": "dumb",
-        }
+        self.env = cli_env(version, home)
 
     def flwr(self, *args: str) -> tuple[int, str]:
         res = self.cluster.exec_in(

@@ -95,6 +95,20 @@ def config(version: str, *, isolation: str = "subprocess", pools: Optional[list[
     return raw
 
 
+def cli_env(version: str, home: Path) -> dict[str, str]:
+    """The environment of a `flwr` user with Flower `version` and home `home` (FLWR_HOME
+    `home/flwr`): plain output, wide enough that tables do not wrap."""
+    return {
+        "PATH": f"{venv(version) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "FLWR_HOME": str(home / "flwr"),
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        "COLUMNS": "200",
+        "TERM": "dumb",
+    }
+
+
 @dataclass
 class Rendered:
     raw: dict[str, Any]
@@ -227,16 +241,7 @@ class Federation:
         (home / "register.sh").write_text(self.outputs["nodeAuth"]["registerScript"])
         self.cli_home = home
         self.cli_mounts = [{"source": str(ca_dir), "target": str(ca_path.parent), "readOnly": True}]
-        bin_dir = venv(self.version) / "bin"
-        self.cli_env = {
-            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(home),
-            "FLWR_HOME": str(home / "flwr"),
-            "LANG": "C.UTF-8",
-            "NO_COLOR": "1",
-            "COLUMNS": "200",
-            "TERM": "dumb",
-        }
+        self.cli_env = cli_env(self.version, home)
 
     def sh(self, argv: list[str], timeout: float = CLI_TIMEOUT, cwd: Optional[str] = None):
         return self.cluster.exec_in(
