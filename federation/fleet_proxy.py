@@ -14,11 +14,14 @@ Why a proxy in the SuperLink's pod, and why nginx:
   path: nginx forwards the URI as the client sent it, so `/v1/fleet/../control/...`
   must be refused, not normalised into a Fleet route and forwarded.
 - nginx is the smallest widely audited HTTP proxy with an unprivileged image; headers
-  (the node-auth `flwr-public-key`/`flwr-signature`), bodies of any size and
-  long-running requests pass unchanged (no body limit, no request or response
-  buffering, timeouts from `fleetProxy.timeoutSeconds`). Flower's Fleet client
-  (`flwr/supercore/protobuf/client.py`, 1.41) speaks HTTP/1.1 with a 30 s timeout per
-  request and pushes objects in chunks (5 MiB arrays; FABs up to 10 MiB).
+  (the node-auth `flwr-public-key`/`flwr-timestamp`/`flwr-signature`) pass unchanged,
+  bodies stream both ways without buffering, up to `fleetProxy.maxRequestBodySize` per
+  request (64m: Flower's Fleet client, `flwr/supercore/protobuf/client.py` in 1.41 and
+  1.42, speaks HTTP/1.1 with a 30 s timeout per request and pushes models as arrays in
+  5 MiB chunks, so a model of any size crosses; the limit keeps anyone who reaches the
+  address from filling the SuperLink's memory, which reads a whole body before it
+  checks the node's signature). A client stalled for `IDLE_TIMEOUT` is dropped; the
+  SuperLink's answer may take `fleetProxy.timeoutSeconds`.
 
 SuperNodes in the same cluster dial the Fleet port too (the proxy); the registration
 Job, `flwr` and distributed SuperExecs dial the SuperLink's own port through Service
