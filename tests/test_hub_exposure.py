@@ -250,3 +250,44 @@ def test_the_proxy_body_limit_is_a_setting_and_checked() -> None:
     with pytest.raises(ConfigError) as err:
         load_plan(raw, "hub")
     assert "federation.superlink.fleetProxy.maxRequestBodySize" in str(err.value)
+
+
+def test_every_exposure_setting_reaches_what_it_names(k8s_validate) -> None:
+    """Each new setting changes what it says, and only that."""
+    raw = hub(
+        service={"type": "LoadBalancer"},
+        externalAddress="fl.example.org",
+        fleetProxy={
+            "image": {"registry": "registry.example.org", "repository": "mirror/nginx", "tag": "1.28.0"},
+            "resourcesPreset": "micro",
+            "resources": {"limits": {"memory": "300Mi"}},
+            "timeoutSeconds": 600,
+        },
+        controlService={"port": 9200, "annotations": {"a": "b"}, "labels": {"team": "ops"}},
+        persistence={"backups": {"keep": 7}},
+    )
+    objects, outputs, _ = render(raw)
+    for obj in objects:
+        k8s_validate(obj)
+    (sts,) = by_kind(objects, "StatefulSet")
+    spec = sts["spec"]["template"]["spec"]
+    proxy = next(c for c in spec["containers"] if c["name"] == "fleet-proxy")
+    assert proxy["image"] == "registry.example.org/mirror/nginx:1.28.0"
+    assert proxy["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "300Mi"}}
+    conf = get(objects, "ConfigMap", "fl-superlink-fleet-proxy")["data"]["nginx.conf"]
+    assert "proxy_read_timeout 600s;" in conf and "https://127.0.0.1:9200;" in conf
+    control = get(objects, "Service", "fl-superlink-control")
+    assert control["metadata"]["annotations"] == {"a": "b"} and control["metadata"]["labels"]["team"] == "ops"
+    assert control["spec"]["ports"][0]["port"] == 9200
+    assert outputs["superlink"]["controlAddress"].endswith(":9200")
+    (guard,) = spec["initContainers"]
+    assert guard["name"] == "state-guard" and guard["args"][2] == "7"
+
+
+def test_gateway_without_the_federations_certificate_and_ingress_with_its_own() -> None:
+    objects, _, _ = render(hub(gateway={**GATEWAY, "presentFederationCertificate": False}))
+    assert not by_kind(objects, "ReferenceGrant") and by_kind(objects, "HTTPRoute")
+    objects, _, _ = render(hub(ingress={"host": "fl.example.org", "tlsSecretName": "public-cert"}))
+    assert get(objects, "Ingress", "fl-superlink")["spec"]["tls"] == [
+        {"hosts": ["fl.example.org"], "secretName": "public-cert"}
+    ]
