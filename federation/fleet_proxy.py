@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import pods, resources
+from . import pods, probes, resources
 from .config import FleetProxy
 from .config.images import reference
 from .kube import Container, Manifest
@@ -190,34 +190,6 @@ def volumes(plan: FederationPlan) -> list[dict[str, Any]]:
     ]
 
 
-def _probes(plan: FederationPlan) -> dict[str, Any]:
-    """Ready when a Fleet client would be served (the SuperLink's `/health` through the
-    proxy); alive while the proxy accepts connections (a SuperLink restart is not the
-    proxy's fault)."""
-    probe_settings = plan.superlink_probes
-    out: dict[str, Any] = {}
-    scheme = "HTTPS" if plan.trust else "HTTP"
-    if probe_settings.readiness_probe.enabled:
-        r = probe_settings.readiness_probe
-        out["readinessProbe"] = {
-            "httpGet": {"path": "/health", "port": PORT_NAME, "scheme": scheme},
-            "periodSeconds": r.period_seconds,
-            "timeoutSeconds": r.timeout_seconds,
-            "failureThreshold": r.failure_threshold,
-            "successThreshold": r.success_threshold,
-        }
-    if probe_settings.liveness_probe.enabled:
-        lp = probe_settings.liveness_probe
-        out["livenessProbe"] = {
-            "tcpSocket": {"port": PORT_NAME},
-            "periodSeconds": lp.period_seconds,
-            "timeoutSeconds": lp.timeout_seconds,
-            "failureThreshold": lp.failure_threshold,
-            "successThreshold": 1,
-        }
-    return out
-
-
 def container(plan: FederationPlan) -> Container:
     """`fleet-proxy`: restricted like every container of ours (the pod's user, a
     read-only root filesystem, no capabilities), its scratch emptyDir at /tmp only."""
@@ -240,5 +212,6 @@ def container(plan: FederationPlan) -> Container:
     c["volumeMounts"] = [{"name": scratch_volume(CONTAINER), "mountPath": SCRATCH_DIR}] + mounts
     c["command"] = ["nginx", "-e", "stderr", "-c", f"{CONFIG_DIR}/{CONFIG_KEY}"]
     c["ports"] = [{"name": PORT_NAME, "containerPort": plan.ports.fleet, "protocol": "TCP"}]
-    c.update(_probes(plan))  # type: ignore[typeddict-item]  # probe keys only
+    health = probes.proxy_health(PORT_NAME, plan.trust is not None, plan.superlink_probes)
+    c.update(health)  # type: ignore[typeddict-item]  # probe keys only
     return c

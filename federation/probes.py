@@ -47,6 +47,18 @@ def http_health(port_name: str, tls: bool, probes: Probes) -> dict[str, Any]:
     return _both({"httpGet": {"path": "/health", "port": port_name, "scheme": "HTTPS" if tls else "HTTP"}}, probes)
 
 
+def proxy_health(port_name: str, tls: bool, probes: Probes) -> dict[str, Any]:
+    """A proxy in front of an HTTP-era SuperLink: ready when `GET /health` answers through
+    it, alive while it accepts connections (a SuperLink restart is not the proxy's fault)."""
+    out = {}
+    if probes.readiness_probe.enabled:
+        handler = {"httpGet": {"path": "/health", "port": port_name, "scheme": "HTTPS" if tls else "HTTP"}}
+        out["readinessProbe"] = {**handler, **_settings(probes.readiness_probe, False)}
+    if probes.liveness_probe.enabled:
+        out["livenessProbe"] = {"tcpSocket": {"port": port_name}, **_settings(probes.liveness_probe, True)}
+    return out
+
+
 def inherit(*layers: Optional[Probes]) -> Probes:
     """Probe settings resolved key by key: the model's defaults, then each layer's keys
     that were set in config (later layers win). Setting only

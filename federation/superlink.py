@@ -144,10 +144,12 @@ def _public_ports(plan: FederationPlan) -> list[dict[str, Any]]:
         if plan.trust:  # what controller-neutral Ingresses and Gateways read to dial the backend with TLS
             port["appProtocol"] = "https"
         return [port]
-    return [
-        {"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"}
-        for p in plan.dialect.service_ports(plan.ports)
-    ]
+    return _service_ports(plan.dialect.service_ports(plan.ports))
+
+
+def _service_ports(ports: list[ServicePort]) -> list[dict[str, Any]]:
+    """A Service's ports, each to the container port of the same name."""
+    return [{"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"} for p in ports]
 
 
 def _control_service(plan: FederationPlan) -> Manifest:
@@ -161,9 +163,7 @@ def _control_service(plan: FederationPlan) -> Manifest:
         # Clients keep their addresses, so the NetworkPolicy admits the same ranges.
         spec["externalTrafficPolicy"] = "Local"
     spec["selector"] = selector_labels(plan.name, SUPERLINK)
-    spec["ports"] = [
-        {"name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP"} for p in _superlink_ports(plan)
-    ]
+    spec["ports"] = _service_ports(_superlink_ports(plan))
     return {
         "apiVersion": "v1",
         "kind": "Service",
