@@ -10,6 +10,7 @@ import tomli_w
 from .config import Pool
 from .layout import CA_FILE
 from .plan import FederationPlan
+from .sites import ACROSS_ERAS, era_of
 from .versions import FLWR_CONFIG_TOML_SINCE, version_from_image
 
 TLS_DISABLED_WARNING = (
@@ -121,7 +122,22 @@ def warnings(plan: FederationPlan) -> list[str]:
             "this site's data."
         )
     out += _version_skew_warnings(plan)
+    out += _site_era_warnings(plan)
     return out
+
+
+def _site_era_warnings(plan: FederationPlan) -> list[str]:
+    """A hub whose sites still run the other era (a site refuses the hub's era change
+    itself, so the hub only warns: one of the two moves first)."""
+    era = era_of(str(plan.version))
+    behind = [f"{site} ({version})" for site, version in plan.site_versions if era_of(version) not in (None, era)]
+    if not behind:
+        return []
+    return [
+        f"Flower {plan.version} is the {era}; sites {', '.join(behind)} run the other era: their SuperNodes cannot "
+        f"connect until each moves to the {era} too (their stacks refuse this hub until then). Move the hub and "
+        f"its sites in one window ({ACROSS_ERAS})."
+    ]
 
 
 def _flower_images(plan: FederationPlan) -> list[tuple[str, str]]:

@@ -24,7 +24,15 @@ from .errors import ConfigError, Problem
 from .kube import ObjectMeta
 from .layout import CA_FILE
 from .naming import Names, common_labels
-from .sites import Endpoint, RemoteSuperLink, StackOutputs, external_endpoint, remote_superlink, site_keys
+from .sites import (
+    Endpoint,
+    RemoteSuperLink,
+    StackOutputs,
+    external_endpoint,
+    remote_superlink,
+    site_keys,
+    site_versions,
+)
 from .tls_sources import RuntimeTrust, Trust, resolve_runtime_trust, resolve_trust
 from .versions import APPIO_PROTECTION_SINCE, REGISTRATION_JOB_SINCE, FlowerVersion
 
@@ -48,6 +56,8 @@ class FederationPlan:
     # Public keys of other organisations' SuperNodes to admit, by site name (inline or
     # resolved from the site stacks' outputs).
     site_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (site, the Flower version its stack reports), for sites read with fromStack.
+    site_versions: tuple[tuple[str, str], ...] = ()
     runtime_trust: Optional[RuntimeTrust] = None
 
     @property
@@ -346,6 +356,7 @@ def load_plan(
         remote=remote,
         external=external_endpoint(spec, ports.fleet) if spec.role != "site" else None,
         site_keys=admitted,
+        site_versions=site_versions(spec, stack_outputs),
         runtime_trust=resolve_runtime_trust(spec, names, trust, dialect.version),
     )
 

@@ -64,6 +64,10 @@ def _output(outputs: Optional[StackOutputs], stack: str, path: tuple[str, ...]) 
     return get((outputs or {}).get(stack), *path)
 
 
+# Where moving a hub and its sites from one era to the other is written down.
+ACROSS_ERAS = "docs/operations.md, Across eras"
+
+
 def era_of(version: str) -> Optional[str]:
     """The Flower dialect's name of a version string, None if it is not a supported one."""
     parsed = FlowerVersion.parse(version)
@@ -113,7 +117,8 @@ def remote_superlink(
                 problem(
                     at,
                     f"stack '{stack}' runs Flower {hub_version} ({era_of(hub_version)}); this site runs "
-                    f"{site_version} ({era_of(str(site_version))}): SuperNodes and SuperLink must speak the same era",
+                    f"{site_version} ({era_of(str(site_version))}): SuperNodes and SuperLink must speak the same era. "
+                    f"Set version to the hub's era ({ACROSS_ERAS})",
                 )
             )
         ca_pem = _output(outputs, stack, HUB_CA_OUTPUT)
@@ -155,6 +160,17 @@ def site_keys(
                     break
         found.append((site.name, tuple(keys)))
     return problems, tuple(found)
+
+
+def site_versions(spec: Federation, outputs: Optional[StackOutputs]) -> tuple[tuple[str, str], ...]:
+    """(site, Flower version) of every site whose stack says which Flower it runs (its
+    `flowerVersion` output): the hub warns when one is in another era."""
+    found = []
+    for site in spec.sites:
+        version = _output(outputs, site.from_stack, ("flowerVersion",)) if site.from_stack else None
+        if isinstance(version, str):
+            found.append((site.name, version))
+    return tuple(found)
 
 
 def external_endpoint(spec: Federation, fleet_port: int) -> Optional[Endpoint]:

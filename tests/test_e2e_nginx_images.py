@@ -1,6 +1,6 @@
 """The e2e harness's image mapping (tests/e2e/harness/pods.py), without root: nginx images
 (the Fleet-only proxy's) run the container's `command` with the host's nginx, with the
-image's environment and no Flower version check; Flower images as before; any other image,
+image's environment and no Flower version check; Flower images from their version's venv; any other image,
 an nginx image without `command` or with another program, and a missing nginx are refused
 saying why. tests/e2e/test_e2e_gateway_emulation.py runs one as uid 101."""
 
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import pods
+from tests.e2e.harness.cluster import FlowerImages
 from tests.e2e.harness.host import HarnessError
 
 VERSION = "1.41.0"
@@ -30,14 +31,20 @@ RESTRICTED = {
 
 def _launch(tmp_path: Path, container: dict[str, Any]) -> dict[str, Any]:
     """podinit's spec for `container` in a StatefulSet pod (fsGroup 49999) of a cluster running Flower VERSION."""
+    images = FlowerImages(
+        VERSION,
+        Path("/opt/flwr-venv"),
+        [{"mask": "/root", "paths": ["/root/python"]}],
+        ["/opt/flwr-venv", "/root/python"],
+    )
+
+    def flower_images(version: str) -> FlowerImages:
+        if version != VERSION:  # as Cluster.flower_images for a version with no venv here
+            raise HarnessError(f"Flower {version}'s images: no venv at /opt/flwr-{version}")
+        return images
+
     cluster = SimpleNamespace(
-        id="fe2etest",
-        bridge_ip="10.0.0.1",
-        version=VERSION,
-        venv=Path("/opt/flwr-venv"),
-        data=lambda kind, name: None,
-        exposures=[{"mask": "/root", "paths": ["/root/python"]}],
-        image_paths=["/opt/flwr-venv", "/root/python"],
+        id="fe2etest", bridge_ip="10.0.0.1", data=lambda kind, name: None, flower_images=flower_images
     )
     owner = {
         "kind": "StatefulSet",
@@ -114,7 +121,7 @@ def test_a_flower_image_is_unchanged(tmp_path):
     assert launch["argv"] == ["/opt/flwr-venv/bin/flower-superlink", "--insecure"]
     assert launch["env"]["PATH"].startswith("/opt/flwr-venv/bin:") and launch["env"]["PYTHONFAULTHANDLER"] == "1"
     assert launch["cwd"] == "/app" and launch["image"] == ["/opt/flwr-venv", "/root/python"]
-    with pytest.raises(HarnessError, match="the harness runs Flower 1.41.0"):
+    with pytest.raises(HarnessError, match=r"image flwr/superlink:1.26.1: Flower 1.26.1's images: no venv"):
         _launch(tmp_path, {"name": "superlink", "image": "flwr/superlink:1.26.1"})
 
 

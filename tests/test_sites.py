@@ -259,3 +259,24 @@ def test_render_outputs_are_what_a_hub_reads_and_hold_no_private_key(tmp_path: P
     outputs = json.loads(path.read_text())
     assert outputs["role"] == "site" and "PRIVATE KEY" not in path.read_text()
     assert set(outputs["nodeAuth"]["publicKeys"]["ward"]) == {"0", "1"}
+
+
+# --- across eras (issue 22): hub and sites move together ---------------------------------
+
+
+def test_a_hub_warns_about_sites_still_in_the_other_era_and_a_site_refuses_a_hub_in_another() -> None:
+    from federation.outputs import warnings
+    from federation.plan import ConfigError, load_plan
+
+    site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
+    assert not [w for w in warnings(load_plan(settings("hub"), "hub", None, {SITE_STACK: site_outputs})) if "era" in w]
+    site_outputs["flowerVersion"] = "1.26.1"
+    (said,) = [w for w in warnings(load_plan(settings("hub"), "hub", None, {SITE_STACK: site_outputs})) if "era" in w]
+    assert "sites hospital-a (1.26.1) run the other era" in said and "docs/operations.md, Across eras" in said
+
+    hub_outputs = json.loads((GOLDEN / "hub.outputs.json").read_text())
+    hub_outputs["flowerVersion"] = "1.26.1"
+    with pytest.raises(ConfigError) as err:
+        load_plan(settings("site-from-hub"), "site-b", None, {HUB_STACK: hub_outputs})
+    text = str(err.value)
+    assert "runs Flower 1.26.1 (gRPC era)" in text and "docs/operations.md, Across eras" in text, text

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 import sqlite3
 import threading
 import time
@@ -40,6 +41,7 @@ from typing import Any, Optional
 
 from components.offline import run_program
 from tests.e2e.harness import Cluster, NotReady, Pod
+from tests.e2e.harness.rollout import rolling_update
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv
 from tests.support.tls_provider import PulumiState, RealTlsProvider
 
@@ -207,6 +209,17 @@ class Federation:
         certificates kept by its state."""
         return render(raw, self.state)
 
+    def roll_out(self, raw: dict[str, Any], timeout: float, event: Optional[Callable[[str], None]] = None) -> list[str]:
+        """The next `pulumi up` with config `raw`, rolled as the controllers would
+        (harness/rollout.py); the CLI follows the stack's `version` (its user upgrades `flwr`
+        too). Returns the pods replaced; NotReady names a rollout that got stuck, after the
+        new render became the current one."""
+        new = self.rerender(raw)
+        self.rendered, self.manifests, self.outputs = new, copy.deepcopy(new.manifests), new.outputs
+        self.version = raw["version"]
+        self._prepare_cli(tomllib.loads(self.outputs["flwrConfig"]))
+        return rolling_update(self.cluster, self.manifests, timeout, event)
+
     def start_rest(self, timeout: float) -> None:
         """SuperLink-first rollout: once the SuperLink is Ready and the keys are
         registered, start the other pods (idempotent)."""
@@ -231,11 +244,15 @@ class Federation:
 
     # -- the user's machine
     def _prepare_cli(self, doc: dict[str, Any]) -> None:
+        """The user's machine: the exported `flwr` config verbatim, the CA where it says,
+        the register script (again after a rollout: the user takes the new outputs)."""
         home = self.cluster.workdir / "cli"
-        (home / "flwr").mkdir(parents=True)
+        (home / "flwr").mkdir(parents=True, exist_ok=True)
         (home / "flwr" / "config.toml").write_text(self.outputs["flwrConfig"])  # verbatim
+        self.connection = doc["superlink"]["default"]
         ca_path = Path(doc["superlink"][self.connection]["root-certificates"])
         ca_dir = home / "ca"
+        shutil.rmtree(ca_dir, ignore_errors=True)
         ca_dir.mkdir()
         (ca_dir / ca_path.name).write_text(self.outputs["caCertificate"])
         (home / "register.sh").write_text(self.outputs["nodeAuth"]["registerScript"])

@@ -11,6 +11,7 @@ import pytest
 from tests.e2e import harness
 from tests.e2e.scenarios import LANES, Lane
 from tests.e2e.stack import VERSIONS, venv
+from tests.support.flower import GRPC_ERA, HTTP_ERA, PREVIOUS_HTTP_ERA
 
 RESULT_TIMEOUT = 900  # the whole e2e takes a few minutes; this only bounds a hang
 
@@ -132,6 +133,36 @@ def test_11_rolling_update(lanes, version, record_property):
 )
 def test_12_network_partition(lanes, version, record_property):
     check(lanes, version, "12", record_property)
+
+
+@pytest.mark.parametrize("version", [HTTP_ERA])
+@pytest.mark.scenario(
+    f"upgrade {PREVIOUS_HTTP_ERA} -> {HTTP_ERA} on live state: backed up before the migration, runs and nodes kept, "
+    "SuperNodes reconnect without registering again, a new run completes",
+    id="13",
+)
+def test_13_upgrade_on_live_state(lanes, version, record_property):
+    check(lanes, version, "13", record_property)
+
+
+@pytest.mark.parametrize("version", [HTTP_ERA])
+@pytest.mark.scenario(
+    f"downgrade to {PREVIOUS_HTTP_ERA} refused by state-guard, saying how; restoring the backup brings back the "
+    "state before the upgrade, the old run listed, a new run completes",
+    id="14",
+)
+def test_14_downgrade_refused_restore(lanes, version, record_property):
+    check(lanes, version, "14", record_property)
+
+
+@pytest.mark.parametrize("version", [GRPC_ERA])
+@pytest.mark.scenario(
+    f"era change {GRPC_ERA} -> {HTTP_ERA} on live state: runs and nodes kept (migrated, backed up first), SuperNodes "
+    "reconnect without registering again, a new run completes; the old flwr config reaches nothing",
+    id="15",
+)
+def test_15_era_change(lanes, version, record_property):
+    check(lanes, version, "15", record_property)
 
 
 def test_9_nothing_left_behind(lanes):

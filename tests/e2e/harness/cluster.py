@@ -1,7 +1,8 @@
-"""The cluster: one emulated node running one Flower version's images (one venv). It
-keeps objects like an API server, makes pods like the controllers, writes cluster DNS,
-runs clients (the flwr CLI) in namespaces of their own, and cleans up everything it made,
-also at interpreter exit and on SIGTERM/SIGHUP."""
+"""The cluster: one emulated node running Flower's images, each version's from the venv of
+that version (the cluster's own by default; any other installed one when a later render
+moves pods to it, as an upgrade does). It keeps objects like an API server, makes pods like
+the controllers, writes cluster DNS, runs clients (the flwr CLI) in namespaces of their
+own, and cleans up everything it made, also at interpreter exit and on SIGTERM/SIGHUP."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -38,6 +40,7 @@ from tests.e2e.harness.network import (
 )
 from tests.e2e.harness.pods import Pod, pods_for
 from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
+from tests.support.flower import venv as flower_venv
 from tests.support.manifests import WORKLOAD_KINDS, object_data
 
 # Every cluster id and work directory this process made, for the leftover check.
@@ -103,18 +106,36 @@ def _install_handlers() -> None:
     # SIGINT raises KeyboardInterrupt: the fixtures' finally blocks close the clusters.
 
 
+@dataclass(frozen=True)
+class FlowerImages:
+    """What stands in for Flower `version`'s images: its venv, what podinit must expose so a
+    non-root user can run it, and the paths an image provides (the venv, its base interpreter)."""
+
+    version: str
+    venv: Path
+    exposures: list[dict[str, Any]]
+    paths: list[str]
+
+    @classmethod
+    def of(cls, version: str, venv: Path) -> FlowerImages:
+        if not (venv / "bin" / "python").exists():
+            raise HarnessError(f"Flower {version}'s images: no venv at {venv} (`make test` installs the tested ones)")
+        exposures = image_exposures(venv)
+        EXPOSED.update(e["mask"] for e in exposures)
+        return cls(
+            version, venv, exposures, [str(venv), os.path.realpath(venv / "bin" / "python").rsplit("/bin/", 1)[0]]
+        )
+
+
 class Cluster:
-    """One emulated node running one Flower version's images (one venv)."""
+    """One emulated node running Flower's images: `version`'s (`venv`) unless a pod names another."""
 
     def __init__(self, version: str, venv: Path, label: str = "e2e"):
         _install_handlers()
         self.version = version
         self.venv = venv
         self.label = label
-        self.exposures = image_exposures(venv)
-        # What the image provides at fixed paths: the venv and its base interpreter.
-        self.image_paths = [str(venv), os.path.realpath(venv / "bin" / "python").rsplit("/bin/", 1)[0]]
-        EXPOSED.update(e["mask"] for e in self.exposures)
+        self.images = {version: FlowerImages.of(version, venv)}
         self.id = f"{ID_PREFIX}{secrets.token_hex(2)}"
         self.netns: list[str] = []
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
@@ -175,6 +196,12 @@ class Cluster:
             raise
 
     # -- bookkeeping
+    def flower_images(self, version: str) -> FlowerImages:
+        """Flower `version`'s images: the cluster's own, or another tested version's venv."""
+        if version not in self.images:
+            self.images[version] = FlowerImages.of(version, flower_venv(version))
+        return self.images[version]
+
     def allocate_ip(self) -> str:
         ip = str(self.subnet.network_address + self._ips)
         self._ips += 1
@@ -296,9 +323,10 @@ class Cluster:
     def update(self, manifests: Iterable[dict[str, Any]]) -> list[Job]:
         """A later deployment of the same stack (`pulumi up` again): objects rendered
         again are updated, objects no longer rendered deleted (a deleted Job's pods with
-        it), new Jobs created (not started; returned). A running pod keeps what it
-        mounted (Secret updates after start are not emulated), so a changed spec of a
-        long-running workload (a rolling update), a new or a removed one is refused."""
+        it), new Jobs created (not started; returned), a changed Job replaced as Pulumi
+        does. A running pod keeps what it mounted (Secret updates after start are not
+        emulated), so a changed spec of a long-running workload (a rolling update), a new
+        or a removed one is refused."""
         new = {(m["kind"], m["metadata"]["name"]): copy.deepcopy(m) for m in manifests}
         for key in [k for k in self.objects if k not in new]:
             kind, name = key
@@ -317,7 +345,8 @@ class Cluster:
                 if old["spec"] != m["spec"]:
                     raise HarnessError(f"{kind} {name} changed: a rolling update is not emulated")
             if kind == "Job" and old is not None and old["spec"] != m["spec"]:
-                raise HarnessError(f"Job {name} changed: a Job's pod template is immutable")
+                # A Job's template is immutable: pulumi-kubernetes replaces the Job (deletes it, creates it again).
+                self.jobs.pop(name).stop()
             self.objects[key] = m
             if kind == "Job" and name not in self.jobs:
                 self.jobs[name] = Job(self, m)

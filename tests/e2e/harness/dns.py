@@ -31,6 +31,12 @@ def backing(service: dict[str, Any], pods: Iterable[Pod]) -> list[Pod]:
     return [p for p in pods if p.namespace == ns and all(p.labels.get(k) == v for k, v in selector.items())]
 
 
+def outdated(objects: dict[tuple[str, str], dict[str, Any]], pod: Pod) -> bool:
+    """The pod was made from an older template of its workload than the one now applied."""
+    owner = objects.get((pod.kind, pod.workload))
+    return owner is not None and owner["spec"]["template"] != pod.template
+
+
 def check_ports(service: dict[str, Any], pods: list[Pod]) -> None:
     """A Service port must equal its target port: no port translation is emulated."""
     for sp in service["spec"].get("ports", []):
@@ -79,7 +85,9 @@ def hosts_file(
             return ([host] if ns == namespace else []) + names
 
         selected = backing(svc, pods)
-        check_ports(svc, selected)
+        # A pod of an older template (its workload is being rolled) may lack the port a changed Service names:
+        # it is no endpoint of it until it is replaced, as the EndpointSlice controller has it.
+        check_ports(svc, [p for p in selected if not outdated(objects, p)])
         if svc["spec"].get("clusterIP") == "None":
             for p in selected:
                 lines.append(f"{p.ip}\t{' '.join(forms(name))}")

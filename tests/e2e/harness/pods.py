@@ -4,8 +4,8 @@ DaemonSet pods on the emulated nodes its node affinity admits), each with its ne
 namespace (kept across recreations), its volumes (fresh per pod) and its containers,
 init containers first; and the command that starts each container through podinit.py.
 
-Images: Flower's (`flwr/superlink:<v>` ... -> the program of the Flower venv of version `<v>`) and nginx's
-(`nginxinc/nginx-unprivileged`, `nginx`, any tag: the container's `command`, `nginx` being the host's
+Images: Flower's (`flwr/superlink:<v>` ... -> the program of the Flower venv of version `<v>`, any tested
+`<v>`) and nginx's (`nginxinc/nginx-unprivileged`, `nginx`, any tag: the container's `command`, `nginx` being the host's
 Debian nginx, with the image's environment and working dir `/`); any other image is refused. Either runs
 as the container's securityContext says (user, groups, read-only root, no_new_privs, capabilities)."""
 
@@ -212,14 +212,15 @@ class Pod:
         if repo in NGINX_REPOSITORIES:
             argv, env, workdir, exposures, image_paths = self._nginx_image(c, tag, uid)
         elif repo in IMAGE_ENTRYPOINTS:
-            version = self.cluster.version
-            if tag.split("-")[0] != version:
-                raise HarnessError(f"{self.name}/{c.name}: image {image}, but the harness runs Flower {version}")
-            venv_bin = self.cluster.venv / "bin"
+            try:
+                images = self.cluster.flower_images(tag.split("-")[0])
+            except HarnessError as exc:
+                raise HarnessError(f"{self.name}/{c.name}: image {image}: {exc}") from None
+            venv_bin = images.venv / "bin"
             entry = [str(venv_bin / IMAGE_ENTRYPOINTS[repo])]
             argv = container_command(spec, self.identity(), entry, lookup)
             env = {"PATH": f"{venv_bin}:{BASE_PATH}", "HOSTNAME": self.name, "HOME": IMAGE_HOME, **IMAGE_ENV}
-            workdir, exposures, image_paths = IMAGE_HOME, self.cluster.exposures, self.cluster.image_paths
+            workdir, exposures, image_paths = IMAGE_HOME, images.exposures, images.paths
         else:
             raise HarnessError(f"{self.name}/{c.name}: image {image} is neither a Flower nor an nginx image")
         env.update(container_env(spec, self.identity(), lookup))

@@ -23,6 +23,7 @@ checks them against what this rollout does (scenarios.py, scenario 11).
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional
@@ -68,26 +69,51 @@ def rolling_update(
     event: Optional[Callable[[str], None]] = None,
 ) -> list[str]:
     """Apply a later render in which StatefulSets changed (everything else as
-    Cluster.update) and roll each changed StatefulSet's pods as its controller would.
-    Returns the pods replaced, in order; `event` hears each step."""
+    Cluster.update) and roll each StatefulSet's pods that are not at its update revision,
+    as its controller would, all StatefulSets at once, each within `timeout`. The
+    controllers are independent: one whose pod never becomes available (a SuperLink
+    refused by its init container) stops only its own rollout; the others go on, and
+    NotReady then names every stuck one. A later render rolls what an earlier one left
+    behind. Returns the pods replaced, in order; `event` hears each step."""
     changed = changed_workloads(cluster, manifests)
-    partitions = [_strategy(w) for w in changed]
+    for w in changed:
+        _strategy(w)
     for w in changed:  # the API server takes the new spec; Cluster.update does the rest
         cluster.objects[(w["kind"], w["metadata"]["name"])] = copy.deepcopy(w)
     cluster.update(manifests)
     replaced: list[str] = []
-    deadline = time.monotonic() + timeout
-    for w, partition in zip(changed, partitions, strict=True):
+    stuck: list[str] = []
+
+    def control(w: dict[str, Any]) -> None:  # one StatefulSet's controller
+        partition = _strategy(w)
         fresh = {p.name: p for p in pods_for(cluster, w)}
-        for k in range(w["spec"].get("replicas", 1) - 1, partition - 1, -1):
-            name = f"{w['metadata']['name']}-{k}"
-            old = cluster.pods[name]
-            new = fresh[name]
-            if old.labels.get("controller-revision-hash") == new.labels["controller-revision-hash"]:
-                continue
-            _replace(cluster, old, new, event)
-            _wait_available(cluster, new, int(w["spec"].get("minReadySeconds", 0)), deadline, event)
-            replaced.append(name)
+        deadline = time.monotonic() + timeout
+        try:
+            for k in range(w["spec"].get("replicas", 1) - 1, partition - 1, -1):
+                name = f"{w['metadata']['name']}-{k}"
+                old = cluster.pods[name]
+                new = fresh[name]
+                if old.labels.get("controller-revision-hash") == new.labels["controller-revision-hash"]:
+                    continue
+                with lock:
+                    _replace(cluster, old, new, event)
+                    replaced.append(name)
+                _wait_available(cluster, new, int(w["spec"].get("minReadySeconds", 0)), deadline, event)
+        except NotReady as exc:
+            stuck.append(str(exc))
+
+    lock = threading.Lock()  # one pod replaced at a time: the cluster's DNS and pod table are shared
+    threads = [
+        threading.Thread(target=control, args=(w,), name=f"rollout/{w['metadata']['name']}", daemon=True)
+        for w in manifests
+        if w["kind"] == "StatefulSet"
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if stuck:
+        raise NotReady("\n".join(stuck))
     return replaced
 
 
