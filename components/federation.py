@@ -120,6 +120,8 @@ class FederationComponent(pulumi.ComponentResource):
                     appio_objects=cluster.owned_by(appio_owner(p.name)),
                     signer=signer,
                 )
+        # Key-set changes in the order that never refuses a SuperNode: new keys registered,
+        # then the pools roll onto them, then keys no longer trusted are revoked.
         self.registration: Optional[RegistrationComponent] = None
         registration = home.owned_by(REGISTRATION)
         if registration and self.superlink is not None:
@@ -131,6 +133,10 @@ class FederationComponent(pulumi.ComponentResource):
                 rollout,
                 in_cluster(home.name, [*ready[home.name], self.superlink]),
             )
+        registered = [self.registration.registered] if self.registration else []
+        rolled = [r for pool in self.pools.values() for r in pool.deploy(registered)]
+        if self.registration is not None:
+            self.registration.revoke_after(rolled)
         outputs = {}
         if self.superlink is not None:
             outputs = {"fleetAddress": self.superlink.fleet_address, "controlAddress": self.superlink.control_address}

@@ -3,7 +3,8 @@ DaemonSet, its ServiceAccount, PodDisruptionBudget and NetworkPolicies, its node
 (node authentication), and with distributed SuperExec the paired SuperExec StatefulSet.
 
 Each pool is its own component, so editing one pool's config changes only the
-resources under that pool."""
+resources under that pool. Its keys are made first; its objects (`deploy`) once the
+registration Job registered them."""
 
 from __future__ import annotations
 
@@ -45,24 +46,38 @@ class SuperNodePoolComponent(pulumi.ComponentResource):
         `appio_objects` what protects its SuperExec hop (appio.pool_objects), `signer`
         the CA that signs a generated Runtime API certificate."""
         super().__init__("flower-federation:index:SuperNodePool", name, None, opts)
-        depends: list[pulumi.Resource] = []
+        self._plan, self._pool, self._objects = plan, pool, objects
+        self._hops: list[pulumi.Resource] = []
         self.public_keys = None
+        self.keys: Optional[NodeKeysComponent] = None
         if key_secret is not None:
-            keys = NodeKeysComponent(f"{name}-node-keys", plan, pool, key_secret, pulumi.ResourceOptions(parent=self))
-            depends.append(keys.secret)
-            self.public_keys = keys.public_keys
-            checksum = keys.public_keys.apply(nodeauth.keys_checksum)
+            self.keys = NodeKeysComponent(
+                f"{name}-node-keys", plan, pool, key_secret, pulumi.ResourceOptions(parent=self)
+            )
+            self.public_keys = self.keys.public_keys
+            checksum = self.keys.public_keys.apply(nodeauth.keys_checksum)
             rollout = dataclasses.replace(rollout, node_keys={key_secret["metadata"]["name"]: checksum})
         if appio_objects:
             hop = AppIoComponent(
                 f"{name}-appio", plan, pool, appio_objects, signer, pulumi.ResourceOptions(parent=self)
             )
-            depends.append(hop)
+            self._hops.append(hop)
             if hop.checksum is not None and plan.runtime_trust is not None:
                 secret = plan.runtime_trust.pool_secret(pool.name)
                 rollout = dataclasses.replace(rollout, runtime={**rollout.runtime, secret: hop.checksum})
-        child = pulumi.ResourceOptions(parent=self, depends_on=depends)
-        self.resources = [register(m, child, pod_annotations=rollout.annotations(m)) for m in objects]
-        self.kind = pulumi.Output.from_input(plan.spec.mode)
-        self.replicas = pulumi.Output.from_input(pool.replicas)
+        self._rollout = rollout
+        self.resources: list[pulumi.Resource] = []
+
+    def deploy(self, registered: list[pulumi.Resource]) -> list[pulumi.Resource]:
+        """The pool's objects, its node-keys Secret first, once `registered` is done (the
+        registration Job that makes its keys known to the SuperLink). Returns them: the
+        revocation Job waits for them (pulumi-kubernetes waits for a StatefulSet's rollout)."""
+        depends = list(self._hops)
+        if self.keys is not None:
+            depends.append(self.keys.write_secret(registered))
+        child = pulumi.ResourceOptions(parent=self, depends_on=depends + registered)
+        self.resources = [register(m, child, pod_annotations=self._rollout.annotations(m)) for m in self._objects]
+        self.kind = pulumi.Output.from_input(self._plan.spec.mode)
+        self.replicas = pulumi.Output.from_input(self._pool.replicas)
         self.register_outputs({"kind": self.kind, "replicas": self.replicas})
+        return self.resources

@@ -24,6 +24,8 @@ SUPEREXEC_CLIENTAPP = "superexec-clientapp"
 # The Job that registers the trusted SuperNode keys with the SuperLink, named
 # `N-node-registration-<digest of the keys>` (a Job's name becomes a label value: 63 at most).
 NODE_REGISTRATION = "node-registration"
+# The second Job of a key-set change: it revokes what is no longer trusted, once the pools rolled.
+NODE_REVOCATION = "node-revocation"
 REGISTRATION_DIGEST_LENGTH = 10
 # Pods the Kubernetes executor creates for each ServerApp/ClientApp.
 TASK_EXECUTOR = "taskexecutor"
@@ -124,6 +126,12 @@ class Names:
         """ServiceAccount, ConfigMap and NetworkPolicy of the registration Job; the Job
         itself adds a digest of the key set (a new set is a new Job)."""
         return f"{self.federation}-{NODE_REGISTRATION}"
+
+    @property
+    def node_revocation(self) -> str:
+        """The revocation Job, before its digest (it shares the registration's ServiceAccount,
+        ConfigMap and NetworkPolicy; the name is shorter, so the length rule covers it)."""
+        return f"{self.federation}-{NODE_REVOCATION}"
 
     @property
     def executor_role(self) -> str:

@@ -1,13 +1,21 @@
-"""Declarative node registration: a Job in the SuperLink's cluster that makes the
+"""Declarative node registration: two Jobs in the SuperLink's cluster that make the
 SuperLink's registered SuperNode keys exactly the trusted set (the pools' own keys and
-every admitted site's), on each `pulumi up` that changes the set.
+every admitted site's), on each `pulumi up` that changes the set, in the order that keeps
+every SuperNode admitted throughout a key rotation:
+
+1. `N-node-registration-<digest>` (phase `register`) registers the trusted keys that are
+   not registered yet and revokes nothing. The pools' node-keys Secrets and workloads
+   wait for it, so a SuperNode never starts with a key the SuperLink does not know.
+2. `N-node-revocation-<digest>` (phase `revoke`) unregisters the nodes whose key is no
+   longer trusted and registers nothing. It waits for the pools' workloads (pulumi-kubernetes
+   waits for a StatefulSet's rollout), so no SuperNode still running an old key is cut off.
 
 The Job runs `scripts/register_nodes.py` with the SuperLink image's Python against the
 in-cluster Control API (TLS, the federation's CA), under a ServiceAccount of its own with
 no API token. Its ConfigMap carries the script, the `flwr` connection config and the
 trusted keys; the shell fills in the keys (the pools' are generated at deploy time) and
-names the Job after their digest, so a new set is a new Job and an unchanged set is no
-change at all. Registrations live in the SuperLink's state (its PVC), so they survive a
+names the Jobs after their digest, so a new set is a new pair of Jobs and an unchanged set
+is no change at all. Registrations live in the SuperLink's state (its PVC), so they survive a
 restart; the register script stays exported for anyone who cannot run Jobs.
 
 A key set the SuperLink can never accept (a trusted key it revoked before: Flower does not
@@ -40,6 +48,9 @@ TIMEOUT_SECONDS = 600
 # and imports nothing of ours; a test keeps the two equal).
 EXIT_REFUSED = 3
 CONNECTION = "federation"
+# The script's phases (register_nodes.PHASES; a test keeps the two equal).
+REGISTER, REVOKE = "register", "revoke"
+PHASES = (REGISTER, REVOKE)
 JOB_ANNOTATIONS = {
     "checkov.io/skip1": "CKV_K8S_8=a Job runs to completion: nothing to keep alive",
     "checkov.io/skip2": "CKV_K8S_9=a Job runs to completion: no traffic to gate",
@@ -78,8 +89,9 @@ def keys_digest(keys_text: str) -> str:
     return hashlib.sha256(keys_text.encode()).hexdigest()[:REGISTRATION_DIGEST_LENGTH]
 
 
-def job_name(plan: FederationPlan, keys_text: str) -> str:
-    return f"{plan.names.node_registration}-{keys_digest(keys_text)}"
+def job_name(plan: FederationPlan, keys_text: str, phase: str = REGISTER) -> str:
+    base = plan.names.node_registration if phase == REGISTER else plan.names.node_revocation
+    return f"{base}-{keys_digest(keys_text)}"
 
 
 def config_map(plan: FederationPlan) -> Manifest:
@@ -92,16 +104,16 @@ def config_map(plan: FederationPlan) -> Manifest:
     }
 
 
-def job(plan: FederationPlan) -> Manifest:
-    """The registration Job; the shell sets its name (`job_name`) and a pod annotation
-    with the keys' digest."""
+def job(plan: FederationPlan, phase: str = REGISTER) -> Manifest:
+    """The registration (or revocation) Job; the shell sets its name (`job_name`) and a
+    pod annotation with the keys' digest."""
     names = plan.names
     files = f"{REGISTRATION_DIR}/"
     container = managed_container(
         plan,
         NODE_REGISTRATION,
         plan.superlink_image,
-        [files + SCRIPT_FILE, CONNECTION, files + CONFIG_FILE, files + KEYS_FILE],
+        [files + SCRIPT_FILE, CONNECTION, files + CONFIG_FILE, files + KEYS_FILE, phase],
         resources=resources.registration_job(plan),
         env=[
             {"name": "FLWR_HOME", "value": WRITABLE_PATHS["flwr-home"]},
@@ -123,7 +135,11 @@ def job(plan: FederationPlan) -> Manifest:
         "kind": "Job",
         # A Job runs to completion and nothing routes to it: probes have no meaning here.
         # (checkov's probe checks are skipped in JOB_ANNOTATIONS, with that reason.)
-        "metadata": plan.meta(names.node_registration, NODE_REGISTRATION, annotations=JOB_ANNOTATIONS),
+        "metadata": plan.meta(
+            names.node_registration if phase == REGISTER else names.node_revocation,
+            NODE_REGISTRATION,
+            annotations=JOB_ANNOTATIONS,
+        ),
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": TIMEOUT_SECONDS,
@@ -147,5 +163,6 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     return [
         service_account(plan, plan.names.node_registration, NODE_REGISTRATION),
         config_map(plan),
-        job(plan),
+        job(plan, REGISTER),
+        job(plan, REVOKE),
     ]

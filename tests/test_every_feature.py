@@ -201,8 +201,8 @@ def test_every_object_passes_the_strict_schema(rendered: tuple[str, list[dict[st
 def test_every_pod_is_restricted_and_the_namespace_enforces_it(rendered: tuple[str, list[dict[str, Any]]]) -> None:
     _, objects = rendered
     templates = [t for o in objects if (t := pod_template(o)) is not None]  # type: ignore[arg-type]
-    # SuperLink, ServerApp SuperExec, per pool a SuperNode and a SuperExec, and node registration
-    assert len(templates) == 7
+    # SuperLink, ServerApp SuperExec, per pool a SuperNode and a SuperExec, node registration and revocation
+    assert len(templates) == 8
     assert all(pss.restricted_violations(t) == [] for t in templates)
     assert _by(objects, "Namespace", NS)["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
 

@@ -6,7 +6,8 @@ their mount paths under a tmp root; its env with FLWR_HOME localized; in the Con
 of the same render (tests/support/live_flower.py), checked with the real `flwr` CLI.
 
 With the real Flower: the first run registers every trusted key; a second run changes
-nothing; a run without one key revokes that node and keeps the others; a real SuperNode
+nothing; the registration Job of a set without one key revokes nothing, the revocation
+Job then revokes that node and keeps the others (and registers nothing); a real SuperNode
 with a still-trusted key comes online as the node its key was registered as, while the
 revoked one is refused; re-trusting the revoked key (which Flower never registers again)
 fails the Job at once, saying why. Negative control: a CA that did not sign the
@@ -26,6 +27,7 @@ from typing import Optional
 
 import pytest
 
+from federation.registration import REGISTER, REVOKE
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.kube import container_command, container_env, pod_for
 from tests.support.live_flower import (
@@ -59,7 +61,7 @@ TIMEOUT_SECONDS = 20
 # attempt fails at its TLS handshake.
 WRONG_CA_TIMEOUT_SECONDS = 12
 LOG = re.compile(r"^node-registration: (.*)$", re.MULTILINE)
-DONE = re.compile(r"done: (\d+) trusted keys; (\d+) registered, (\d+) revoked, (\d+) unchanged")
+DONE = re.compile(r"done \((?:register|revoke)\): (\d+) trusted keys; (\d+) registered, (\d+) revoked, (\d+) unchanged")
 REGISTERED = re.compile(r"registered (\S+) as node (\d+)")
 REVOKED = re.compile(r"revoked node (\d+) \(its key is no longer trusted\)")
 RETRY = re.compile(r"Control API call failed \((.*)\); retrying in \d+s")
@@ -88,13 +90,14 @@ class JobPod:
         rewrite(self.keys_file, "".join(f"{line}\n" for line in lines))
 
 
-def job_pod(live: LiveSuperLink, label: str, ca_text: Optional[str] = None) -> JobPod:
-    """The rendered Job's container under `live.workdir/label`: its files materialized,
-    its `flwr` config dialing the live SuperLink through the mounted CA (or, for the
-    negative control, a CA file holding `ca_text`)."""
+def job_pod(live: LiveSuperLink, label: str, ca_text: Optional[str] = None, phase: str = REGISTER) -> JobPod:
+    """The rendered registration (or revocation) Job's container under `live.workdir/label`:
+    its files materialized, its `flwr` config dialing the live SuperLink through the
+    mounted CA (or, for the negative control, a CA file holding `ca_text`)."""
     r = live.r
-    (job,) = (w for w in r.workloads() if w["kind"] == "Job")
-    assert job["metadata"]["name"] == r.outputs["nodeAuth"]["registrationJob"]
+    registration, revocation = (w for w in r.workloads() if w["kind"] == "Job")
+    assert registration["metadata"]["name"] == r.outputs["nodeAuth"]["registrationJob"]
+    job = registration if phase == REGISTER else revocation
     (c,) = job["spec"]["template"]["spec"]["containers"]
     pod = pod_for(job)
     root = live.workdir / label
@@ -102,7 +105,8 @@ def job_pod(live: LiveSuperLink, label: str, ca_text: Optional[str] = None) -> J
 
     argv = container_command(c, pod, entrypoint=[], lookup=r.data)
     assert argv[0] == "python", argv  # the SuperLink image's python
-    script, connection, config, keys = argv[1:]
+    script, connection, config, keys, job_phase = argv[1:]
+    assert job_phase == phase, argv
     cm = r.plan.names.node_registration
     check_mounted(r, files, script, "ConfigMap", cm, "register_nodes.py")
     check_mounted(r, files, config, "ConfigMap", cm, "config.toml")
@@ -152,6 +156,7 @@ class Scenario:
     def __init__(self, live: LiveSuperLink):
         self.live = live
         self.job = job_pod(live, "registration-job")
+        self.revocation = job_pod(live, "revocation-job", phase=REVOKE)
         self.cli, self.cli_env = cli_home(live)
         self.lines = self.job.keys_file.read_text().splitlines()
         self.dropped = next(line for line in self.lines if line.endswith(" sec/alpha/2"))  # no longer trusted
@@ -179,10 +184,20 @@ class Scenario:
         return self._run()
 
     @functools.cached_property
-    def revoke(self) -> Step:
+    def register_without_one(self) -> Step:
+        """The registration Job of a set without one key: it revokes nothing (the pools have
+        not rolled yet)."""
         _ = self.second
         self.job.trust([line for line in self.lines if line != self.dropped])
         return self._run()
+
+    @functools.cached_property
+    def revoke(self) -> Step:
+        """Then the revocation Job of that set."""
+        _ = self.register_without_one
+        self.revocation.trust([line for line in self.lines if line != self.dropped])
+        res = self.revocation.run()
+        return res, self.nodes()
 
     @functools.cached_property
     def retrust(self) -> Step:
@@ -221,10 +236,20 @@ def test_a_second_run_changes_nothing(scenario):
     assert nodes == scenario.first[1]
 
 
+def test_the_registration_job_revokes_nothing_and_the_revocation_job_registers_nothing(scenario):
+    res, nodes = scenario.register_without_one
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert summary(res) == (3, 0, 0, 3), res.stdout
+    assert nodes == scenario.first[1], "the registration Job revoked a node"
+    scenario.revocation.trust(scenario.lines)  # every key trusted: nothing to revoke, and nothing registered
+    res = scenario.revocation.run()
+    assert res.returncode == 0 and summary(res)[1:3] == (0, 0), res.stdout
+
+
 def test_a_key_no_longer_trusted_is_revoked(scenario):
     res, nodes = scenario.revoke
     assert res.returncode == 0, res.stdout + res.stderr
-    assert summary(res) == (3, 0, 1, 3), res.stdout
+    assert summary(res)[:3] == (3, 0, 1), res.stdout
     dropped = scenario.ids["sec/alpha/2"]
     assert matching(REVOKED, res) == [(dropped,)], res.stdout
     assert nodes == {i: "unregistered" if i == dropped else "registered" for i in scenario.ids.values()}, nodes

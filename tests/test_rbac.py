@@ -41,6 +41,8 @@ def test_every_workload_runs_under_its_own_service_account(sid):
         # A pool's further SuperExec StatefulSets (superexec.replicas) share its SuperExecs' account.
         labels = w["metadata"]["labels"]
         own = w["metadata"]["name"]
+        if own == plan.names.node_revocation:  # the registration's second Job, under its account
+            own = plan.names.node_registration
         if SUPEREXEC_REPLICA_LABEL in w["spec"].get("selector", {}).get("matchLabels", {}):
             own = plan.names.pool_superexec(labels[POOL_LABEL])
         assert sa_name == own and sa_name in accounts

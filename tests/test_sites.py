@@ -161,8 +161,14 @@ def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
     fewer = run(raw, "hub", stack_outputs={SITE_STACK: site_outputs})
     assert by_kind(fewer.manifests(), "Job")[0]["metadata"]["name"] != job["metadata"]["name"]
-    argv = by_kind(first.manifests(), "Job")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert argv[1] == registration.CONNECTION and argv[-1].endswith(registration.KEYS_FILE)
+    register, revoke = by_kind(first.manifests(), "Job")
+    for job, phase in ((register, registration.REGISTER), (revoke, registration.REVOKE)):
+        argv = job["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert argv[1] == registration.CONNECTION and argv[-2].endswith(registration.KEYS_FILE) and argv[-1] == phase
+    # The revocation Job: the same key set's digest, after the pools (none here: right after registration).
+    digest = register["metadata"]["name"].rsplit("-", 1)[1]
+    assert revoke["metadata"]["name"] == f"fl-node-revocation-{digest}"
+    assert "fl-node-revocation" in [r.name for r in first.registrations if r.type == "kubernetes:batch/v1:Job"]
 
 
 def first_plan() -> Any:

@@ -160,6 +160,16 @@ class Pool(PodSettings):
             "of its `volumes` its containers mount or use as a device (see `podTemplate` below)."
         ),
     )
+    node_key_generation: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Raise it by one to rotate the pool's generated node keys (nodeAuth) with no SuperNode refused: in one "
+            "`pulumi up` new keys are made and registered, the pool rolls onto them, then the old keys are revoked "
+            "(each SuperNode comes back under a new node id). Supplied keys rotate by changing them in `nodeAuthKeys`, "
+            "in the same order."
+        ),
+    )
     extra_args: list[str] = Field(
         default=[], description=("Appended to the SuperNode's args; Kubernetes expands `$(VAR)` in them.")
     )

@@ -83,7 +83,7 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from images(raw, pools)
     yield from tls(raw)
     yield from runtime_api_secrets(raw, stack, pools, dialect)
-    yield from node_auth(raw, mode)
+    yield from node_auth(raw, mode, pools)
     yield from network_policies(raw, pools)
     yield from probes(raw, pools)
     yield from executor(raw, isolation, stack)

@@ -147,14 +147,27 @@ def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Di
             yield problem(at, f"'{secret}' is not a Secret name")
 
 
-def node_auth(raw: Raw, mode: str) -> Iterator[Problem]:
-    if get(raw, "nodeAuth", "enabled") is not True:
+def node_auth(raw: Raw, mode: str, pools: Pools) -> Iterator[Problem]:
+    enabled = get(raw, "nodeAuth", "enabled") is True
+    generated = get(raw, "nodeAuth", "keySource", default=DEFAULTS.node_auth.key_source) == "generate"
+    for i, pool in pools:
+        if pool.get("nodeKeyGeneration") not in (None, 0) and not (enabled and generated):
+            yield problem(
+                ("supernodes", "pools", i, "nodeKeyGeneration"),
+                f"{pool.get('nodeKeyGeneration')!r} rotates generated node keys, and this stack has none "
+                + (
+                    "(nodeAuth.keySource is config: rotate by changing the pool's keys in nodeAuthKeys)"
+                    if enabled
+                    else "(nodeAuth.enabled is not true)"
+                ),
+            )
+    if not enabled:
         return
     if raw.get("insecure") is True:
         yield problem(
             ("nodeAuth", "enabled"), "node authentication needs TLS (the SuperLink refuses it with insecure: true)"
         )
-    if mode == "DaemonSet" and get(raw, "nodeAuth", "keySource", default=DEFAULTS.node_auth.key_source) == "generate":
+    if mode == "DaemonSet" and generated:
         yield problem(
             ("nodeAuth", "keySource"),
             "a DaemonSet's pods are not known in advance, so per-node keys cannot be generated; "

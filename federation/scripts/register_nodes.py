@@ -1,15 +1,20 @@
 """Register exactly the trusted SuperNode keys with the SuperLink: the node-registration
-Job runs this with the SuperLink image's Python (Flower 1.26+), on every `pulumi up` that
-changes the key set.
+and node-revocation Jobs run this with the SuperLink image's Python (Flower 1.26+), on
+every `pulumi up` that changes the key set, one phase each:
 
-    python register_nodes.py CONNECTION CONFIG_TOML TRUSTED_KEYS
+    python register_nodes.py CONNECTION CONFIG_TOML TRUSTED_KEYS register|revoke
+
+`register` registers the trusted keys that are not registered and revokes nothing (before
+the pools roll onto new keys); `revoke` unregisters the nodes whose key is not trusted and
+registers nothing (after they rolled). Both phases in turn make the registered keys
+exactly the trusted ones, and no SuperNode is refused in between.
 
 It makes the same Control API calls as `flwr supernode list/register/unregister`,
 through Flower's own CLI modules (its connection config, TLS and client), because the
 CLI's JSON output leaves out the public keys that tell which node to revoke. Keys in
-TRUSTED_KEYS (OpenSSH lines) that are not registered are registered; registered nodes
-whose key is not listed are unregistered; the rest is left alone, so a re-run changes
-nothing. Until the SuperLink answers (it may still be starting), calls are retried with
+TRUSTED_KEYS (OpenSSH lines) that are not registered are registered (`register`);
+registered nodes whose key is not listed are unregistered (`revoke`); the rest is left
+alone, so a re-run changes nothing. Until the SuperLink answers (it may still be starting), calls are retried with
 a bounded back-off; what still fails at the deadline fails the Job, and `pulumi up` with it.
 
 Flower keeps a revoked node (status `unregistered`) with its public key, which stays
@@ -32,6 +37,8 @@ GONE = ("unregistered", "deleted")
 # The trusted key set can never be registered as it is (federation/registration.py fails
 # the Job on this exit code).
 EXIT_REFUSED = 3
+REGISTER, REVOKE = "register", "revoke"
+PHASES = (REGISTER, REVOKE)
 
 
 class Refused(Exception):
@@ -113,13 +120,14 @@ def control_client(connection_name: str):  # type: ignore[no-untyped-def]
     return client, client
 
 
-def reconcile(connection_name: str, wanted: dict[bytes, str]) -> tuple[int, int, int]:
+def reconcile(connection_name: str, wanted: dict[bytes, str], phase: str) -> tuple[int, int, int]:
     from flwr.proto.control_pb2 import ListNodesRequest, RegisterNodeRequest, UnregisterNodeRequest
 
     client, closer = control_client(connection_name)
     try:
         listed = client.ListNodes(ListNodesRequest()).nodes_info
         drop, add = plan_changes([(n.node_id, n.status, bytes(n.public_key)) for n in listed], wanted)
+        drop, add = (drop, []) if phase == REVOKE else ([], add)
         for node_id in drop:
             client.UnregisterNode(request=UnregisterNodeRequest(node_id=node_id))
             log(f"revoked node {node_id} (its key is no longer trusted)")
@@ -132,7 +140,10 @@ def reconcile(connection_name: str, wanted: dict[bytes, str]) -> tuple[int, int,
 
 
 def main(argv: list[str]) -> int:
-    connection_name, config, keys_file = argv[1], Path(argv[2]), Path(argv[3])
+    connection_name, config, keys_file, phase = argv[1], Path(argv[2]), Path(argv[3]), argv[4]
+    if phase not in PHASES:
+        log(f"unknown phase {phase!r}: {' or '.join(PHASES)}")
+        return 2
     home = Path(os.environ.get("FLWR_HOME") or Path.home() / ".flwr")
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(config.read_text())
@@ -141,7 +152,7 @@ def main(argv: list[str]) -> int:
     delay = 1.0
     while True:
         try:
-            added, revoked, kept = reconcile(connection_name, wanted)
+            added, revoked, kept = reconcile(connection_name, wanted, phase)
         except Refused as err:
             log(f"REFUSED: {err}")
             return EXIT_REFUSED
@@ -154,7 +165,7 @@ def main(argv: list[str]) -> int:
             time.sleep(delay)
             delay = min(delay * 2, 15.0)
             continue
-        log(f"done: {len(wanted)} trusted keys; {added} registered, {revoked} revoked, {kept} unchanged")
+        log(f"done ({phase}): {len(wanted)} trusted keys; {added} registered, {revoked} revoked, {kept} unchanged")
         return 0
 
 

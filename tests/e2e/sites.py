@@ -218,20 +218,42 @@ def wait_job(job: Job, timeout: float, status: str = "Complete") -> str:
     return log
 
 
-def hub_up(run: SitesRun, raw: dict[str, Any], state: PulumiState, outputs: dict[str, dict[str, Any]]) -> Job:
-    """Another `pulumi up` of the hub: same CA, same SuperLink, a new registration Job
-    (created once the SuperLink is Ready, which it is), returned started."""
+def hub_jobs(jobs: list[Job]) -> tuple[Job, Job]:
+    """(registration Job, revocation Job) of one key set."""
+    registration, revocation = sorted(jobs, key=lambda j: "-node-revocation-" in j.name)
+    assert "-node-registration-" in registration.name and "-node-revocation-" in revocation.name, jobs
+    return registration, revocation
+
+
+def run_jobs(run: SitesRun, jobs: tuple[Job, Job], status: str = "Complete") -> tuple[str, Optional[str]]:
+    """What `pulumi up` does with the hub's two Jobs (the hub has no pools to roll between
+    them): the registration Job, then, once it completed, the revocation Job. A failed
+    registration Job stops the up: the revocation Job never runs. Returns their logs."""
+    registration, revocation = jobs
+    registration.cluster.start_jobs([registration.name])
+    run.jobs.append(registration)
+    log = wait_job(registration, JOB_TIMEOUT, status)
+    if status != "Complete":
+        return log, None
+    revocation.cluster.start_jobs([revocation.name])
+    run.jobs.append(revocation)
+    return log, wait_job(revocation, JOB_TIMEOUT)
+
+
+def hub_up(
+    run: SitesRun, raw: dict[str, Any], state: PulumiState, outputs: dict[str, dict[str, Any]]
+) -> tuple[Job, Job]:
+    """Another `pulumi up` of the hub: same CA, same SuperLink, a new registration and
+    revocation Job (created once the SuperLink is Ready, which it is), not started."""
     rendered = render_stack(HUB, raw, state, outputs)
     before = run.hub.rendered
     assert rendered.outputs["caCertificate"] == before.outputs["caCertificate"], "the hub's CA changed across ups"
     sts = f"{HUB_NAME}-superlink"
     assert workload(rendered, "StatefulSet", sts) == workload(before, "StatefulSet", sts), "the SuperLink would roll"
-    (job,) = run.hub.cluster.update(rendered.manifests)
-    assert all(j.name == job.name for j in run.hub.cluster.jobs.values()), "the previous Job was not deleted"
+    jobs = hub_jobs(run.hub.cluster.update(rendered.manifests))
+    assert set(run.hub.cluster.jobs) == {j.name for j in jobs}, "the previous Jobs were not deleted"
     run.hub.rendered = rendered
-    run.hub.cluster.start_jobs([job.name])
-    run.jobs.append(job)
-    return job
+    return jobs
 
 
 def registered_by_job(log: str) -> dict[str, str]:
@@ -319,10 +341,9 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     finally:
         if gate is not None:
             gate.release()
-    (job_v1,) = hub_cluster.start_jobs()  # Pulumi creates the Job once the SuperLink is ready
-    run.jobs.append(job_v1)
-    log_v1 = wait_job(job_v1, JOB_TIMEOUT)
-    assert "done: 0 trusted keys" in log_v1, log_v1
+    job_v1 = hub_jobs(list(hub_cluster.jobs.values()))  # Pulumi creates them once the SuperLink is ready
+    log_v1, _ = run_jobs(run, job_v1)
+    assert "done (register): 0 trusted keys" in log_v1, log_v1
     run.phase("hub up (SuperLink Ready, registration Job with no site)")
 
     # 2. The sites' `pulumi up`s: each reads the hub stack's outputs.
@@ -352,7 +373,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     # 3. The hub's second `pulumi up`: it admits the two sites, reading their outputs.
     site_outputs = {stack_name(s): rendered[s].outputs for s in ADMITTED}
     job_v2 = hub_up(run, hub_settings(ADMITTED), hub_state, site_outputs)
-    assert job_v2.name != job_v1.name, job_v1.name
+    assert job_v2[0].name != job_v1[0].name, job_v1[0].name
     trusted = workload(hub.rendered, "ConfigMap", f"{HUB_NAME}-node-registration")["data"]["trusted-keys"]
     for s in ADMITTED:
         for key in rendered[s].outputs["nodeAuth"]["publicKeys"][POOL].values():
@@ -360,7 +381,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     for s in (INTRUDER, MISCONFIGURED):
         for key in rendered[s].outputs["nodeAuth"]["publicKeys"][POOL].values():
             assert key.split()[1] not in trusted, f"{s}'s key is trusted"
-    log_v2 = wait_job(job_v2, JOB_TIMEOUT)
+    log_v2, _ = run_jobs(run, job_v2)
     by_key = registered_by_job(log_v2)
     expected_keys = {f"{s}/{POOL}/0" for s in ADMITTED}
     assert set(by_key) == expected_keys, f"the Job registered {by_key}, expected {expected_keys}:\n{log_v2}"
@@ -509,9 +530,10 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     dropped_site, dropped_id = run.sites[dropped], by_key[f"{dropped}/{POOL}/0"]
     mark = len(dropped_site.log())
     job_v3 = hub_up(run, hub_settings((kept,)), hub_state, {stack_name(kept): rendered[kept].outputs})
-    log_v3 = wait_job(job_v3, JOB_TIMEOUT)
-    assert f"revoked node {dropped_id}" in log_v3, log_v3
-    assert "done: 1 trusted keys; 0 registered, 1 revoked, 1 unchanged" in log_v3, log_v3
+    registered_v3, log_v3 = run_jobs(run, job_v3)
+    assert "done (register): 1 trusted keys; 0 registered, 0 revoked, 1 unchanged" in registered_v3, registered_v3
+    assert log_v3 is not None and f"revoked node {dropped_id}" in log_v3, log_v3
+    assert "done (revoke): 1 trusted keys; 0 registered, 1 revoked, 1 unchanged" in log_v3, log_v3
 
     def dropped_refused() -> Optional[re.Match]:
         return REFUSED.search(dropped_site.log()[mark:])
@@ -526,8 +548,9 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     # revoked key again): the Job says so at once and fails (its podFailurePolicy),
     # instead of retrying until its deadline; nothing changes on the SuperLink.
     job_v4 = hub_up(run, hub_settings(ADMITTED), hub_state, site_outputs)
-    log_v4 = wait_job(job_v4, JOB_TIMEOUT, status="Failed")
-    assert "PodFailurePolicy" in job_v4.reason and len(job_v4.pods) == 1, job_v4.describe()
+    log_v4, _ = run_jobs(run, job_v4, status="Failed")
+    assert "PodFailurePolicy" in job_v4[0].reason and len(job_v4[0].pods) == 1, job_v4[0].describe()
+    assert job_v4[1].status == "Pending", "the revocation Job ran after a failed registration"
     assert f"REFUSED: trusted keys revoked earlier (nodes {dropped_id}): {dropped}/{POOL}/0" in log_v4, log_v4
     assert "registered" not in log_v4.split("REFUSED", 1)[0], log_v4
     after = {str(n["node-id"]): n.get("status") for n in hub.supernodes()}

@@ -209,7 +209,13 @@ class Federation:
         certificates kept by its state."""
         return render(raw, self.state)
 
-    def roll_out(self, raw: dict[str, Any], timeout: float, event: Optional[Callable[[str], None]] = None) -> list[str]:
+    def roll_out(
+        self,
+        raw: dict[str, Any],
+        timeout: float,
+        event: Optional[Callable[[str], None]] = None,
+        before_roll: Optional[Callable[[list[Any]], None]] = None,
+    ) -> list[str]:
         """The next `pulumi up` with config `raw`, rolled as the controllers would
         (harness/rollout.py); the CLI follows the stack's `version` (its user upgrades `flwr`
         too). Returns the pods replaced; NotReady names a rollout that got stuck, after the
@@ -218,7 +224,7 @@ class Federation:
         self.rendered, self.manifests, self.outputs = new, copy.deepcopy(new.manifests), new.outputs
         self.version = raw["version"]
         self._prepare_cli(tomllib.loads(self.outputs["flwrConfig"]))
-        return rolling_update(self.cluster, self.manifests, timeout, event)
+        return rolling_update(self.cluster, self.manifests, timeout, event, before_roll)
 
     def start_rest(self, timeout: float) -> None:
         """SuperLink-first rollout: once the SuperLink is Ready and the keys are

@@ -165,6 +165,16 @@ def test_15_era_change(lanes, version, record_property):
     check(lanes, version, "15", record_property)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "node keys rotated while training runs (nodeKeyGeneration): registered before the pool rolls, revoked after; "
+    "every run completes, no SuperNode refused; rolled before registration, a SuperNode is refused",
+    id="16",
+)
+def test_16_node_key_rotation(lanes, version, record_property):
+    check(lanes, version, "16", record_property)
+
+
 def test_9_nothing_left_behind(lanes):
     """After every federation closed: no network namespace, /etc/netns entry, process,
     work directory or mountpoint of ours is left."""

@@ -34,6 +34,7 @@ from tests.support.manifests import WORKLOAD_KINDS
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.jobs import Job
 
 DEFAULT_GRACE = 30  # terminationGracePeriodSeconds unset
 
@@ -67,6 +68,7 @@ def rolling_update(
     manifests: list[dict[str, Any]],
     timeout: float,
     event: Optional[Callable[[str], None]] = None,
+    before_roll: Optional[Callable[[list[Job]], None]] = None,
 ) -> list[str]:
     """Apply a later render in which StatefulSets changed (everything else as
     Cluster.update) and roll each StatefulSet's pods that are not at its update revision,
@@ -74,13 +76,16 @@ def rolling_update(
     controllers are independent: one whose pod never becomes available (a SuperLink
     refused by its init container) stops only its own rollout; the others go on, and
     NotReady then names every stuck one. A later render rolls what an earlier one left
-    behind. Returns the pods replaced, in order; `event` hears each step."""
+    behind. `before_roll` gets the Jobs the update created (not started) before any pod is
+    replaced. Returns the pods replaced, in order; `event` hears each step."""
     changed = changed_workloads(cluster, manifests)
     for w in changed:
         _strategy(w)
     for w in changed:  # the API server takes the new spec; Cluster.update does the rest
         cluster.objects[(w["kind"], w["metadata"]["name"])] = copy.deepcopy(w)
-    cluster.update(manifests)
+    jobs = cluster.update(manifests)
+    if before_roll is not None:  # what Pulumi creates before the workloads it waits for: a Job, say
+        before_roll(jobs)
     replaced: list[str] = []
     stuck: list[str] = []
 
@@ -94,6 +99,8 @@ def rolling_update(
                 old = cluster.pods[name]
                 new = fresh[name]
                 if old.labels.get("controller-revision-hash") == new.labels["controller-revision-hash"]:
+                    # Already updated (by an earlier rollout): the controller still waits for it to be available.
+                    _wait_available(cluster, old, int(w["spec"].get("minReadySeconds", 0)), deadline, event)
                     continue
                 with lock:
                     _replace(cluster, old, new, event)
