@@ -133,7 +133,10 @@ class FederationComponent(pulumi.ComponentResource):
                 rollout,
                 in_cluster(home.name, [*ready[home.name], self.superlink]),
             )
+        # Pools roll after the SuperLink's rollout: a SuperNode stopping then tells a running SuperLink it leaves, so
+        # its successor is admitted at once (a SuperLink that missed it holds the node online for 60 s).
         registered = [self.registration.registered] if self.registration else []
+        registered += [self.superlink] if self.superlink is not None else []
         rolled = [r for pool in self.pools.values() for r in pool.deploy(registered)]
         if self.registration is not None:
             self.registration.revoke_after(rolled)

@@ -116,22 +116,13 @@ class TlsTrustComponent(pulumi.ComponentResource):
         self.register_outputs({"superlinkChecksum": self.superlink_checksum, "clientChecksum": self.client_checksum})
 
     def _generate(self, name: str, child: pulumi.ResourceOptions) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """The CAs (the signing one and every trusted one), the server certificate, and the
+        Secrets; returns (server certificate, the trusted CAs' bundle)."""
         plan = self._plan
         gen = plan.spec.tls.generate
-        ca_key = private_key(f"{name}-ca-key", child)
-        ca = tls.SelfSignedCert(
-            f"{name}-ca",
-            private_key_pem=ca_key.private_key_pem,
-            is_ca_certificate=True,
-            subject=tls.SelfSignedCertSubjectArgs(
-                common_name=f"{plan.name} Flower CA", organization="flower-federation"
-            ),
-            validity_period_hours=gen.ca_validity_hours,
-            early_renewal_hours=min(gen.early_renewal_hours, gen.ca_validity_hours - 1),
-            allowed_uses=CA_USES,
-            opts=child,
-        )
-        self.signer = Signer(pulumi.Output.secret(ca_key.private_key_pem), ca.cert_pem)
+        cas = {g: self._ca(name, g, child) for g in sorted({gen.ca_generation, *gen.trusted})}
+        signing_key, signing_ca = cas[gen.ca_generation]
+        self.signer = Signer(pulumi.Output.secret(signing_key.private_key_pem), signing_ca.cert_pem)
         server_cert = server_certificate(
             f"{name}-server",
             common_name=trust.common_name(plan),
@@ -141,8 +132,16 @@ class TlsTrustComponent(pulumi.ComponentResource):
             validity=gen,
             opts=child,
         )
+        # What clients trust: every trusted CA, in the order given; while nothing rotates, the one CA's
+        # certificate as it is (the same bytes, checksums and outputs as before CA generations existed).
+        pems = [cas[g][1].cert_pem for g in gen.trusted]
+        bundle: pulumi.Output[str] = (
+            pems[0]
+            if len(pems) == 1
+            else pulumi.Output.all(*pems).apply(lambda got: "".join(p if p.endswith("\n") else p + "\n" for p in got))
+        )
         secret_opts = pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"])
-        ca_pem: pulumi.Output[str] = pulumi.Output.secret(ca.cert_pem)
+        ca_pem: pulumi.Output[str] = pulumi.Output.secret(bundle)
         server = register(
             self._object("Secret", self._trust.server_secret),
             secret_opts,
@@ -157,8 +156,31 @@ class TlsTrustComponent(pulumi.ComponentResource):
         ca_secret = register(
             self._object("Secret", self._trust.ca_secret), secret_opts, fields={"stringData": {"ca.crt": ca_pem}}
         )
-        self.resources += [ca_key, ca, *server_cert.resources, server, ca_secret]
-        return server_cert.cert.cert_pem, ca.cert_pem
+        self.resources += [r for pair in cas.values() for r in pair] + [*server_cert.resources, server, ca_secret]
+        return server_cert.cert.cert_pem, bundle
+
+    def _ca(
+        self, name: str, generation: int, child: pulumi.ResourceOptions
+    ) -> tuple[tls.PrivateKey, tls.SelfSignedCert]:
+        """CA `generation`: the first keeps the names it always had (`N-tls-ca`), a later one is a
+        resource of its own (`N-tls-ca-g<n>`), so trusting the next CA creates it beside the first."""
+        plan, gen = self._plan, self._plan.spec.tls.generate
+        suffix = f"-g{generation}" if generation else ""
+        ca_key = private_key(f"{name}-ca-key{suffix}", child)
+        ca = tls.SelfSignedCert(
+            f"{name}-ca{suffix}",
+            private_key_pem=ca_key.private_key_pem,
+            is_ca_certificate=True,
+            subject=tls.SelfSignedCertSubjectArgs(
+                common_name=f"{plan.name} Flower CA" + (f" {generation}" if generation else ""),
+                organization="flower-federation",
+            ),
+            validity_period_hours=gen.ca_validity_hours,
+            early_renewal_hours=min(gen.early_renewal_hours, gen.ca_validity_hours - 1),
+            allowed_uses=CA_USES,
+            opts=child,
+        )
+        return ca_key, ca
 
     def _object(self, kind: str, name: str) -> Manifest:
         return self._objects[(kind, name)]

@@ -22,6 +22,27 @@ class GeneratedCertificate(Model):
         ),
     )
     ca_validity_hours: int = Field(default=87600, ge=1, description="CA validity (ten years).")
+    ca_generation: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "The CA that signs the SuperLink's certificate (0: the first). Rotating the CA with an overlap, one "
+            "`pulumi up` each: trust the next one too (`trustedCaGenerations: [0, 1]`), then sign with it "
+            "(`caGeneration: 1`), then drop the old one (`trustedCaGenerations: [1]`); docs/operations.md."
+        ),
+    )
+    trusted_ca_generations: Optional[list[int]] = Field(
+        default=None,
+        description=(
+            "The CAs every client trusts (the `N-ca` bundle, the `caCertificate` output sites read), in this order; "
+            "it must include `caGeneration`. Unset: `[caGeneration]`."
+        ),
+    )
+
+    @property
+    def trusted(self) -> list[int]:
+        """The CA generations clients trust, the signing one included (validated)."""
+        return list(self.trusted_ca_generations) if self.trusted_ca_generations is not None else [self.ca_generation]
 
 
 class IssuerRef(Model):

@@ -73,6 +73,7 @@ def tls(raw: Raw) -> Iterator[Problem]:
     )
     if isinstance(validity, int) and isinstance(renewal, int) and renewal >= validity:
         yield problem(("tls", "generate", "earlyRenewalHours"), f"must be less than validityHours ({validity})")
+    yield from _ca_generations(gen, source)
     trust = as_dict(tls.get("trust"))
     trust_source = trust.get("source")
     if trust_source == "generated" and source != "generate":
@@ -104,6 +105,23 @@ def tls(raw: Raw) -> Iterator[Problem]:
                 ipaddress.ip_address(ip)
             except ValueError:
                 yield problem(("tls", "ipAddresses", j), f"'{ip}' is not an IP address")
+
+
+def _ca_generations(gen: dict[str, Any], source: Any) -> Iterator[Problem]:
+    """The CA overlap of `tls.generate`: the signing CA among the trusted ones, no repeats."""
+    signing, trusted = gen.get("caGeneration", 0), gen.get("trustedCaGenerations")
+    if ("caGeneration" in gen or trusted is not None) and source not in (None, "generate"):
+        yield problem(("tls", "generate"), f"CA generations apply to tls.source: generate (source is {source})")
+    if not isinstance(trusted, list) or not isinstance(signing, int):
+        return
+    if len(set(map(str, trusted))) != len(trusted):
+        yield problem(("tls", "generate", "trustedCaGenerations"), f"{trusted} names a CA twice")
+    if signing not in trusted:
+        yield problem(
+            ("tls", "generate", "trustedCaGenerations"),
+            f"{trusted} leaves out caGeneration {signing}, the CA that signs the SuperLink's certificate: no client "
+            "would trust it",
+        )
 
 
 def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:

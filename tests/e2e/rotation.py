@@ -17,6 +17,18 @@ at the latest when a SuperNode is replaced mid-round).
      registration Job first (the order a single Job before the pools would give): the first
      replaced SuperNode is refused, and the SuperLink says so; the Jobs then run, the
      rollout completes and every SuperNode is online again.
+ 18. The CA rotated with an overlap, three `pulumi up`s, a run after each: (1)
+     `trustedCaGenerations: [0, 1]`: every pod rolls onto the two-CA bundle; (2)
+     `caGeneration: 1`: a new server certificate, so only the SuperLink rolls (it alone
+     mounts it; a Flower process cannot reload it, so it restarts once) and then serves
+     CA 1's certificate, the SuperNodes reconnecting by themselves: what a renewal or a
+     `pulumi up --replace` of the server certificate does too (tests/test_ca_rotation.py
+     shows those change the same two objects); (3)
+     `trustedCaGenerations: [1]`: CA 0 leaves every bundle. After each step the SuperNodes
+     are online under their node ids without registering again, and a client holding the
+     `caCertificate` output verifies the SuperLink. The negative control: after step 2 a
+     client pinned to CA 0 alone is refused ("unable to get local issuer certificate"),
+     as a site that kept the old `certificate.pem` would be.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import copy
 import re
 import threading
 import time
+import tomllib
 from typing import Any, Optional
 
 from tests.e2e import scenarios as base
@@ -177,3 +190,70 @@ def scenario_16(fed: Federation, memo: dict) -> None:
     run_job(fed, wrong["revocation"])
     fed.wait_ready(base.READY_TIMEOUT)
     fed.phase("negative control: rolled before registration, a-1 refused; registered, rolled, revoked", 0)
+
+
+# A TLS client of the SuperLink trusting only `sys.argv[2]` (a CA file): "ok", or why it does not verify.
+VERIFY = """
+import socket, ssl, sys
+host, port = sys.argv[1].rsplit(':', 1)
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+try:
+    with socket.create_connection((host, int(port)), timeout=10) as raw, ctx.wrap_socket(raw, server_hostname=host):
+        print('ok')
+except ssl.SSLCertVerificationError as exc:
+    print(exc.verify_message)
+"""
+
+
+def verifies_with(fed: Federation, ca_pem: str, label: str) -> str:
+    """Whether a client trusting only `ca_pem` verifies the SuperLink (from the CLI's pod)."""
+    path = fed.cli_home / f"trust-{label}.pem"
+    path.write_text(ca_pem)
+    address = tomllib.loads(fed.outputs["flwrConfig"])["superlink"][fed.connection]["address"]
+    res = fed.sh(["python", "-c", VERIFY, address, str(path)], timeout=30)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res.stdout.strip()
+
+
+def with_cas(raw: dict[str, Any], signing: int, trusted: list[int]) -> dict[str, Any]:
+    out = copy.deepcopy(raw)
+    out.setdefault("tls", {})["generate"] = {"caGeneration": signing, "trustedCaGenerations": trusted}
+    return out
+
+
+def scenario_18(fed: Federation, memo: dict) -> None:
+    fed.wait_ready(base.READY_TIMEOUT)
+    pods = sorted(p.name for p in fed.supernodes_pods)
+    ids, registrations = node_ids(fed, pods), fed.register_runs
+    ca0 = fed.outputs["caCertificate"]
+    began = time.monotonic()
+    said: list[str] = []
+
+    def step(signing: int, trusted: list[int], rolls: list[str]) -> None:
+        t = time.monotonic()
+        replaced = fed.roll_out(with_cas(fed.rendered.raw, signing, trusted), ROLLOUT_TIMEOUT)
+        assert sorted(replaced) == sorted(rolls), f"CA step {signing}/{trusted} replaced {replaced}, expected {rolls}"
+        fed.wait_ready(base.READY_TIMEOUT)
+        assert fed.register_runs == registrations and node_ids(fed, pods) == ids, "nodes changed"
+        result = fed.run_app(RUN_CONFIG)
+        assert result.returncode == 0 and result.done and all(result.rounds), result.output[-2000:]
+        bundle = fed.outputs["caCertificate"]
+        assert verifies_with(fed, bundle, f"{signing}-{len(trusted)}") == "ok", "the clients' bundle fails"
+        said.append(f"CA {signing}, trusted {trusted}: rolled {len(replaced)} pods, a run, {time.monotonic() - t:.0f}s")
+
+    # 1. Trust CA 1 beside CA 0 (the server certificate still CA 0's): every pod takes the bundle.
+    step(0, [0, 1], [fed.superlink.name, *pods])
+    bundle = fed.outputs["caCertificate"]
+    assert bundle.startswith(ca0.strip()) and bundle.count("BEGIN CERTIFICATE") == 2, bundle
+    assert verifies_with(fed, ca0, "old-before") == "ok"
+    # 2. Sign with CA 1: only the SuperLink rolls. A client pinned to CA 0 alone now fails, saying why
+    # (the negative control: a site that kept the old `certificate.pem`).
+    step(1, [0, 1], [fed.superlink.name])
+    pinned = verifies_with(fed, ca0, "old-after")
+    assert pinned == "unable to get local issuer certificate", pinned
+    # 3. Drop CA 0.
+    step(1, [1], [fed.superlink.name, *pods])
+    assert (
+        fed.outputs["caCertificate"].count("BEGIN CERTIFICATE") == 1 and ca0.strip() not in fed.outputs["caCertificate"]
+    )
+    fed.phase("; ".join(said) + f"; pinned to CA 0 after step 2: {pinned!r}", time.monotonic() - began)

@@ -65,7 +65,7 @@ from typing import Any, Optional
 
 from federation.quantity import parse_quantity
 
-# faults: scenarios 8, 10, 11, 12; upgrade: 13-15; rotation: 16; they read this module's helpers at call time.
+# faults: scenarios 8, 10, 11, 12; upgrade: 13-15; rotation: 16, 18; they read this module's helpers at call time.
 from tests.e2e import faults, netpol_controls, rotation, upgrade
 from tests.e2e.harness import NotReady
 from tests.e2e.kills import KillWhileTraining
@@ -348,7 +348,11 @@ GROUPS = [
     Group("distributed", [("2b", scenario_2b)], lambda v: Federation(v, distributed_config(v), label="distributed")),
     Group("upgrade", [("13", upgrade.scenario_13), ("14", upgrade.scenario_14)], upgrade.make),
     Group("era", [("15", upgrade.scenario_15)], upgrade.make_era),
-    Group("rotation", [("16", rotation.scenario_16)], rotation.make),
+    Group(
+        "rotation",
+        [("16", rotation.scenario_16), ("18", rotation.scenario_18)],
+        rotation.make,
+    ),
     Group(
         "negative",
         [("5", scenario_5)],

@@ -216,15 +216,18 @@ class Federation:
         event: Optional[Callable[[str], None]] = None,
         before_roll: Optional[Callable[[list[Any]], None]] = None,
     ) -> list[str]:
-        """The next `pulumi up` with config `raw`, rolled as the controllers would
-        (harness/rollout.py); the CLI follows the stack's `version` (its user upgrades `flwr`
-        too). Returns the pods replaced; NotReady names a rollout that got stuck, after the
-        new render became the current one."""
+        """The next `pulumi up` with config `raw`, in Pulumi's order (components/federation.py:
+        the SuperLink's StatefulSet rolls first, then the Jobs' hook `before_roll`, then the
+        pools, which wait for both), each rolled as its controller would (harness/rollout.py);
+        the CLI follows the stack's `version` (its user upgrades `flwr` too). Returns the pods
+        replaced; NotReady names a rollout that got stuck, after the new render became the
+        current one."""
         new = self.rerender(raw)
         self.rendered, self.manifests, self.outputs = new, copy.deepcopy(new.manifests), new.outputs
         self.version = raw["version"]
         self._prepare_cli(tomllib.loads(self.outputs["flwrConfig"]))
-        return rolling_update(self.cluster, self.manifests, timeout, event, before_roll)
+        superlink = self.rendered.raw.get("name", NAME) + "-superlink"
+        return rolling_update(self.cluster, self.manifests, timeout, event, before_roll, first=[superlink])
 
     def start_rest(self, timeout: float) -> None:
         """SuperLink-first rollout: once the SuperLink is Ready and the keys are

@@ -175,6 +175,16 @@ def test_16_node_key_rotation(lanes, version, record_property):
     check(lanes, version, "16", record_property)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.scenario(
+    "CA rotated with an overlap in three ups (trust both, sign with the new, drop the old): SuperNodes online "
+    "throughout, a run after each; a client pinned to the old CA is refused after the switch",
+    id="18",
+)
+def test_18_ca_rotation(lanes, version, record_property):
+    check(lanes, version, "18", record_property)
+
+
 def test_9_nothing_left_behind(lanes):
     """After every federation closed: no network namespace, /etc/netns entry, process,
     work directory or mountpoint of ours is left."""

@@ -180,3 +180,8 @@ class PulumiState:
         out = self.real(typ, name, inputs)
         self.kept[(typ, name)] = (digest, out)
         return dict(out)
+
+    def replace(self, typ: str, name: str) -> None:
+        """`pulumi up --replace` of one resource, or pulumi-tls renewing a certificate inside
+        its early-renewal window: the next `up` makes it anew (and what depends on it)."""
+        del self.kept[(typ, name)]

@@ -69,24 +69,46 @@ def rolling_update(
     timeout: float,
     event: Optional[Callable[[str], None]] = None,
     before_roll: Optional[Callable[[list[Job]], None]] = None,
+    first: Iterable[str] = (),
 ) -> list[str]:
     """Apply a later render in which StatefulSets changed (everything else as
     Cluster.update) and roll each StatefulSet's pods that are not at its update revision,
-    as its controller would, all StatefulSets at once, each within `timeout`. The
-    controllers are independent: one whose pod never becomes available (a SuperLink
-    refused by its init container) stops only its own rollout; the others go on, and
-    NotReady then names every stuck one. A later render rolls what an earlier one left
-    behind. `before_roll` gets the Jobs the update created (not started) before any pod is
-    replaced. Returns the pods replaced, in order; `event` hears each step."""
+    as its controller would, each StatefulSet within `timeout`.
+
+    The StatefulSets named in `first` roll before the others, as Pulumi orders a stack
+    whose other workloads wait for them (it waits for a StatefulSet's rollout before what
+    depends on it): if one gets stuck, nothing after it happens (`pulumi up` fails there).
+    Then `before_roll` gets the Jobs the update created (not started), then the other
+    StatefulSets roll at once. Controllers are independent: one whose pod never becomes
+    available stops only its own rollout, and NotReady names every stuck one. A later
+    render rolls what an earlier one left behind. Returns the pods replaced, in order;
+    `event` hears each step."""
     changed = changed_workloads(cluster, manifests)
     for w in changed:
         _strategy(w)
     for w in changed:  # the API server takes the new spec; Cluster.update does the rest
         cluster.objects[(w["kind"], w["metadata"]["name"])] = copy.deepcopy(w)
     jobs = cluster.update(manifests)
-    if before_roll is not None:  # what Pulumi creates before the workloads it waits for: a Job, say
-        before_roll(jobs)
     replaced: list[str] = []
+    lock = threading.Lock()  # one pod replaced at a time: the cluster's DNS and pod table are shared
+    statefulsets = [w for w in manifests if w["kind"] == "StatefulSet"]
+    early = [w for w in statefulsets if w["metadata"]["name"] in set(first)]
+    _roll(cluster, early, timeout, event, replaced, lock)
+    if before_roll is not None:  # what Pulumi creates before the workloads that wait for it: a Job, say
+        before_roll(jobs)
+    _roll(cluster, [w for w in statefulsets if w not in early], timeout, event, replaced, lock)
+    return replaced
+
+
+def _roll(
+    cluster: Cluster,
+    workloads: list[dict[str, Any]],
+    timeout: float,
+    event: Optional[Callable[[str], None]],
+    replaced: list[str],
+    lock: threading.Lock,
+) -> None:
+    """The StatefulSet controllers of `workloads`, at once; NotReady names the stuck ones."""
     stuck: list[str] = []
 
     def control(w: dict[str, Any]) -> None:  # one StatefulSet's controller
@@ -109,11 +131,9 @@ def rolling_update(
         except NotReady as exc:
             stuck.append(str(exc))
 
-    lock = threading.Lock()  # one pod replaced at a time: the cluster's DNS and pod table are shared
     threads = [
         threading.Thread(target=control, args=(w,), name=f"rollout/{w['metadata']['name']}", daemon=True)
-        for w in manifests
-        if w["kind"] == "StatefulSet"
+        for w in workloads
     ]
     for t in threads:
         t.start()
@@ -121,7 +141,6 @@ def rolling_update(
         t.join()
     if stuck:
         raise NotReady("\n".join(stuck))
-    return replaced
 
 
 def _replace(cluster: Cluster, old: Pod, new: Pod, event: Optional[Callable[[str], None]]) -> None:
