@@ -123,3 +123,49 @@ def test_a_key_generation_without_generated_keys_is_refused_saying_why(change: d
     with pytest.raises(ConfigError) as err:
         load_plan(raw, "rot", node_auth_keys={"a": {"0": "x", "1": "x"}, "b": {"0": "x"}})
     assert f"supernodes.pools[0].nodeKeyGeneration: {said}" in str(err.value), str(err.value)
+
+
+def _openssh_key() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP384R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    )
+    return pem.decode()
+
+
+def test_supplied_keys_rotate_the_same_way_by_changing_them_in_node_auth_keys(monkeypatch) -> None:
+    """`keySource: config`: new keys for pool a in `nodeAuthKeys` change the same objects as a new
+    generation (pool a's Secret and StatefulSet, the key set and its Jobs), in the same order."""
+    raw = copy.deepcopy(RAW)
+    raw["nodeAuth"] = {"enabled": True, "keySource": "config"}
+    keys = {"a": {"0": _openssh_key(), "1": _openssh_key()}, "b": {"0": _openssh_key()}}
+
+    def up(node_keys: dict[str, dict[str, str]]) -> Any:
+        config = {"federation": copy.deepcopy(raw), "nodeAuthKeys": copy.deepcopy(node_keys)}
+        return run_program(config, "rot", secret_config=("nodeAuthKeys",))
+
+    before = up(keys)
+    rotated = {**keys, "a": {"0": _openssh_key(), "1": _openssh_key()}}
+    seen = _recording(monkeypatch)
+    after = up(rotated)
+    old = {(m["kind"], m["metadata"]["name"]): m for m in before.manifests(show_secrets=True)}
+    new = {(m["kind"], m["metadata"]["name"]): m for m in after.manifests(show_secrets=True)}
+    changed = sorted(
+        (k[0], k[1].rsplit("-", 1)[0] if k[0] == "Job" else k[1])
+        for k in old.keys() | new.keys()
+        if old.get(k) != new.get(k)
+    )
+    assert changed == [
+        ("ConfigMap", "rot-node-registration"),
+        ("Job", "rot-node-registration"),
+        ("Job", "rot-node-registration"),
+        ("Job", "rot-node-revocation"),
+        ("Job", "rot-node-revocation"),
+        ("Secret", "rot-supernode-a-node-keys"),
+        ("StatefulSet", "rot-supernode-a"),
+    ], changed
+    assert "Job/rot-node-registration" in seen["StatefulSet/rot-supernode-a"]
+    assert "StatefulSet/rot-supernode-a" in seen["Job/rot-node-revocation"]

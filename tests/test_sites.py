@@ -286,3 +286,22 @@ def test_a_hub_warns_about_sites_still_in_the_other_era_and_a_site_refuses_a_hub
         load_plan(settings("site-from-hub"), "site-b", None, {HUB_STACK: hub_outputs})
     text = str(err.value)
     assert "runs Flower 1.26.1 (gRPC era)" in text and "docs/operations.md, Across eras" in text, text
+
+
+def test_a_site_reading_the_hub_takes_its_two_ca_bundle_and_rolls_onto_it() -> None:
+    """The CA overlap (docs/operations.md): a hub's `caCertificate` holds both CAs between steps
+    1 and 3; a site reading it with fromStack trusts both, and its pods roll onto the bundle."""
+    hub_outputs = json.loads((GOLDEN / "hub.outputs.json").read_text())
+    one = "-----BEGIN CERTIFICATE-----\nCA0\n-----END CERTIFICATE-----\n"
+    both = one + "-----BEGIN CERTIFICATE-----\nCA1\n-----END CERTIFICATE-----\n"
+
+    def site(ca: str) -> Any:
+        return run(settings("site-from-hub"), "site-b", stack_outputs={HUB_STACK: {**hub_outputs, "caCertificate": ca}})
+
+    before, after = site(one), site(both)
+    assert get(after.manifests(show_secrets=True), "Secret", "hospital-b-ca")["stringData"] == {"ca.crt": both}
+    annotations = [
+        get(r.manifests(), "StatefulSet", "hospital-b-supernode-gpu")["spec"]["template"]["metadata"]["annotations"]
+        for r in (before, after)
+    ]
+    assert annotations[0]["flower.flwr.ai/tls-checksum"] != annotations[1]["flower.flwr.ai/tls-checksum"]

@@ -348,11 +348,8 @@ GROUPS = [
     Group("distributed", [("2b", scenario_2b)], lambda v: Federation(v, distributed_config(v), label="distributed")),
     Group("upgrade", [("13", upgrade.scenario_13), ("14", upgrade.scenario_14)], upgrade.make),
     Group("era", [("15", upgrade.scenario_15)], upgrade.make_era),
-    Group(
-        "rotation",
-        [("16", rotation.scenario_16), ("18", rotation.scenario_18)],
-        rotation.make,
-    ),
+    Group("keys", [("16", rotation.scenario_16)], rotation.make),
+    Group("ca", [("18", rotation.scenario_18)], rotation.make),
     Group(
         "negative",
         [("5", scenario_5)],
@@ -365,7 +362,7 @@ SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
 # the other federations share a lane (the process one carries the 60 s partition,
 # mostly waiting). So at most four federations run at once: mostly idle processes
 # (Flower polls), which two cores handle.
-LANES = [["subprocess"], ["process", "distributed", "negative"], ["upgrade", "era", "rotation"]]
+LANES = [["subprocess"], ["process", "distributed", "negative"], ["upgrade", "era", "keys", "ca"]]
 # One federation starts at a time: a start is a burst of CPU (every container imports
 # Flower, the register script runs `flwr` once per key), and several at once on two cores
 # slow a SuperLink past its liveness probe (killed at ~20-30 s) or past the SuperNodes'
