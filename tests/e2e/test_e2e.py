@@ -1,7 +1,7 @@
 """End to end: the rendered federation, started pod by pod as the kubelet would, with
 real Flower 1.26.1 (gRPC era) and 1.42.0 (HTTP era). See harness/ for what is
 emulated and how, stack.py for the rendering and the CLI, scenarios.py for what each
-scenario proves. Both versions run side by side (two lanes each, see scenarios.LANES); each test waits for
+scenario proves. Both versions run side by side (three lanes each, see lanes.LANES); each test waits for
 its scenario's outcome and reports it, with the scenario's own duration."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e import harness
-from tests.e2e.scenarios import LANES, Lane
+from tests.e2e.lanes import LANES, Lane
 from tests.e2e.stack import VERSIONS, venv
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PREVIOUS_HTTP_ERA
 

@@ -1,0 +1,172 @@
+"""The lanes that run the e2e scenarios: threads, several per Flower version, so the
+versions' federations run side by side (most of a scenario's time is Flower waiting:
+SuperNodes poll every 3 s, heartbeats expire after tens of seconds), which keeps the whole
+suite within minutes on two cores. Within a lane everything is sequential: one federation
+at a time. The federations and what each scenario proves: scenarios.py, faults.py,
+upgrade.py, rotation.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from tests.e2e import faults, rotation, upgrade
+from tests.e2e.harness import NotReady
+from tests.e2e.scenarios import (
+    Outcome,
+    distributed_config,
+    scenario_1,
+    scenario_2,
+    scenario_2b,
+    scenario_3,
+    scenario_4,
+    scenario_5,
+    wrong_ca,
+)
+from tests.e2e.stack import Federation, config
+
+
+@dataclass
+class Group:
+    name: str
+    scenarios: list[tuple[str, Callable[[Federation, dict], None]]]
+    make: Callable[[str], Federation]
+    comes_online: bool = True  # False: the negative control, whose SuperNodes never do
+
+
+GROUPS = [
+    Group(
+        "subprocess",
+        [
+            ("1", scenario_1),
+            ("3", scenario_3),
+            ("4", scenario_4),
+            ("11", faults.scenario_11),
+            ("8", faults.scenario_8),
+        ],
+        lambda v: Federation(v, config(v), label="subprocess"),
+    ),
+    Group(
+        "process",
+        [("2", scenario_2), ("10", faults.scenario_10), ("12", faults.scenario_12)],
+        lambda v: Federation(v, config(v, isolation="process"), label="process"),
+    ),
+    Group("distributed", [("2b", scenario_2b)], lambda v: Federation(v, distributed_config(v), label="distributed")),
+    Group("upgrade", [("13", upgrade.scenario_13), ("14", upgrade.scenario_14)], upgrade.make),
+    Group("era", [("15", upgrade.scenario_15)], upgrade.make_era),
+    Group("keys", [("16", rotation.scenario_16)], rotation.make),
+    Group("ca", [("18", rotation.scenario_18)], rotation.make),
+    Group(
+        "negative",
+        [("5", scenario_5)],
+        lambda v: Federation(v, config(v, pools=[("a", 1)]), label="negative", tamper=wrong_ca(v)),
+        comes_online=False,
+    ),
+]
+SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
+# Lanes per Flower version (threads): the subprocess federation's scenarios take longest;
+# the other federations share a lane (the process one carries the 60 s partition,
+# mostly waiting). So at most four federations run at once: mostly idle processes
+# (Flower polls), which two cores handle.
+LANES = [["subprocess"], ["process", "distributed", "negative"], ["upgrade", "era", "keys", "ca"]]
+# One federation starts at a time: a start is a burst of CPU (every container imports
+# Flower, the register script runs `flwr` once per key), and several at once on two cores
+# slow a SuperLink past its liveness probe (killed at ~20-30 s) or past the SuperNodes'
+# HTTP timeout (30 s: the retried activation then meets "already online" and the
+# SuperNode exits, Flower's code 2004). A lane holds the gate until its federation is
+# ready (every SuperNode online; the negative control's SuperLink Ready), GATE_HOLD at
+# most; runs take one of stack.RUN_SLOTS.
+START_GATE = threading.Semaphore(1)
+GATE_HOLD = 90
+GATE_TIMEOUT = 600
+
+
+class Lane(threading.Thread):
+    """Runs the wanted scenarios of some groups of one Flower version, in order, in a
+    thread, one federation at a time."""
+
+    def __init__(self, version: str, wanted: set[str], groups: list[str]):
+        super().__init__(name=f"e2e-{version}-{'+'.join(groups)}", daemon=True)
+        self.version = version
+        self.groups = [g for g in GROUPS if g.name in groups]
+        self.wanted = {sid for g in self.groups for sid, _ in g.scenarios} & wanted
+        self.outcomes = {s: Outcome(s) for s in SCENARIOS if s in self.wanted}
+        self.events = {s: threading.Event() for s in self.outcomes}
+        self.memo: dict[str, Any] = {}
+        self.current: Optional[Federation] = None
+        self.stopping = False
+
+    def run(self) -> None:
+        for group in self.groups:
+            todo = [(s, fn) for s, fn in group.scenarios if s in self.wanted]
+            if not todo:
+                continue
+            if self.stopping:
+                break
+            if not START_GATE.acquire(timeout=GATE_TIMEOUT):
+                for s, _ in todo:
+                    self._finish(s, "failed", 0.0, f"no turn to start a federation within {GATE_TIMEOUT}s", [])
+                continue
+            start = time.monotonic()
+            try:
+                fed = group.make(self.version)
+            except BaseException:
+                START_GATE.release()
+                err = f"starting the {group.name} federation failed:\n{traceback.format_exc()}"
+                for s, _ in todo:
+                    self._finish(s, "failed", time.monotonic() - start, err, [])
+                continue
+            try:  # hold the gate while its processes start (the first scenario checks readiness)
+                if group.comes_online:
+                    fed.wait_ready(GATE_HOLD)
+                else:
+                    fed.cluster.wait_pods_ready([fed.superlink], GATE_HOLD)
+            except NotReady:
+                pass  # the first scenario goes on waiting, with its own deadline
+            finally:
+                START_GATE.release()
+            self.current = fed
+            try:
+                for s, fn in todo:
+                    seen = len(fed.incidents)
+                    if s != todo[0][0]:  # the first scenario's phases include the start
+                        fed.phases = []
+                    try:
+                        fn(fed, self.memo)
+                    except BaseException:
+                        self._finish(s, "failed", time.monotonic() - start, self._explain(fed), fed.incidents[seen:])
+                    else:
+                        self._finish(s, "passed", time.monotonic() - start, "", fed.incidents[seen:])
+                    start = time.monotonic()
+            finally:
+                self.current = None
+                fed.close()
+
+    @staticmethod
+    def _explain(fed: Federation) -> str:
+        return (
+            traceback.format_exc()
+            + "\n--- pods ---\n"
+            + "\n".join(p.describe() for p in fed.cluster.pods.values())
+            + "\n--- container logs (tails) ---\n"
+            + fed.cluster.logs(tail=40)
+        )
+
+    def _finish(self, scenario: str, status: str, seconds: float, error: str, incidents: list[str]) -> None:
+        o = self.outcomes[scenario]
+        o.status, o.seconds, o.error, o.incidents = status, seconds, error, list(incidents)
+        o.phases = list(self.current.phases) if self.current is not None else []
+        self.events[scenario].set()
+
+    def outcome(self, scenario: str, timeout: float) -> Outcome:
+        if not self.events[scenario].wait(timeout):
+            o = copy.copy(self.outcomes[scenario])
+            o.status, o.error = "failed", f"scenario {scenario} did not finish within {timeout:.0f}s"
+            return o
+        return self.outcomes[scenario]
