@@ -55,8 +55,11 @@ class RegistrationComponent(pulumi.ComponentResource):
     def _register(self, m: Manifest, opts: pulumi.ResourceOptions, fields: Optional[dict[str, Any]]) -> pulumi.Resource:
         annotations: Optional[dict[str, pulumi.Output[str]]] = None
         if m["kind"] == "Job":
-            phase = registration.REGISTER if m["metadata"]["name"] == self._plan.names.node_registration else None
-            name = self._keys_text.apply(lambda t: registration.job_name(self._plan, t, phase or registration.REVOKE))
+            name = (
+                self.job_name
+                if m["metadata"]["name"] == self._plan.names.node_registration
+                else self._keys_text.apply(lambda t: registration.job_name(self._plan, t, registration.REVOKE))
+            )
             fields = {"metadata": {**m["metadata"], "name": name}}
             annotations = {**(self._rollout.annotations(m) or {}), DIGEST_ANNOTATION: self._digest}
         return register(m, opts, fields=fields, pod_annotations=annotations)

@@ -45,7 +45,7 @@ from tests.e2e import scenarios as base
 from tests.e2e.faults import node_ids
 from tests.e2e.harness import NotReady
 from tests.e2e.harness.jobs import Job
-from tests.e2e.stack import Federation, RunResult, config, run_deadline
+from tests.e2e.stack import Federation, RunResult, config, registration_jobs, run_deadline, wait_job
 
 ROLLOUT_TIMEOUT = 180
 JOB_TIMEOUT = 120
@@ -87,19 +87,9 @@ class Training(threading.Thread):
         return self.results
 
 
-def jobs_of(created: list[Job]) -> tuple[Job, Job]:
-    registration, revocation = sorted(created, key=lambda j: "-node-revocation-" in j.name)
-    assert "-node-registration-" in registration.name and "-node-revocation-" in revocation.name, created
-    return registration, revocation
-
-
 def run_job(fed: Federation, job: Job) -> str:
     fed.cluster.start_jobs([job.name])
-    if not job.wait(JOB_TIMEOUT):
-        raise NotReady(f"{job.describe()} not finished within {JOB_TIMEOUT}s:\n{job.log()}")
-    log = job.log()
-    assert job.status == "Complete", f"{job.describe()}:\n{log}"
-    return log
+    return wait_job(job, JOB_TIMEOUT)
 
 
 def with_generation(raw: dict[str, Any], generation: int) -> dict[str, Any]:
@@ -123,7 +113,7 @@ def scenario_16(fed: Federation, memo: dict) -> None:
     jobs: dict[str, str] = {}
 
     def register_first(created: list[Job]) -> None:
-        registration, revocation = jobs_of(created)
+        registration, revocation = registration_jobs(created)
         jobs["revocation"] = revocation.name
         jobs["registration log"] = run_job(fed, registration)
         steps.append(f"{time.monotonic() - began:.1f}s registration Job complete")
@@ -175,7 +165,7 @@ def scenario_16(fed: Federation, memo: dict) -> None:
     wrong: dict[str, Job] = {}
 
     def register_late(created: list[Job]) -> None:
-        wrong["registration"], wrong["revocation"] = jobs_of(created)
+        wrong["registration"], wrong["revocation"] = registration_jobs(created)
 
     raw = with_generation(fed.rendered.raw, 2)
     try:

@@ -78,7 +78,7 @@ from tests.e2e.site_stacks import (
     stack_name,
     workload,
 )
-from tests.e2e.stack import CLI_LABELS, Federation, Rendered
+from tests.e2e.stack import CLI_LABELS, Federation, Rendered, registration_jobs, wait_job
 from tests.support.flower import venv
 
 SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
@@ -210,21 +210,6 @@ def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str) -> Sit
     return site
 
 
-def wait_job(job: Job, timeout: float, status: str = "Complete") -> str:
-    if not job.wait(timeout):
-        raise NotReady(f"{job.describe()} not finished within {timeout:.0f}s:\n{job.log()}")
-    log = job.log()
-    assert job.status == status, f"{job.describe()}, expected {status}:\n{log}"
-    return log
-
-
-def hub_jobs(jobs: list[Job]) -> tuple[Job, Job]:
-    """(registration Job, revocation Job) of one key set."""
-    registration, revocation = sorted(jobs, key=lambda j: "-node-revocation-" in j.name)
-    assert "-node-registration-" in registration.name and "-node-revocation-" in revocation.name, jobs
-    return registration, revocation
-
-
 def run_jobs(run: SitesRun, jobs: tuple[Job, Job], status: str = "Complete") -> tuple[str, Optional[str]]:
     """What `pulumi up` does with the hub's two Jobs (the hub has no pools to roll between
     them): the registration Job, then, once it completed, the revocation Job. A failed
@@ -250,7 +235,7 @@ def hub_up(
     assert rendered.outputs["caCertificate"] == before.outputs["caCertificate"], "the hub's CA changed across ups"
     sts = f"{HUB_NAME}-superlink"
     assert workload(rendered, "StatefulSet", sts) == workload(before, "StatefulSet", sts), "the SuperLink would roll"
-    jobs = hub_jobs(run.hub.cluster.update(rendered.manifests))
+    jobs = registration_jobs(run.hub.cluster.update(rendered.manifests))
     assert set(run.hub.cluster.jobs) == {j.name for j in jobs}, "the previous Jobs were not deleted"
     run.hub.rendered = rendered
     return jobs
@@ -341,7 +326,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     finally:
         if gate is not None:
             gate.release()
-    job_v1 = hub_jobs(list(hub_cluster.jobs.values()))  # Pulumi creates them once the SuperLink is ready
+    job_v1 = registration_jobs(list(hub_cluster.jobs.values()))  # Pulumi creates them once the SuperLink is ready
     log_v1, _ = run_jobs(run, job_v1)
     assert "done (register): 0 trusted keys" in log_v1, log_v1
     run.phase("hub up (SuperLink Ready, registration Job with no site)")

@@ -41,6 +41,7 @@ from typing import Any, Optional
 
 from components.offline import run_program
 from tests.e2e.harness import Cluster, NotReady, Pod
+from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.rollout import rolling_update
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv
 from tests.support.tls_provider import PulumiState, RealTlsProvider
@@ -109,6 +110,22 @@ def cli_env(version: str, home: Path) -> dict[str, str]:
         "COLUMNS": "200",
         "TERM": "dumb",
     }
+
+
+def registration_jobs(jobs: list[Job]) -> tuple[Job, Job]:
+    """(registration Job, revocation Job) of one trusted key set, as the render names them."""
+    registration, revocation = sorted(jobs, key=lambda j: "-node-revocation-" in j.name)
+    assert "-node-registration-" in registration.name and "-node-revocation-" in revocation.name, jobs
+    return registration, revocation
+
+
+def wait_job(job: Job, timeout: float, status: str = "Complete") -> str:
+    """The Job's log once it finished with `status` (NotReady if it did not finish within `timeout`)."""
+    if not job.wait(timeout):
+        raise NotReady(f"{job.describe()} not finished within {timeout:.0f}s:\n{job.log()}")
+    log = job.log()
+    assert job.status == status, f"{job.describe()}, expected {status}:\n{log}"
+    return log
 
 
 @dataclass
@@ -226,8 +243,9 @@ class Federation:
         self.rendered, self.manifests, self.outputs = new, copy.deepcopy(new.manifests), new.outputs
         self.version = raw["version"]
         self._prepare_cli(tomllib.loads(self.outputs["flwrConfig"]))
-        superlink = self.rendered.raw.get("name", NAME) + "-superlink"
-        return rolling_update(self.cluster, self.manifests, timeout, event, before_roll, first=[superlink])
+        return rolling_update(
+            self.cluster, self.manifests, timeout, event, before_roll, first=[self.superlink.workload]
+        )
 
     def start_rest(self, timeout: float) -> None:
         """SuperLink-first rollout: once the SuperLink is Ready and the keys are

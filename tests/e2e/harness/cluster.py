@@ -133,7 +133,6 @@ class Cluster:
     def __init__(self, version: str, venv: Path, label: str = "e2e"):
         _install_handlers()
         self.version = version
-        self.venv = venv
         self.label = label
         self.images = {version: FlowerImages.of(version, venv)}
         self.id = f"{ID_PREFIX}{secrets.token_hex(2)}"
