@@ -26,26 +26,26 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	touch $@
 
 render: $(VENV)/.installed
-	@$(PY) -m federation render --stack $(STACK)
+	@$(PY) -m flower_federation render --stack $(STACK)
 
 validate: $(VENV)/.installed
-	@$(PY) -m federation validate --stack $(STACK)
+	@$(PY) -m flower_federation validate --stack $(STACK)
 
 # Generated files: tests fail when a committed copy is stale and name the target that refreshes it.
 schema: $(VENV)/.installed
-	@$(PY) -m federation schema --write
+	@$(PY) -m flower_federation schema --write
 
 docs: $(VENV)/.installed
-	@$(PY) -m federation docs --write
+	@$(PY) -m flower_federation docs --write
 
 # Rewrites tests/golden/*.rendered.yaml from the current code: review the diff before committing it.
 golden: $(VENV)/.installed
 	@$(PY) -m tests.support.golden
 
 # pytest exits 5 when it collected no test: that is a failure here, and says so.
-# ruff (format check + lint) over the project, mypy --strict over federation/ and components/
+# ruff (format check + lint) over the project, mypy --strict over flower_federation/
 # (settings in pyproject.toml). `make test` runs it first.
-LINTED := federation components tests bench
+LINTED := flower_federation tests bench __main__.py
 lint: $(VENV)/.installed
 	@$(VENV)/bin/ruff format --check --quiet $(LINTED) && $(VENV)/bin/ruff check --quiet $(LINTED) && $(VENV)/bin/mypy
 	@echo "lint: ruff and mypy --strict clean"

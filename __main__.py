@@ -1,5 +1,5 @@
 """flower-federation: a Flower federation on Kubernetes from stack config."""
 
-from components.program import run
+from flower_federation.program import run
 
 run()

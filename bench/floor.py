@@ -4,7 +4,7 @@
 
 Imports exactly the pulumi / pulumi_kubernetes / pulumi_tls modules the render loaded
 (listed in the file), installs a mock runtime equivalent to the offline renderer's
-(components/offline.py: a `pulumi.runtime.Mocks` whose new_resource returns
+(flower_federation/cli/offline.py: a `pulumi.runtime.Mocks` whose new_resource returns
 `(name-id, inputs)`, one fresh event loop and contextvars.Context, preview=False), and
 registers the same resources in the same order with the same parents: components as
 `pulumi.ComponentResource(type, name, None, opts)`, custom resources through the SDK class

@@ -1,4 +1,4 @@
-"""Where a render's time goes: cProfile of `python -m federation render`, summarised.
+"""Where a render's time goes: cProfile of `python -m flower_federation render`, summarised.
 
     python bench/profile_render.py STACK_FILE [--top N] [--prof OUT.prof] [--after-imports]
 
@@ -7,7 +7,7 @@ monitor's side of each registration runs on executor threads, use py-spy for tho
 
 - phases: cumulative time of imports, config validation, the program's registrations,
   waiting for the mock runtime, unwrapping the inputs, the YAML dump;
-- own time by origin: this project (federation/, components/), Pulumi SDK (pulumi,
+- own time by origin: this project (flower_federation/, flower_federation/shell/), Pulumi SDK (pulumi,
   pulumi_kubernetes, pulumi_tls), yaml, pydantic, jsonschema/kubernetes-validate,
   grpc/protobuf, asyncio, typing, import machinery, other; the time of built-ins
   (isinstance, len, ...) is charged to their callers' origins;
@@ -71,13 +71,29 @@ ORIGINS = (
 
 # (label, file suffix, function name) whose cumulative time is a phase of the render.
 PHASES = (
-    ("import components.offline (Pulumi SDK, pulumi-kubernetes, our modules)", "components/offline.py", "<module>"),
-    ("config: load_plan (pydantic, rules, Kubernetes schema checks)", "federation/plan.py", "load_plan"),
-    ("program: FederationComponent (core builds manifests + SDK registers)", "components/federation.py", "__init__"),
-    ("  of which workloads.* (core manifests)", "federation/workloads.py", None),
-    ("run_program (all of the above under the mock runtime, and the waits)", "components/offline.py", "run_program"),
-    ("Run.manifests / reveal (unwrap secrets, floats to ints)", "components/offline.py", "manifests"),
-    ("documents.dump_all (YAML)", "federation/documents.py", "dump_all"),
+    (
+        "import cli.offline (Pulumi SDK, pulumi-kubernetes, our modules)",
+        "cli/offline.py",
+        "<module>",
+    ),
+    (
+        "config: load_plan (pydantic, rules, Kubernetes schema checks)",
+        "plan/__init__.py",
+        "load_plan",
+    ),
+    (
+        "program: FederationComponent (core builds manifests + SDK registers)",
+        "shell/federation.py",
+        "__init__",
+    ),
+    ("  of which build/* (core manifests)", "build/manifests.py", "render"),
+    (
+        "run_program (all of the above under the mock runtime, and the waits)",
+        "cli/offline.py",
+        "run_program",
+    ),
+    ("Run.manifests / reveal (unwrap secrets, floats to ints)", "cli/offline.py", "manifests"),
+    ("documents.dump_all (YAML)", "kube/documents.py", "dump_all"),
     ("Pulumi _get_stack_trace (per registration)", "pulumi/runtime/resource.py", "_get_stack_trace"),
     ("Pulumi serialize_properties (inputs to the wire)", "pulumi/runtime/rpc.py", "serialize_properties"),
 )
@@ -169,15 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = ["federation", "render", "--config-file", args.stack_file]
     sys.path.insert(0, str(ROOT))
     if args.after_imports:
-        import components.offline  # noqa: F401
-        import federation.__main__  # noqa: F401
-        import federation.documents  # noqa: F401
+        import flower_federation.cli.main  # noqa: F401
+        import flower_federation.cli.offline  # noqa: F401
+        import flower_federation.kube.documents  # noqa: F401
     profiler = cProfile.Profile()
     sink = io.StringIO()
     with redirect_stdout(sink):
         profiler.enable()
         try:
-            runpy.run_module("federation", run_name="__main__", alter_sys=True)
+            runpy.run_module("flower_federation", run_name="__main__", alter_sys=True)
         except SystemExit as done:
             if done.code not in (0, None):
                 raise

@@ -7,7 +7,7 @@ registrations (bench/registrations.py) and check that the floor replays them exa
 (bench/floor.py --check); both also warm the bytecode caches. Then N times (default 5),
 alternating, each as a fresh subprocess:
 
-- render: `python -m federation render --config-file F > /dev/null` (the CLI as a user
+- render: `python -m flower_federation render --config-file F > /dev/null` (the CLI as a user
   runs it: config parsing, validation, the real Pulumi program under the mock runtime,
   the YAML written out);
 - floor:  `python bench/floor.py REGS.json` (the same registrations, no logic).
@@ -156,7 +156,7 @@ def table(rows: list[Row], repeat: int, load_before: str, load_after: str) -> st
         "",
         f"Median of {repeat} runs each, render and floor alternating, every run a fresh process "
         "(wall time includes interpreter start; peak = the child's maximum RSS). render: "
-        "`python -m federation render --config-file F > /dev/null`; floor: `bench/floor.py`, "
+        "`python -m flower_federation render --config-file F > /dev/null`; floor: `bench/floor.py`, "
         "the same registrations (types, names, inputs, parents) replayed under the same mock "
         "runtime with the same pulumi / pulumi-kubernetes / pulumi-tls modules imported, no logic. "
         "ratio = render wall / floor wall. Bytecode cache on (untimed warm-up runs first).",
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         regs, count = prepare(row_id, files[row_id])
         row = Row(row_id, count)
         for _ in range(args.repeat):
-            row.render.append(measure([PY, "-m", "federation", "render", "--config-file", str(files[row_id])]))
+            row.render.append(measure([PY, "-m", "flower_federation", "render", "--config-file", str(files[row_id])]))
             row.floor.append(measure([PY, str(ROOT / "bench" / "floor.py"), str(regs)]))
         print(
             f"  {row_id}: render {median([s.wall for s in row.render]):.2f} s, "

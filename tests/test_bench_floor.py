@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from bench import stacks
-from components.offline import run_program
+from flower_federation.cli.offline import run_program
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from components.offline import run_program
-from federation.plan import ConfigError, load_plan
+from flower_federation.cli.offline import run_program
+from flower_federation.plan import ConfigError, load_plan
 from tests.support.flower import HTTP_ERA
 from tests.support.tls_provider import PulumiState
 

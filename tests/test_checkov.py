@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.offline import SECRET_PLACEHOLDER, run_program
-from federation.documents import dump_all
+from flower_federation.cli.offline import SECRET_PLACEHOLDER, run_program
+from flower_federation.kube.documents import dump_all
 from tests.support.manifests import WORKLOAD_KINDS, workloads
 from tests.support.paths import ROOT
 from tests.support.stacks import dev_settings, program_config, security_stacks

@@ -50,10 +50,10 @@ import pulumi
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, settings
 
-from components.offline import Run, run_program
-from federation.errors import ConfigError, Problem
-from federation.plan import load_plan
-from federation.sites import referenced_stacks
+from flower_federation.cli.offline import Run, run_program
+from flower_federation.config.errors import ConfigError, Problem
+from flower_federation.plan import load_plan
+from flower_federation.plan.sites import referenced_stacks
 from tests.support.fuzz_checks import api_problems, render_problems, report_problems, schema_problems, security_problems
 from tests.support.fuzz_configs import Case, cases
 from tests.support.schema import schemas_read_once

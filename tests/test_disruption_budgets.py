@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from federation.errors import ConfigError
-from federation.plan import load_plan
+from flower_federation.config.errors import ConfigError
+from flower_federation.plan import load_plan
 from tests.support.manifests import by_kind, get
 from tests.support.netpol import pod_groups, selects
 from tests.support.render import core_objects

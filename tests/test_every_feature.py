@@ -17,9 +17,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.offline import run_program
-from federation import nodeauth, pss, trust
-from federation.kube import pod_template
+from flower_federation.build import node_auth as nodeauth
+from flower_federation.build import trust
+from flower_federation.cli.offline import run_program
+from flower_federation.kube import pod_security as pss
+from flower_federation.kube.objects import pod_template
 
 K8S = "1.34.0"
 NS = "flower-all"

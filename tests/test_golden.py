@@ -1,4 +1,4 @@
-"""Golden renders (tests/support/golden.py): each example stack renders, through `python -m federation render`,
+"""Golden renders (tests/support/golden.py): each example stack renders, through `python -m flower_federation render`,
 to exactly the bytes committed in tests/golden/, and registers resources under exactly the committed URNs.
 A refactor that changes any object, or renames any resource, fails here with a diff; `make golden` rewrites
 the goldens when the change is intended."""
@@ -28,7 +28,7 @@ def test_resources_keep_their_urns(golden: Golden) -> None:
 
 
 def test_a_renamed_resource_is_reported_as_a_replacement_with_the_alias_fix() -> None:
-    # Negative control for the message: the CA key renamed, as a careless refactor of components/tls.py would.
+    # Negative control for the message: the CA key renamed, as a careless refactor of shell/tls.py would.
     golden = next(g for g in GOLDENS if g.name == "dev")
     committed = golden.urns.read_text(encoding="utf-8")
     assert "$tls:index/privateKey:PrivateKey::demo-tls-ca-key\n" in committed

@@ -1,4 +1,4 @@
-"""federation/goyaml.py: files read as the Go program that reads each for real (Helm and kubectl: go-yaml
+"""flower_federation/kube/goyaml.py: files read as the Go program that reads each for real (Helm and kubectl: go-yaml
 v2; Pulumi's engine: go-yaml v3), not as PyYAML's YAML 1.1, and a stack file written so that each reads
 back what was written. Then the `render` command on a stack file whose nodeConfig PyYAML would misread."""
 
@@ -11,8 +11,8 @@ import math
 import pytest
 import yaml
 
-from federation import goyaml
-from federation.__main__ import main
+from flower_federation.cli.main import main
+from flower_federation.kube import goyaml
 from tests.support.flower import GRPC_ERA, PROGRAMS
 from tests.support.kube import started_containers
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from federation.helm_parameters import (
+from flower_federation.importers.helm_parameters import (
     CHART_FILE,
     MAPPING_FILE,
     STATUSES,
@@ -19,7 +19,7 @@ from federation.helm_parameters import (
     path_problem,
     read_mappings,
 )
-from federation.plan import load_plan
+from flower_federation.plan import load_plan
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "flower-supernode-helm-chart.md"
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from federation.outputs import warnings as preview_warnings
-from federation.plan import load_plan
+from flower_federation.plan import load_plan
+from flower_federation.plan.outputs import warnings as preview_warnings
 from tests.support.manifests import by_kind, get
 from tests.test_sites import run
 
@@ -227,7 +227,7 @@ def test_distributed_superexec_dials_the_superlinks_own_port_through_the_control
 
 
 def test_the_grpc_era_refuses_http_era_exposure_settings() -> None:
-    from federation.errors import ConfigError
+    from flower_federation.config.errors import ConfigError
 
     raw = hub("1.26.1")
     raw["superlink"]["fleetProxy"] = {"enabled": True}
@@ -240,7 +240,7 @@ def test_the_grpc_era_refuses_http_era_exposure_settings() -> None:
 
 
 def test_the_proxy_body_limit_is_a_setting_and_checked() -> None:
-    from federation.errors import ConfigError
+    from flower_federation.config.errors import ConfigError
 
     raw = hub()
     raw["superlink"]["fleetProxy"] = {"maxRequestBodySize": "256m"}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from federation.versions import DEFAULT_VERSION
+from flower_federation.flower.versions import DEFAULT_VERSION
 from tests.support.manifests import by_kind, get, pod_spec, workloads
 from tests.support.render import core_objects, plan_of
 from tests.support.validation import assert_valid, cfg, problems, process_cfg, sts_pool

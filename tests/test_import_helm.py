@@ -1,4 +1,4 @@
-"""`python -m federation import helm`: every YAML example of the SuperNode chart's guide
+"""`python -m flower_federation import helm`: every YAML example of the SuperNode chart's guide
 (tests/seeds, read from the markdown) imports, validates and renders, and the render means
 what the chart would have run: names, the SuperLink dialled, the CA, images, replicas,
 isolation, node auth and node config as real Flower parses the rendered command lines;
@@ -14,14 +14,14 @@ from unittest.mock import patch
 
 import pytest
 
-from federation.helm_parameters import mappings
-from federation.importers import helm
-from federation.importers.chart import CHART, WHOLE, Values
-from federation.importers.common import Stack, get_path, parts_of
-from federation.importers.helm_steps import COMPUTED, Steps, fullname
-from federation.plan import load_plan
-from federation.sshkeys import public_key
-from federation.versions import FlowerVersion
+from flower_federation.flower.public_keys import public_key
+from flower_federation.flower.versions import FlowerVersion
+from flower_federation.importers import helm
+from flower_federation.importers.chart import CHART, WHOLE, Values
+from flower_federation.importers.common import Stack, get_path, parts_of
+from flower_federation.importers.helm_parameters import mappings
+from flower_federation.importers.helm_steps import COMPUTED, Steps, fullname
+from flower_federation.plan import load_plan
 from tests.support.flower import GRPC_ERA, PROGRAMS
 from tests.support.importing import (
     chart_fullname,

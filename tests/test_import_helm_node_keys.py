@@ -1,4 +1,4 @@
-"""`python -m federation import helm`, the chart's node key (`global.nodeAuth.*`): a key in PEM (PKCS#8, as the
+"""`python -m flower_federation import helm`, the chart's node key (`global.nodeAuth.*`): a key in PEM (PKCS#8, as the
 chart's guide allows) reaches the stack in OpenSSH format, the one Flower's SuperNode reads, through the command
 the stack file prints; a key the SuperNode could not use, or a public key that is not the private key's, is
 refused at import by its path, never quoted."""
@@ -14,8 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from federation.plan import load_plan
-from federation.sshkeys import key_problem, public_key
+from flower_federation.flower.public_keys import key_problem, public_key
+from flower_federation.plan import load_plan
 from tests.support.importing import header, run_import, stack_config, write
 from tests.support.tls_provider import new_openssh_key
 

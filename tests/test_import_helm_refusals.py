@@ -1,4 +1,4 @@
-"""`python -m federation import helm`, what it will not do silently: values without a counterpart
+"""`python -m flower_federation import helm`, what it will not do silently: values without a counterpart
 refused at once by their chart paths, --allow-drop and what it lists, contradictions, the defaults
 that differ said (and set with --preserve-behaviour), the same values giving the same bytes."""
 
@@ -9,9 +9,9 @@ import os
 import subprocess
 import sys
 
-from federation.helm_parameters import mappings
-from federation.importers.chart import CHART
-from federation.plan import load_plan
+from flower_federation.importers.chart import CHART
+from flower_federation.importers.helm_parameters import mappings
+from flower_federation.plan import load_plan
 from tests.support.importing import (
     header,
     render,
@@ -152,7 +152,16 @@ def test_same_values_same_bytes(tmp_path):
     outs = set()
     for seed in ("0", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        cmd = [sys.executable, "-m", "federation", "import", "helm", path, "--allow-drop", "--preserve-behaviour"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "flower_federation",
+            "import",
+            "helm",
+            path,
+            "--allow-drop",
+            "--preserve-behaviour",
+        ]
         outs.add(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout)
     assert len(outs) == 1
 

@@ -1,4 +1,4 @@
-"""`python -m federation import helm`: the chart's scheduling, security, probe, SuperExec and other
+"""`python -m flower_federation import helm`: the chart's scheduling, security, probe, SuperExec and other
 settings (docs/helm-parameters.md) reach the rendered pods, and real Flower parses the command
 lines they shape."""
 

@@ -1,4 +1,4 @@
-"""`python -m federation import operator`: every Federation CR of the flower-operator README
+"""`python -m flower_federation import operator`: every Federation CR of the flower-operator README
 (tests/seeds, read from the markdown) imports as its spec under our key with the name and
 namespace of its metadata, validates, renders, and the render runs what the operator would
 have: one workload per pool of the CR's mode and replicas, its images, its isolation, the
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from federation.goyaml import load_stack_file
-from federation.plan import load_plan
+from flower_federation.kube.goyaml import load_stack_file
+from flower_federation.plan import load_plan
 from tests.support.flower import GRPC_ERA, PROGRAMS
 from tests.support.importing import header, render, run_import, stack_config, write
 from tests.support.kube import started_containers
@@ -236,7 +236,7 @@ def test_same_cr_same_bytes(tmp_path):
     outs = set()
     for seed in ("0", "4242"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        cmd = [sys.executable, "-m", "federation", "import", "operator", path, "--preserve-behaviour"]
+        cmd = [sys.executable, "-m", "flower_federation", "import", "operator", path, "--preserve-behaviour"]
         outs.add(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout)
     assert len(outs) == 1
 

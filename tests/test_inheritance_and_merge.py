@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from federation.errors import ConfigError
-from federation.plan import load_plan
+from flower_federation.config.errors import ConfigError
+from flower_federation.plan import load_plan
 from tests.support.render import core_objects
 from tests.support.stacks import base
 

@@ -19,10 +19,10 @@ from typing import Any
 import pulumi
 import pytest
 
-from components import node_keys, supernode_pool
-from components import registration as registration_component
-from components.offline import run_program
-from federation.plan import ConfigError, load_plan
+from flower_federation.cli.offline import run_program
+from flower_federation.plan import ConfigError, load_plan
+from flower_federation.shell import node_keys, supernode_pool
+from flower_federation.shell import registration as registration_component
 from tests.support.flower import HTTP_ERA
 from tests.support.tls_provider import PulumiState
 

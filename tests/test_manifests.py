@@ -73,7 +73,7 @@ def test_every_object_passes_strict_schema(raw):
 
 def test_dev_stack_render_parses_back_and_validates():
     out = subprocess.run(
-        [sys.executable, "-m", "federation", "render"], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-m", "flower_federation", "render"], cwd=ROOT, capture_output=True, text=True, check=True
     )
     docs = list(yaml.safe_load_all(out.stdout))
     kinds = sorted(d["kind"] for d in docs)

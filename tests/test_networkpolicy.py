@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from federation.plan import FederationPlan
+from flower_federation.plan import FederationPlan
 from tests.support.manifests import arg_after, by_kind, get, workload_container
 from tests.support.netpol import allowed, pod_groups, port_matches, selects
 from tests.support.render import core_objects

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from federation.nodeconfig import NODE_NAME_ENV, POD_INDEX_ENV, render_node_config, render_value
+from flower_federation.flower.node_config import NODE_NAME_ENV, POD_INDEX_ENV, render_node_config, render_value
 from tests.support.flower import GRPC_ERA, HTTP_ERA
 from tests.support.kube import expand
 

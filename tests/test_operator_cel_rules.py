@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from federation.errors import ConfigError
-from federation.plan import load_plan
+from flower_federation.config.errors import ConfigError
+from flower_federation.plan import load_plan
 from tests.support.operator_examples import SX, from_cr
 from tests.support.operator_readme import MULTIPOOLS, PROCESS, QUICK_START, SUBPROCESS
 

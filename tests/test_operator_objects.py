@@ -11,7 +11,7 @@ import copy
 import kubernetes_validate
 import pytest
 
-from components.offline import run_program
+from flower_federation.cli.offline import run_program
 from tests.support.defaults import CA_FILE, FLOWER_UID, RESTRICTED_CONTAINER_SC
 from tests.support.generated import without_generated
 from tests.support.manifests import arg_after, container, index, pod_spec, volume

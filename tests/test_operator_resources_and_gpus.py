@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from federation.errors import ConfigError
-from federation.plan import load_plan
+from flower_federation.config.errors import ConfigError
+from flower_federation.plan import load_plan
 from tests.support.defaults import RESTRICTED_CONTAINER_SC
 from tests.support.manifests import container, env_by_name, index, pod_spec, volume
 from tests.support.operator_examples import (

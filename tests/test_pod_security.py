@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from federation import pss
+from flower_federation.kube import pod_security as pss
 from tests.support.defaults import RESTRICTED_CONTAINER_SC, RESTRICTED_POD_SC
 from tests.support.manifests import get, workloads
 from tests.support.render import namespace_of, plan_objects, plan_of, pod_templates_of

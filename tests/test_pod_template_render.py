@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from federation.__main__ import main
+from flower_federation.cli.main import main
 
 POD_TEMPLATE = {"spec": {"nodeSelector": {"disk": "ssd"}}}
 # A patch of the distributed SuperExec's container and a new container, both mounting volume "both".
@@ -62,7 +62,7 @@ def test_pod_template_renders_without_tls(tmp_path: Path, where: str) -> None:
 def test_a_pools_container_patches_go_to_the_pods_that_run_each_container() -> None:
     # Found by the config fuzzer: with distributed SuperExecs a pool's podTemplate reaches two
     # pods, and a patch of `supernode` added a container without an image to the SuperExec's.
-    from components.offline import run_program
+    from flower_federation.cli.offline import run_program
     from tests.support.schema import validate
     from tests.support.stacks import base
 
@@ -96,8 +96,8 @@ def test_a_pools_container_patches_go_to_the_pods_that_run_each_container() -> N
 
 def test_distributed_statefulsets_get_the_claims_their_pods_mount_podtemplate_included() -> None:
     # Found by the config fuzzer: a claim mounted only by a podTemplate patch went to neither StatefulSet.
-    from federation import manifests
-    from federation.plan import load_plan
+    from flower_federation.build import manifests
+    from flower_federation.plan import load_plan
     from tests.support.stacks import base
 
     claim = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
@@ -126,8 +126,8 @@ def test_a_pools_volumes_go_to_the_pods_that_mount_them() -> None:
     """With distributed SuperExecs a pool's volumes reach two pods: each gets those its containers mount or use as a
     device (podTemplate patches included), as a PVC a pod lists is attached to it mounted or not (a ReadWriteOnce
     claim mounted by the SuperExec would make the SuperNode's pod fail on multi-attach). Ours stay as they are."""
-    from federation import manifests
-    from federation.plan import load_plan
+    from flower_federation.build import manifests
+    from flower_federation.plan import load_plan
     from tests.support.stacks import base
 
     names = ("node", "exec", "both", "device", "unused")
@@ -171,8 +171,8 @@ def test_a_pools_volumes_go_to_the_pods_that_mount_them() -> None:
 
 
 def _pool_volumes(raw: dict[str, Any]) -> dict[str, list[str]]:
-    from federation import manifests
-    from federation.plan import load_plan
+    from flower_federation.build import manifests
+    from flower_federation.plan import load_plan
 
     return {
         o["metadata"]["name"]: [v["name"] for v in o["spec"]["template"]["spec"]["volumes"]]

@@ -1,4 +1,4 @@
-"""Warnings a preview prints (federation/outputs.py `warnings`): what is deployed as asked but a reviewer
+"""Warnings a preview prints (flower_federation/plan/outputs.py `warnings`): what is deployed as asked but a reviewer
 should know. Here: images of another Flower version than the federation's, within its dialect (validation
 admits them: a command line is the same across a dialect)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from federation.outputs import warnings
+from flower_federation.plan.outputs import warnings
 from tests.support.flower import GRPC_ERA, HTTP_ERA
 from tests.support.render import plan_of
 from tests.support.stacks import base

@@ -8,9 +8,9 @@ from typing import Optional
 
 import pytest
 
-from federation.errors import ConfigError
-from federation.layout import MANAGED_CONTAINERS
-from federation.plan import load_plan
+from flower_federation.config.errors import ConfigError
+from flower_federation.flower.layout import MANAGED_CONTAINERS
+from flower_federation.plan import load_plan
 from tests.support.manifests import arg_after, containers, workload_container, workloads
 from tests.support.render import core_objects, plan_of, pod_templates_of
 from tests.support.security_matrix import DEV, NAME, STACK_IDS, security_objects, security_plan

@@ -19,10 +19,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_ssh_private_key, load_ssh_public_key
 from pulumi.runtime import rpc
 
-from components import program
-from components.offline import Run, run_program
-from federation import nodeauth, sshkeys, trust
-from federation.layout import NODE_KEY_DIR
+from flower_federation import program
+from flower_federation.build import node_auth as nodeauth
+from flower_federation.build import trust
+from flower_federation.cli.offline import Run, run_program
+from flower_federation.flower import public_keys as sshkeys
+from flower_federation.flower.layout import NODE_KEY_DIR
 from tests.support.kube import container_argv, pod_for
 from tests.support.manifests import arg_after, container
 from tests.support.program import (

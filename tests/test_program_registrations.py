@@ -10,7 +10,7 @@ import json
 import pulumi
 import pytest
 
-from components.offline import SECRET_TYPE, Run, run_program
+from flower_federation.cli.offline import SECRET_TYPE, Run, run_program
 from tests.support.program import (
     CERTIFICATE_TYPE,
     NS,

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from pulumi.runtime import rpc
 
-from components.offline import SECRET_PLACEHOLDER, run_program
-from federation import sshkeys
+from flower_federation.cli.offline import SECRET_PLACEHOLDER, run_program
+from flower_federation.flower import public_keys as sshkeys
 from tests.support.program import (
     PREVIEW,
     STACKS,

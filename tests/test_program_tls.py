@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from pulumi.runtime import rpc
 
-from components.offline import SECRET_TYPE, Run, reveal, run_program
-from federation import trust
-from federation.plan import FederationPlan
+from flower_federation.build import trust
+from flower_federation.cli.offline import SECRET_TYPE, Run, reveal, run_program
+from flower_federation.plan import FederationPlan
 from tests.support.manifests import WORKLOAD_KINDS
 from tests.support.program import (
     CERTIFICATE_TYPE,

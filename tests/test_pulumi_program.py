@@ -1,6 +1,6 @@
 """The real Pulumi program (`components.program.run`, what __main__.py runs) under the
 Pulumi mock runtime, once with preview=True and once with preview=False. Each run has
-its own event loop and context (components/offline.py)."""
+its own event loop and context (flower_federation/cli/offline.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import sys
 import pulumi
 import pytest
 
-from components import program
-from components.offline import Run, run_program
+from flower_federation import program
+from flower_federation.cli.offline import Run, run_program
 from tests.support.flower import GRPC_ERA, HTTP_ERA
 from tests.support.generated import without_generated
 from tests.support.paths import ROOT
@@ -214,7 +214,7 @@ def test_render_is_byte_identical_across_hash_seeds(seed, tmp_path):
     def render(s):
         env = {**os.environ, "PYTHONHASHSEED": s}
         return subprocess.run(
-            [sys.executable, "-m", "federation", "render", "--stack", "dev"],
+            [sys.executable, "-m", "flower_federation", "render", "--stack", "dev"],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -227,8 +227,8 @@ def test_render_is_byte_identical_across_hash_seeds(seed, tmp_path):
 
 
 def test_secret_values_are_masked_unless_asked_for():
-    from components.kubernetes import register
-    from components.offline import SECRET_PLACEHOLDER
+    from flower_federation.cli.offline import SECRET_PLACEHOLDER
+    from flower_federation.shell.kubernetes import register
 
     def entry():
         program.run()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from federation.naming import POOL_LABEL, SUPEREXEC_REPLICA_LABEL
+from flower_federation.kube.naming import POOL_LABEL, SUPEREXEC_REPLICA_LABEL
 from tests.support.defaults import PRESETS, RESTRICTED_CONTAINER_SC, RESTRICTED_POD_SC, TASK_POD_PRESET
 from tests.support.manifests import arg_after, by_kind, get, mounts_by_name, volumes_by_name, workloads
 from tests.support.netpol import selects

@@ -1,4 +1,4 @@
-"""The README's config reference is generated from the config model (federation/reference.py) and the
+"""The README's config reference is generated from the config model (flower_federation/config/reference.py) and the
 committed README holds exactly what `make docs` writes."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any, Literal, Optional
 import pytest
 from pydantic import BaseModel, Field
 
-from federation.__main__ import main
-from federation.config import Federation, Model
-from federation.reference import (
+from flower_federation.cli.main import main
+from flower_federation.config import Federation, Model
+from flower_federation.config.reference import (
     BEGIN_MARKER,
     END_MARKER,
     README_FILE,

@@ -11,8 +11,8 @@ from types import ModuleType
 
 import pytest
 
-from federation import registration
-from federation.plan import load_plan
+from flower_federation.build import registration
+from flower_federation.plan import load_plan
 
 A, B, C = b"key-a", b"key-b", b"key-c"
 LINES = {A: "ecdsa-sha2-nistp384 AAAA-a hospital-a/ward/0", B: "ecdsa-sha2-nistp384 AAAA-b hospital-b/ward/0"}

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from federation import manifests
-from federation.errors import ConfigError
-from federation.kube import ObjectKey
-from federation.plan import load_plan
+from flower_federation.build import manifests
+from flower_federation.config.errors import ConfigError
+from flower_federation.kube.objects import ObjectKey
+from flower_federation.plan import load_plan
 from tests.support.stacks import base, daemonset_node_keys, security_stacks
 from tests.support.tls_provider import new_openssh_key
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from federation.quantity import parse_quantity
+from flower_federation.kube.quantity import parse_quantity
 from tests.support.defaults import ADDED_CONTAINER_PRESET, PRESETS, TASK_POD_PRESET, role_preset
 from tests.support.manifests import by_kind, container, index, pod_spec, workloads
 from tests.support.render import core_objects

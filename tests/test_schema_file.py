@@ -4,14 +4,14 @@ is the one the pydantic model generates, byte for byte."""
 import contextlib
 import io
 
-from federation.__main__ import main
-from federation.config import json_schema
-from federation.reference import SCHEMA_FILE, schema_text
+from flower_federation.cli.main import main
+from flower_federation.config import json_schema
+from flower_federation.config.reference import SCHEMA_FILE, schema_text
 
 
 def test_committed_schema_is_current() -> None:
     assert SCHEMA_FILE.read_bytes() == schema_text().encode(), (
-        "federation/config.schema.json is stale: run `make schema`"
+        "flower_federation/config/config.schema.json is stale: run `make schema`"
     )
 
 

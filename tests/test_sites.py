@@ -14,8 +14,8 @@ import pulumi
 import pytest
 import yaml
 
-from components.offline import Run, run_program
-from federation import registration
+from flower_federation.build import registration
+from flower_federation.cli.offline import Run, run_program
 from tests.support.manifests import by_kind, get
 from tests.support.tls_provider import RealTlsProvider
 
@@ -172,7 +172,7 @@ def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
 
 
 def first_plan() -> Any:
-    from federation.plan import load_plan
+    from flower_federation.plan import load_plan
 
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
     return load_plan(settings("hub"), "hub", None, {SITE_STACK: site_outputs})
@@ -222,7 +222,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
     import contextlib
     import io
 
-    from federation.__main__ import main
+    from flower_federation.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -271,8 +271,8 @@ def test_render_outputs_are_what_a_hub_reads_and_hold_no_private_key(tmp_path: P
 
 
 def test_a_hub_warns_about_sites_still_in_the_other_era_and_a_site_refuses_a_hub_in_another() -> None:
-    from federation.outputs import warnings
-    from federation.plan import ConfigError, load_plan
+    from flower_federation.plan import ConfigError, load_plan
+    from flower_federation.plan.outputs import warnings
 
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
     assert not [w for w in warnings(load_plan(settings("hub"), "hub", None, {SITE_STACK: site_outputs})) if "era" in w]

@@ -1,5 +1,5 @@
 """The SuperLink of Flower versions with unsafe concurrent state access runs through a
-wrapper (federation/superlink_state.py): before 1.28 it creates the state once, before
+wrapper (flower_federation/flower/superlink_state.py): before 1.28 it creates the state once, before
 Flower starts its servers (lazily, from several gRPC threads at once, Alembic fails with
 KeyError 'script' / "database is locked" or crashes the process); 1.26-1.30 get an
 atomic object preregistration (per-node transactions race a concurrent delete of a
@@ -15,8 +15,12 @@ import time
 
 import pytest
 
-from federation.superlink_state import ATOMIC_PREREGISTER, PREREGISTER_ATOMIC_SINCE, STATE_INIT_LOCKED_SINCE
-from federation.versions import FlowerVersion
+from flower_federation.flower.superlink_state import (
+    ATOMIC_PREREGISTER,
+    PREREGISTER_ATOMIC_SINCE,
+    STATE_INIT_LOCKED_SINCE,
+)
+from flower_federation.flower.versions import FlowerVersion
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.processes import Processes, free_port, process_env
 from tests.support.render import plan_of, superlink_objects

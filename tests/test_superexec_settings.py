@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.layout import TELEMETRY_ENV
+from flower_federation.flower.layout import TELEMETRY_ENV
 from tests.support.manifests import by_kind, container, env_by_name, get, pod_spec, workloads
 from tests.support.render import core_objects, plan_of
 from tests.support.validation import SUPEREXEC, problems, process_cfg, sts_pool

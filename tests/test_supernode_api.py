@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation import appio
-from federation.outputs import warnings
+from flower_federation.build import appio
+from flower_federation.plan.outputs import warnings
 from tests.support.manifests import container, get
 from tests.support.netpol import allowed, pod_groups
 from tests.support.render import core_objects, plan_of

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 import yaml
 
-from federation import pods
-from federation.layout import TELEMETRY_ENV
+from flower_federation.build import pods
+from flower_federation.flower.layout import TELEMETRY_ENV
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.importing import header, run_import, stack_config, write
 from tests.support.render import plan_objects, plan_of

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from federation import appio, trust
-from federation.errors import ConfigError
+from flower_federation.build import appio, trust
+from flower_federation.config.errors import ConfigError
 from tests.support.manifests import arg_after, containers, get, mounts_by_name, volumes_by_name, workload_container
 from tests.support.render import certificate_of, plan_of
 from tests.support.security_matrix import NAME, NS, TLS_STACK_IDS, security_objects, security_plan

@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from federation.plan import load_plan
+from flower_federation.plan import load_plan
 from tests.support.render import node_key_secret_of
 from tests.support.stacks import base
 from tests.support.tls_provider import new_openssh_key

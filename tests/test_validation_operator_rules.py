@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from federation.versions import DEFAULT_VERSION
+from flower_federation.flower.versions import DEFAULT_VERSION
 from tests.support.validation import (
     CEL_CLIENTAPP_EMPTY,
     CEL_CLIENTAPP_REQUIRED,

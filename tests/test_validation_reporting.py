@@ -14,10 +14,10 @@ import pulumi
 import pytest
 import yaml
 
-from components import offline
-from federation.errors import ConfigError, Problem
-from federation.plan import load_plan
-from federation.versions import DEFAULT_VERSION
+from flower_federation.cli import offline
+from flower_federation.config.errors import ConfigError, Problem
+from flower_federation.flower.versions import DEFAULT_VERSION
+from flower_federation.plan import load_plan
 from tests.support.paths import ROOT
 from tests.support.validation import (
     CEL_CLIENTAPP_REQUIRED,
@@ -205,7 +205,7 @@ def _write_stack(tmp_path: Path, federation: Any, filename: str = "stack.yaml") 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(PYTHON), "-m", "federation", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [str(PYTHON), "-m", "flower_federation", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
 
 

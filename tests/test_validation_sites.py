@@ -206,7 +206,7 @@ def test_role_site_and_cluster_problems_are_reported_by_path(case: str) -> None:
 
 def test_a_hub_needs_no_pools_and_a_site_no_superlink() -> None:
     # The operator's "at least one pool" rule is for federation and site stacks only.
-    from federation.plan import load_plan
+    from flower_federation.plan import load_plan
 
     plan = load_plan(hub(superlink={"ingress": {"host": "fl.example.org"}}), "dev")
     assert plan.role == "hub" and plan.clusters == [""] and not plan.spec.supernodes.pools
@@ -219,7 +219,7 @@ def test_a_site_runs_process_isolation_without_a_superlink_image(placement: str)
     # The operator's superexecImage rule is about the SuperLink's SuperExec, which a site does not run
     # (the SuperNode chart's "Isolated Setup" is a site in process isolation). Its pools still need
     # their ClientApp SuperExec images, and a superlink.superexecImage is refused once, by the role rules.
-    from federation.plan import load_plan
+    from flower_federation.plan import load_plan
 
     raw = base(isolation="process", placement=placement, role="site")
     raw.pop("superlink")

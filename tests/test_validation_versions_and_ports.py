@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from federation.plan import load_plan
-from federation.versions import DEFAULT_VERSION
+from flower_federation.flower.versions import DEFAULT_VERSION
+from flower_federation.plan import load_plan
 from tests.support.validation import SUPPORTED, assert_valid, cfg, pool, problems, process_cfg, sts_pool
 
 

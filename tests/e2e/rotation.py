@@ -6,7 +6,7 @@ In scenario 16, federated runs follow one another in a thread for the whole scen
 one round over whichever SuperNodes are online, `min-nodes` 1, the round ending at its
 20 s timeout at the latest when a SuperNode is replaced mid-round).
 
- 16. `nodeKeyGeneration: 1` is rolled out as `pulumi up` orders it (components/
+ 16. `nodeKeyGeneration: 1` is rolled out as `pulumi up` orders it (flower_federation/shell/
      federation.py): the registration Job of the new key set runs first (it registers the
      two new keys and revokes nothing), then pool `a` rolls onto them (its node-keys Secret
      and StatefulSet wait for that Job), then the revocation Job revokes the two old keys.

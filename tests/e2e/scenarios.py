@@ -57,7 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from federation.quantity import parse_quantity
+from flower_federation.kube.quantity import parse_quantity
 from tests.e2e import netpol_controls
 from tests.e2e.harness import NotReady
 from tests.e2e.kills import KillWhileTraining

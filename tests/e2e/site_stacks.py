@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from components.offline import run_program
+from flower_federation.cli.offline import run_program
 from tests.e2e.stack import _RENDER_LOCK, CLI_LABELS, Rendered
 from tests.support.tls_provider import PulumiState
 

@@ -20,7 +20,7 @@
   cannot see one die, and nothing restarts it: a lost one fails the scenario).
 - Rollout order: all pods at once, as the StatefulSets would. Flower before 1.28 creates
   the SuperLink's state lazily without a lock; the product starts such a SuperLink
-  through a wrapper that creates it before serving (federation/superlink_state.py), so no
+  through a wrapper that creates it before serving (flower_federation/flower/superlink_state.py), so no
   ordering or retry here hides that race.
 """
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from components.offline import run_program
+from flower_federation.cli.offline import run_program
 from tests.e2e.harness import Cluster, NotReady, Pod
 from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.rollout import rolling_update
@@ -233,7 +233,7 @@ class Federation:
         event: Optional[Callable[[str], None]] = None,
         before_roll: Optional[Callable[[list[Any]], None]] = None,
     ) -> list[str]:
-        """The next `pulumi up` with config `raw`, in Pulumi's order (components/federation.py:
+        """The next `pulumi up` with config `raw`, in Pulumi's order (flower_federation/shell/federation.py:
         the SuperLink's StatefulSet rolls first, then the Jobs' hook `before_roll`, then the
         pools, which wait for both), each rolled as its controller would (harness/rollout.py);
         the CLI follows the stack's `version` (its user upgrades `flwr` too). Returns the pods

@@ -25,10 +25,11 @@ from typing import Any
 import jsonschema
 import referencing
 
-from federation import manifests, pss
-from federation.k8s_schema import _load
-from federation.kube import ObjectKey, pod_template
-from federation.quantity import parse_quantity
+from flower_federation.build import manifests
+from flower_federation.kube import pod_security as pss
+from flower_federation.kube.objects import ObjectKey, pod_template
+from flower_federation.kube.openapi import _load
+from flower_federation.kube.quantity import parse_quantity
 
 REPORT_HEAD = re.compile(r"invalid flower-federation config \((\d+) problems?\):")
 # A problem's config path: under the federation config, or the secret nodeAuthKeys.

@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from federation import sshkeys
+from flower_federation.flower import public_keys as sshkeys
 from tests.support.fuzz_fragments import Draw, chance, one, pick
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIBfzCCASWgAwIBAgIUZnV6emVyIGh1YiBDQQ==\n-----END CERTIFICATE-----\n"

@@ -1,5 +1,5 @@
 """Golden renders: for a few example stacks, the stack settings file and the exact YAML that
-`python -m federation render` prints for it, committed under tests/golden/. They pin every rendered object
+`python -m flower_federation render` prints for it, committed under tests/golden/. They pin every rendered object
 byte for byte, so a refactor that changes any object shows up as a diff in tests/test_golden.py. Beside
 each render, the URN of every resource the program registers (tests/support/urns.py): a refactor that
 renames one, which `pulumi up` would carry out as delete-and-create, shows up there.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from federation.__main__ import main as federation_cli
+from flower_federation.cli.main import main as federation_cli
 from tests.support.urns import identities
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ GOLDENS = (
 
 
 def render(golden: Golden) -> tuple[str, str]:
-    """What `python -m federation render` prints for the stack, and the outputs it writes:
+    """What `python -m flower_federation render` prints for the stack, and the outputs it writes:
     the CLI's own code path, in-process."""
     out, err = io.StringIO(), io.StringIO()
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,7 +84,7 @@ def render(golden: Golden) -> tuple[str, str]:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = federation_cli(argv)
         if code != 0:
-            raise RuntimeError(f"python -m federation {' '.join(argv)} exited {code}:\n{err.getvalue()}")
+            raise RuntimeError(f"python -m flower_federation {' '.join(argv)} exited {code}:\n{err.getvalue()}")
         return out.getvalue(), (Path(tmp) / "outputs.json").read_text()
 
 

@@ -1,4 +1,4 @@
-"""Running `python -m federation import ...` in tests, and rendering what it printed the way a
+"""Running `python -m flower_federation import ...` in tests, and rendering what it printed the way a
 user would (the stack file through the real program under mocks), plus reading a chart
 guide example's meaning from the guide's own defaults (not from the importer's table)."""
 
@@ -10,15 +10,15 @@ from typing import Any, Optional
 
 import yaml
 
-from components.offline import Run, run_program
-from federation.__main__ import main
+from flower_federation.cli.main import main
+from flower_federation.cli.offline import Run, run_program
 from tests.support.seeds import chart_parameters
 
 CONFIG_KEY = "flower-federation:federation"
 
 
 def run_import(capsys: Any, *argv: str) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `python -m federation import ARGV...`."""
+    """(exit code, stdout, stderr) of `python -m flower_federation import ARGV...`."""
     code = main(["import", *argv])
     out, err = capsys.readouterr()
     return code, out, err
@@ -39,7 +39,7 @@ def stack_config(text: str) -> dict[str, Any]:
 
 
 def run(config: dict[str, Any], stack: str, node_keys: Optional[dict[str, Any]] = None) -> Run:
-    """The program run `python -m federation render` makes of this federation value."""
+    """The program run `python -m flower_federation render` makes of this federation value."""
     settings: dict[str, Any] = {CONFIG_KEY: config}
     if node_keys is not None:
         settings["flower-federation:nodeAuthKeys"] = node_keys
@@ -47,7 +47,7 @@ def run(config: dict[str, Any], stack: str, node_keys: Optional[dict[str, Any]] 
 
 
 def render(config: dict[str, Any], stack: str, node_keys: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
-    """The objects `python -m federation render` prints for this federation value."""
+    """The objects `python -m flower_federation render` prints for this federation value."""
     return run(config, stack, node_keys).manifests()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
-from federation.superlink_state import SUPERLINK_ENTRY
+from flower_federation.flower.superlink_state import SUPERLINK_ENTRY
 from tests.support.manifests import WORKLOAD_KINDS
 
 
@@ -135,7 +135,7 @@ def container_env(
 
 def container_argv(container: Mapping[str, Any], pod: Mapping[str, Any]) -> list[str]:
     """The args the program receives (images' ENTRYPOINT is the program itself, or the
-    SuperLink's wrapper (federation/superlink_state.py), which hands them to Flower's own entry point)."""
+    SuperLink's wrapper (flower_federation/flower/superlink_state.py), which hands them to Flower's own entry point)."""
     env = container_env(container, pod)
     if "command" in container:
         command = container["command"]

@@ -8,7 +8,7 @@ import base64
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from federation.kube import WORKLOAD_KINDS
+from flower_federation.kube.objects import WORKLOAD_KINDS
 
 Manifest = dict[str, Any]
 __all__ = ["WORKLOAD_KINDS"]

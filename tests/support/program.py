@@ -14,10 +14,10 @@ import pulumi
 import pytest
 from cryptography import x509
 
-from components import program
-from components.offline import SECRET_TYPE, Registration, Run, reveal, run_program
-from federation import trust
-from federation.plan import FederationPlan
+from flower_federation import program
+from flower_federation.build import trust
+from flower_federation.cli.offline import SECRET_TYPE, Registration, Run, reveal, run_program
+from flower_federation.plan import FederationPlan
 from tests.support.manifests import workloads
 from tests.support.render import plan_of
 from tests.support.stacks import program_config, security_stacks

@@ -10,8 +10,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from components.offline import run_program
-from federation.plan import FederationPlan
+from flower_federation.cli.offline import run_program
+from flower_federation.plan import FederationPlan
 from tests.support.kube import started_containers as kubelet_started_containers
 from tests.support.manifests import object_data, workloads
 from tests.support.render import plan_of

@@ -12,12 +12,13 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Optional
 
-from federation import manifests, nodeauth, trust
-from federation.outputs import stack_outputs
-from federation.plan import FederationPlan, load_plan
+from flower_federation.build import manifests, trust
+from flower_federation.build import node_auth as nodeauth
+from flower_federation.plan import FederationPlan, load_plan
+from flower_federation.plan.outputs import stack_outputs
 
 if TYPE_CHECKING:
-    from federation.config import Pool
+    from flower_federation.config import Pool
 
 Manifest = dict[str, Any]
 NodeKeys = Optional[dict[str, Any]]  # `nodeAuthKeys`: {pool: {slot: OpenSSH private key}}

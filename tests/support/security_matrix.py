@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from federation.plan import FederationPlan
+from flower_federation.plan import FederationPlan
 from tests.support.manifests import by_kind
 from tests.support.render import plan_objects, plan_of
 from tests.support.stacks import daemonset_node_keys, dev_config, security_stacks

@@ -8,7 +8,7 @@ The chart guide's YAML lost its indentation in that copy (every line starts at c
 open mapping where its path is a parameter (or a prefix of one), else into the deepest open
 free-form parameter (`supernode.node.config`, `superexec.supernode`); a block scalar's lines
 go under its key. Anything it cannot place fails the test that reads it. Values are read as
-Helm reads them (federation/goyaml.py)."""
+Helm reads them (flower_federation/kube/goyaml.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 import yaml
 
-from federation.goyaml import HelmLoader
+from flower_federation.kube.goyaml import HelmLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 HELM_GUIDE = ROOT / "docs" / "reference" / "flower-supernode-helm-chart.md"

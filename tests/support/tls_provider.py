@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from pulumi.runtime import rpc
 
-from components.offline import placeholder_outputs
+from flower_federation.cli.offline import placeholder_outputs
 
 CURVES = {"P224": ec.SECP224R1, "P256": ec.SECP256R1, "P384": ec.SECP384R1, "P521": ec.SECP521R1}
 

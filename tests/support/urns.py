@@ -14,8 +14,8 @@ from typing import Any, Optional
 
 import pulumi
 
-from components import program
-from components.offline import run_program
+from flower_federation import program
+from flower_federation.cli.offline import run_program
 
 
 def identities(

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from federation.errors import ConfigError, Problem
-from federation.plan import FederationPlan, load_plan
+from flower_federation.config.errors import ConfigError, Problem
+from flower_federation.plan import FederationPlan, load_plan
 
 SUPPORTED = "supported: 1.21-1.34 (gRPC era) or 1.40 - 1.x, not 2.0 (HTTP era)"
 DNS_NAME_MSG = "must be a DNS label: lowercase letters, digits and '-', starting with a letter"

@@ -1,0 +1,24 @@
+"""flower-federation: a Flower federation on Kubernetes from Pulumi stack config.
+
+The package reads top-down; each layer imports only the layers listed before it
+(tests/test_layers.py keeps it so):
+
+- `kube/`      Kubernetes vocabulary: object types, names and labels, quantities, Pod Security,
+               the OpenAPI schema checks, YAML read as Go reads it, deterministic YAML out.
+- `flower/`    Flower itself: versions and their dialects (flags, ports, routes), where things
+               live in our pods, node config, public keys, the SuperLink's state start-up, and
+               the registration script that runs in the SuperLink's image.
+- `config/`    the stack config model (pydantic): every setting and its default, stated once;
+               config problems by config path; the generated reference.
+- `rules/`     checks that span fields, over the raw config, all reported at once.
+- `plan/`      config -> one resolved plan (version, dialect, names, trust, sites, probes),
+               and the stack outputs derived from it.
+- `build/`     plan -> plain Kubernetes objects: one builder per component, the network links
+               and the NetworkPolicies made of them, the whole render (`manifests.py`).
+- `shell/`     Pulumi ComponentResources that register the built objects (Outputs, secrets,
+               providers, StackReferences).
+- `program.py` the Pulumi program: stack config in, components registered, outputs exported.
+- `importers/` Flower's SuperNode Helm chart values and flower-operator CRs -> stack config.
+- `cli/`       `python -m flower_federation`: validate, render offline (the program under
+               Pulumi's mocks), schema, docs, import.
+"""

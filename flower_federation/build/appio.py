@@ -1,0 +1,216 @@
+"""The SuperExec hop as plain data: what protects the API a SuperExec dials, its
+SuperNode's Runtime API (a pool) or the SuperLink's (Flower 1.40+, process isolation).
+
+- TLS: each pool's SuperNodes serve their Runtime API with a certificate of the pool's
+  (`N-supernode-P-runtime-tls`), signed by the federation's CA (generate), issued by the
+  federation's cert-manager issuer (certManager), or the user's (existingSecret,
+  `pools[].runtimeApiSecret`). SuperExecs verify it with the federation's CA. The
+  SuperLink side needs nothing new: its Runtime API shares the TLS port.
+- SuperExec auth: a random secret per pool (`N-supernode-P-superexec-auth`) and one for
+  the SuperLink (`N-superlink-superexec-auth`), mounted as a file into the server and its
+  SuperExecs; the SuperExec signs every request with it (HMAC), the server refuses the
+  rest. Made by pulumi-random in the shell, which fills the Secrets built here.
+
+Key material never appears here: Secrets are rendered without data.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, Optional
+
+from flower_federation.config import Pool
+from flower_federation.flower.dialects import LOOPBACK, ServerTls
+from flower_federation.flower.layout import (
+    RUNTIME_TLS_DIR,
+    RUNTIME_TLS_VOLUME,
+    SUPEREXEC_AUTH_DIR,
+    SUPEREXEC_AUTH_FILE,
+    SUPEREXEC_AUTH_KEY,
+    SUPEREXEC_AUTH_VOLUME,
+)
+from flower_federation.kube.naming import SUPERLINK, SUPERNODE
+from flower_federation.kube.objects import Manifest
+from flower_federation.plan import FederationPlan
+from flower_federation.plan.tls_sources import RuntimeTrust
+
+# What a sidecar SuperExec dials (its pod's loopback).
+RUNTIME_LOOPBACK_NAMES = ("localhost",)
+RUNTIME_LOOPBACK_IPS = (LOOPBACK,)
+# A new pool certificate or CA rolls the pool's pods (Flower reads the files at start).
+RUNTIME_CHECKSUM_ANNOTATION = "flower.flwr.ai/runtime-tls-checksum"
+# Length of a generated auth secret (letters and digits: ~285 bits).
+AUTH_SECRET_LENGTH = 48
+
+
+def _runtime(plan: FederationPlan) -> RuntimeTrust:
+    assert plan.runtime_trust is not None, "Runtime API TLS needs TLS, process isolation and Flower 1.40+"
+    return plan.runtime_trust
+
+
+def pool_dns_names(plan: FederationPlan, pool: Pool) -> list[str]:
+    """Every name a SuperExec may dial a pool's SuperNode by: localhost (sidecar), the
+    pool's headless Service and, by wildcard, each pod's stable name behind it
+    (`N-supernode-P-k.N-supernode-P.NS.svc.<domain>`, what a distributed SuperExec dials),
+    and what SuperExecs outside the cluster dial an exposed Service by (`service.externalNames`).
+    A wildcard rather than one name per ordinal, so scaling a pool re-issues nothing."""
+    svc, ns, domain = plan.names.pool(pool.name), plan.namespace, plan.spec.cluster_domain
+    services = [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.{domain}"]
+    pods = [f"*.{svc}.{ns}.svc.{domain}", f"*.{svc}.{ns}.svc", f"*.{svc}.{ns}"]
+    # SuperExecs outside the cluster, through a NodePort or LoadBalancer Service.
+    outside = [n for n in pool.service.external_names if not _is_ip(n)]
+    return list(dict.fromkeys([*RUNTIME_LOOPBACK_NAMES, *services, *pods, *outside]))
+
+
+def pool_ip_addresses(pool: Pool) -> list[str]:
+    outside = [n for n in pool.service.external_names if _is_ip(n)]
+    return list(dict.fromkeys([*RUNTIME_LOOPBACK_IPS, *outside]))
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+def pool_common_name(plan: FederationPlan, pool: Pool) -> str:
+    # <= 52 characters (the StatefulSet name rule), within X.509's 64.
+    return plan.names.pool(pool.name)
+
+
+def pool_tls_secret(plan: FederationPlan, pool: Pool) -> Manifest:
+    """A pool's kubernetes.io/tls Secret (source generate); the shell fills `stringData`
+    (tls.crt, tls.key) from pulumi-tls."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": plan.meta(_runtime(plan).pool_secret(pool.name), SUPERNODE, pool.name),
+    }
+
+
+def pool_certificate(plan: FederationPlan, pool: Pool) -> Manifest:
+    """cert-manager Certificate of a pool's Runtime API (source certManager), from the
+    federation's issuer, so the CA clients trust signs it too. Pulumi waits until Ready."""
+    cm = plan.spec.tls.cert_manager
+    issuer = cm.issuer_ref
+    assert issuer is not None, "rules require an issuerRef for certManager"
+    return {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": plan.meta(
+            plan.names.runtime_tls_secret(pool.name),
+            SUPERNODE,
+            pool.name,
+            annotations={"pulumi.com/waitFor": "condition=Ready"},
+        ),
+        "spec": {
+            "secretName": _runtime(plan).pool_secret(pool.name),
+            "duration": cm.duration,
+            "renewBefore": cm.renew_before,
+            "commonName": pool_common_name(plan, pool),
+            "dnsNames": pool_dns_names(plan, pool),
+            "ipAddresses": pool_ip_addresses(pool),
+            "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+            "usages": ["server auth", "digital signature", "key encipherment"],
+            "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": issuer.group},
+        },
+    }
+
+
+def auth_secret(plan: FederationPlan, owner: str, component: str, pool: Optional[str]) -> Manifest:
+    """A SuperExec auth secret (key `secret`), filled by the shell from pulumi-random."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": plan.meta(plan.names.superexec_auth_secret(owner), component, pool),
+    }
+
+
+def superlink_auth_secret_name(plan: FederationPlan) -> str:
+    return plan.names.superexec_auth_secret(plan.names.superlink)
+
+
+def pool_auth_secret_name(plan: FederationPlan, pool: Pool) -> str:
+    return plan.names.superexec_auth_secret(plan.names.pool(pool.name))
+
+
+def pool_objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
+    """What protects one pool's Runtime API: its certificate (a Secret we fill, or a
+    Certificate) and its auth secret. Registered by the pool's own component."""
+    out: list[Manifest] = []
+    runtime = plan.runtime_trust
+    if runtime is not None and runtime.source == "generate":
+        out.append(pool_tls_secret(plan, pool))
+    elif runtime is not None and runtime.source == "certManager":
+        out.append(pool_certificate(plan, pool))
+    if plan.superexec_auth:
+        out.append(auth_secret(plan, plan.names.pool(pool.name), SUPERNODE, pool.name))
+    return out
+
+
+def superlink_objects(plan: FederationPlan) -> list[Manifest]:
+    if not (plan.superexec_auth and plan.runs_superlink):
+        return []
+    return [auth_secret(plan, plan.names.superlink, SUPERLINK, None)]
+
+
+# --- what pods mount ---------------------------------------------------------------------
+
+
+def runtime_server_tls(plan: FederationPlan) -> Optional[ServerTls]:
+    """The files a SuperNode serves its Runtime API with (Flower wants the CA too)."""
+    ca_file = plan.runtime_ca_file
+    if ca_file is None:
+        return None
+    return ServerTls(ca_file=ca_file, cert_file=f"{RUNTIME_TLS_DIR}/tls.crt", key_file=f"{RUNTIME_TLS_DIR}/tls.key")
+
+
+def runtime_tls_volumes(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
+    if plan.runtime_trust is None:
+        return []
+    # 0440 with fsGroup: readable by the Flower user only.
+    return [
+        {
+            "name": RUNTIME_TLS_VOLUME,
+            "secret": {
+                "secretName": plan.runtime_trust.pool_secret(pool.name),
+                "defaultMode": 0o440,
+                "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}],
+            },
+        }
+    ]
+
+
+def runtime_tls_mounts(plan: FederationPlan) -> list[dict[str, Any]]:
+    if plan.runtime_trust is None:
+        return []
+    return [{"name": RUNTIME_TLS_VOLUME, "mountPath": RUNTIME_TLS_DIR, "readOnly": True}]
+
+
+def auth_volumes(plan: FederationPlan, secret: str) -> list[dict[str, Any]]:
+    if not plan.superexec_auth:
+        return []
+    return [
+        {
+            "name": SUPEREXEC_AUTH_VOLUME,
+            "secret": {
+                "secretName": secret,
+                "defaultMode": 0o440,
+                "items": [{"key": SUPEREXEC_AUTH_KEY, "path": SUPEREXEC_AUTH_KEY}],
+            },
+        }
+    ]
+
+
+def auth_mounts(plan: FederationPlan) -> list[dict[str, Any]]:
+    if not plan.superexec_auth:
+        return []
+    return [{"name": SUPEREXEC_AUTH_VOLUME, "mountPath": SUPEREXEC_AUTH_DIR, "readOnly": True}]
+
+
+def auth_file(plan: FederationPlan) -> Optional[str]:
+    return SUPEREXEC_AUTH_FILE if plan.superexec_auth else None

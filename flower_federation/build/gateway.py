@@ -1,0 +1,140 @@
+"""Gateway API objects (`superlink.gateway`): the route that brings only the Fleet API
+from a platform's Gateway to the SuperLink, and what the Gateway needs to use it
+safely. The Gateway itself (its listeners, addresses, class) is the platform's.
+
+- HTTP era: an `HTTPRoute` matching only `PathPrefix /v1/fleet/` to the Fleet-only
+  proxy (Service `N-superlink`, port `fleet`), and a `BackendTLSPolicy` so the gateway
+  dials that backend over TLS and verifies it with the federation's CA (ConfigMap
+  `N-ca-bundle`, filled by the Pulumi shell with the same CA the pods trust) and the
+  Service's in-cluster name, which the server certificate carries.
+- gRPC era: a `TLSRoute` passing TLS through to the Fleet port (the Fleet API has a
+  port of its own there): the SuperLink keeps terminating TLS.
+- A `ReferenceGrant` when a Gateway in another namespace presents the federation's
+  server certificate on its listener (HTTP era): sites then keep trusting the
+  federation's CA at the same name. Nothing else crosses a namespace (the routes and
+  their backends live in the federation's namespace).
+
+Versions: Gateway API v1.4 (HTTPRoute, BackendTLSPolicy: v1; ReferenceGrant: v1beta1;
+TLSRoute: v1alpha2, experimental channel). Offline schemas: tests/support/gateway_api/.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flower_federation.build import fleet_proxy
+from flower_federation.config import Gateway
+from flower_federation.kube.naming import SUPERLINK
+from flower_federation.kube.objects import Manifest
+from flower_federation.plan import FederationPlan
+
+GROUP = "gateway.networking.k8s.io"
+FLEET_PATH_PREFIX = "/v1/fleet/"
+CA_KEY = "ca.crt"  # the key BackendTLSPolicy implementations read from a CA ConfigMap
+
+
+def settings(plan: FederationPlan) -> Gateway:
+    gw = plan.spec.superlink.gateway
+    assert gw is not None
+    return gw
+
+
+def _parent_refs(plan: FederationPlan) -> list[dict[str, Any]]:
+    out = []
+    for ref in settings(plan).parent_refs:
+        parent: dict[str, Any] = {"group": GROUP, "kind": "Gateway", "name": ref.name}
+        if ref.namespace:
+            parent["namespace"] = ref.namespace
+        if ref.section_name:
+            parent["sectionName"] = ref.section_name
+        if ref.port:
+            parent["port"] = ref.port
+        out.append(parent)
+    return out
+
+
+def _http_route(plan: FederationPlan) -> Manifest:
+    gw = settings(plan)
+    backend = {"group": "", "kind": "Service", "name": plan.names.superlink, "port": plan.ports.fleet}
+    rule: dict[str, Any] = {
+        "matches": [{"path": {"type": "PathPrefix", "value": FLEET_PATH_PREFIX}}],
+        "backendRefs": [backend],
+    }
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "HTTPRoute",
+        "metadata": plan.meta(plan.names.superlink, SUPERLINK),
+        "spec": {"parentRefs": _parent_refs(plan), "hostnames": [gw.hostname], "rules": [rule]},
+    }
+
+
+def _backend_tls_policy(plan: FederationPlan) -> Manifest:
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "BackendTLSPolicy",
+        "metadata": plan.meta(plan.names.superlink, SUPERLINK),
+        "spec": {
+            "targetRefs": [
+                {
+                    "group": "",
+                    "kind": "Service",
+                    "name": plan.names.superlink,
+                    "sectionName": fleet_proxy.public_port_name(plan),
+                }
+            ],
+            "validation": {
+                "caCertificateRefs": [{"group": "", "kind": "ConfigMap", "name": plan.names.ca_bundle}],
+                "hostname": plan.superlink_host,
+            },
+        },
+    }
+
+
+def _tls_route(plan: FederationPlan) -> Manifest:
+    gw = settings(plan)
+    backend = {"group": "", "kind": "Service", "name": plan.names.superlink, "port": plan.ports.fleet}
+    return {
+        "apiVersion": f"{GROUP}/v1alpha2",
+        "kind": "TLSRoute",
+        "metadata": plan.meta(plan.names.superlink, SUPERLINK),
+        "spec": {"parentRefs": _parent_refs(plan), "hostnames": [gw.hostname], "rules": [{"backendRefs": [backend]}]},
+    }
+
+
+def _reference_grant(plan: FederationPlan) -> list[Manifest]:
+    """Lets the Gateways of other namespaces present Secret `N-superlink-tls`."""
+    gw = settings(plan)
+    if plan.trust is None or not gw.present_federation_certificate:
+        return []
+    namespaces = sorted({r.namespace for r in gw.parent_refs if r.namespace and r.namespace != plan.namespace})
+    if not namespaces:
+        return []
+    return [
+        {
+            "apiVersion": f"{GROUP}/v1beta1",
+            "kind": "ReferenceGrant",
+            "metadata": plan.meta(plan.trust.server_secret, SUPERLINK),
+            "spec": {
+                "from": [{"group": GROUP, "kind": "Gateway", "namespace": ns} for ns in namespaces],
+                "to": [{"group": "", "kind": "Secret", "name": plan.trust.server_secret}],
+            },
+        }
+    ]
+
+
+def needs_ca_bundle(plan: FederationPlan) -> bool:
+    """The BackendTLSPolicy reads the federation's CA from a ConfigMap (trust.ca_bundle)."""
+    return (
+        plan.runs_superlink and plan.spec.superlink.gateway is not None and not plan.grpc_era and plan.trust is not None
+    )
+
+
+def objects(plan: FederationPlan) -> list[Manifest]:
+    if plan.spec.superlink.gateway is None:
+        return []
+    if plan.grpc_era:
+        return [_tls_route(plan)]
+    out = [_http_route(plan)]
+    if plan.trust is not None:
+        out.append(_backend_tls_policy(plan))
+    return out + _reference_grant(plan)

@@ -1,0 +1,168 @@
+"""Declarative node registration: two Jobs in the SuperLink's cluster that make the
+SuperLink's registered SuperNode keys exactly the trusted set (the pools' own keys and
+every admitted site's), on each `pulumi up` that changes the set, in the order that keeps
+every SuperNode admitted throughout a key rotation:
+
+1. `N-node-registration-<digest>` (phase `register`) registers the trusted keys that are
+   not registered yet and revokes nothing. The pools' node-keys Secrets and workloads
+   wait for it, so a SuperNode never starts with a key the SuperLink does not know.
+2. `N-node-revocation-<digest>` (phase `revoke`) unregisters the nodes whose key is no
+   longer trusted and registers nothing. It waits for the pools' workloads (pulumi-kubernetes
+   waits for a StatefulSet's rollout), so no SuperNode still running an old key is cut off.
+
+The Job runs `scripts/register_nodes.py` with the SuperLink image's Python against the
+in-cluster Control API (TLS, the federation's CA), under a ServiceAccount of its own with
+no API token. Its ConfigMap carries the script, the `flwr` connection config and the
+trusted keys; the shell fills in the keys (the pools' are generated at deploy time) and
+names the Jobs after their digest, so a new set is a new pair of Jobs and an unchanged set
+is no change at all. Registrations live in the SuperLink's state (its PVC), so they survive a
+restart; the register script stays exported for anyone who cannot run Jobs.
+
+A key set the SuperLink can never accept (a trusted key it revoked before: Flower does not
+register a revoked key again) makes the script exit EXIT_REFUSED, on which the Job's
+podFailurePolicy fails the Job at once, saying why, rather than retrying until its deadline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import tomli_w
+
+from flower_federation.build import pod_settings, resources
+from flower_federation.build.access import service_account
+from flower_federation.build.workload_parts import ca_mounts, ca_volumes, managed_container, template
+from flower_federation.flower.layout import REGISTRATION_DIR, REGISTRATION_VOLUME, WRITABLE_PATHS
+from flower_federation.kube.naming import NODE_REGISTRATION, REGISTRATION_DIGEST_LENGTH
+from flower_federation.kube.objects import Manifest
+from flower_federation.plan import FederationPlan
+
+SCRIPT = Path(__file__).resolve().parents[1] / "flower" / "scripts" / "register_nodes.py"
+SCRIPT_FILE = "register_nodes.py"
+CONFIG_FILE = "config.toml"
+KEYS_FILE = "trusted-keys"
+# Long enough for a SuperLink that is still being scheduled and started.
+TIMEOUT_SECONDS = 600
+# register_nodes.EXIT_REFUSED: retrying cannot help (the script runs in the Flower image
+# and imports nothing of ours; a test keeps the two equal).
+EXIT_REFUSED = 3
+CONNECTION = "federation"
+# The script's phases (register_nodes.PHASES; a test keeps the two equal).
+REGISTER, REVOKE = "register", "revoke"
+PHASES = (REGISTER, REVOKE)
+JOB_ANNOTATIONS = {
+    "checkov.io/skip1": "CKV_K8S_8=a Job runs to completion: nothing to keep alive",
+    "checkov.io/skip2": "CKV_K8S_9=a Job runs to completion: no traffic to gate",
+    # A Job that failed (the SuperLink was down, say) runs again on the next `pulumi up`
+    # with the same keys, instead of being kept as it is (pulumi-kubernetes replaces it).
+    "pulumi.com/replaceUnready": "true",
+}
+
+
+def connection_config(plan: FederationPlan) -> str:
+    """The Job's `flwr` config: the in-cluster Control API, verified with the CA."""
+    conn = {"address": plan.control_address}
+    if plan.client_ca_file:
+        conn["root-certificates"] = plan.client_ca_file
+    else:
+        conn["insecure"] = True  # type: ignore[assignment]
+    return tomli_w.dumps({"superlink": {"default": CONNECTION, CONNECTION: conn}})
+
+
+def trusted_slots(plan: FederationPlan, pool_keys: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Every key the SuperLink trusts, by owner and slot: the pools' own (`pool -> slot -> key`, known at
+    deploy time) and each admitted site's under `site:<name>` (slots 0, 1, ... in the site's order). The
+    exported register script takes this shape; the Job's KEYS_FILE is its keys (`trusted_keys_text`)."""
+    sites = {f"site:{name}": {str(i): key for i, key in enumerate(keys)} for name, keys in plan.site_keys}
+    return {**pool_keys, **sites}
+
+
+def trusted_keys_text(slots: dict[str, dict[str, str]]) -> str:
+    """The KEYS_FILE: one OpenSSH line per key of `trusted_slots`, sorted and without duplicates, so
+    the same set always gives the same file (and digest), whoever holds each key."""
+    keys = {key.strip() for owned in slots.values() for key in owned.values()}
+    return "".join(f"{key}\n" for key in sorted(keys))
+
+
+def keys_digest(keys_text: str) -> str:
+    return hashlib.sha256(keys_text.encode()).hexdigest()[:REGISTRATION_DIGEST_LENGTH]
+
+
+def job_name(plan: FederationPlan, keys_text: str, phase: str = REGISTER) -> str:
+    base = plan.names.node_registration if phase == REGISTER else plan.names.node_revocation
+    return f"{base}-{keys_digest(keys_text)}"
+
+
+def config_map(plan: FederationPlan) -> Manifest:
+    """Without KEYS_FILE: the shell adds it (`trusted_keys_text` of `trusted_slots`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": plan.meta(plan.names.node_registration, NODE_REGISTRATION),
+        "data": {SCRIPT_FILE: SCRIPT.read_text(), CONFIG_FILE: connection_config(plan)},
+    }
+
+
+def job(plan: FederationPlan, phase: str = REGISTER) -> Manifest:
+    """The registration (or revocation) Job; the shell sets its name (`job_name`) and a
+    pod annotation with the keys' digest."""
+    names = plan.names
+    files = f"{REGISTRATION_DIR}/"
+    container = managed_container(
+        plan,
+        NODE_REGISTRATION,
+        plan.superlink_image,
+        [files + SCRIPT_FILE, CONNECTION, files + CONFIG_FILE, files + KEYS_FILE, phase],
+        resources=resources.registration_job(plan),
+        env=[
+            {"name": "FLWR_HOME", "value": WRITABLE_PATHS["flwr-home"]},
+            {"name": "REGISTRATION_TIMEOUT_SECONDS", "value": str(TIMEOUT_SECONDS - 60)},
+        ],
+        mounts=ca_mounts(plan) + [{"name": REGISTRATION_VOLUME, "mountPath": REGISTRATION_DIR, "readOnly": True}],
+        pull_policy=plan.pull_policy(plan.spec.superlink.image),
+    )
+    container["command"] = ["python"]
+    volumes = ca_volumes(plan) + [
+        {"name": REGISTRATION_VOLUME, "configMap": {"name": names.node_registration, "defaultMode": 0o444}}
+    ]
+    pod = template(plan, plan.labels(NODE_REGISTRATION), [container], volumes, service_account=names.node_registration)
+    pod["spec"]["restartPolicy"] = "Never"
+    # A Job's pod has nobody to spread from: the node settings only.
+    pod = pod_settings.apply_to_pod(plan, pod, None, {}, spread=False)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        # A Job runs to completion and nothing routes to it: probes have no meaning here.
+        # (checkov's probe checks are skipped in JOB_ANNOTATIONS, with that reason.)
+        "metadata": plan.meta(
+            names.node_registration if phase == REGISTER else names.node_revocation,
+            NODE_REGISTRATION,
+            annotations=JOB_ANNOTATIONS,
+        ),
+        "spec": {
+            "backoffLimit": 3,
+            "activeDeadlineSeconds": TIMEOUT_SECONDS,
+            # Kubernetes 1.26+ (GA in 1.31); needs restartPolicy Never.
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {"containerName": NODE_REGISTRATION, "operator": "In", "values": [EXIT_REFUSED]},
+                    }
+                ]
+            },
+            "template": pod,
+        },
+    }
+
+
+def objects(plan: FederationPlan) -> list[Manifest]:
+    if not plan.registers_nodes:
+        return []
+    return [
+        service_account(plan, plan.names.node_registration, NODE_REGISTRATION),
+        config_map(plan),
+        job(plan, REGISTER),
+        job(plan, REVOKE),
+    ]

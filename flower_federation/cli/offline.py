@@ -1,0 +1,238 @@
+"""Run the Pulumi program offline under the Pulumi mock runtime.
+
+The mocks stand in for the engine and the Kubernetes provider: every resource the
+program registers is recorded with the exact inputs the provider would receive. Each
+run gets its own thread, event loop and a fresh `contextvars.Context` (Pulumi keeps its
+runtime state in context variables), so runs never leak into each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import contextvars
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+from pulumi.runtime import rpc
+from pulumi.runtime.stack import run_pulumi_func
+
+from flower_federation import program
+from flower_federation.flower.public_keys import DEPLOY_TIME_MARKER
+from flower_federation.rules.sites import AMBIENT as AMBIENT_CLUSTER
+
+SECRET_PLACEHOLDER = "[secret]"
+
+
+# What a provider would compute, for the resources whose outputs the program reads.
+# Deterministic placeholders, so a render is byte-identical; tests pass `provider` to
+# get real keys and certificates instead (tests/support/tls_provider.py).
+_PLACEHOLDER_OUTPUTS = {
+    "tls:index/privateKey:PrivateKey": ("privateKeyPem", "privateKeyOpenssh", "publicKeyPem", "publicKeyOpenssh"),
+    "tls:index/selfSignedCert:SelfSignedCert": ("certPem",),
+    "tls:index/certRequest:CertRequest": ("certRequestPem",),
+    "tls:index/locallySignedCert:LocallySignedCert": ("certPem",),
+    "random:index/randomPassword:RandomPassword": ("result", "bcryptHash"),
+}
+SECRET_TYPE = "kubernetes:core/v1:Secret"
+
+
+def placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Outputs for a created resource: its inputs plus placeholders for what the
+    provider generates."""
+    out = dict(inputs)
+    for prop in _PLACEHOLDER_OUTPUTS.get(typ, ()):
+        out[prop] = f"<{prop} of {name}: {DEPLOY_TIME_MARKER}>"
+    return out
+
+
+def placeholder_read(typ: str, resource_id: str) -> dict[str, Any]:
+    """What reading an existing object returns offline: for a Secret, placeholder data
+    under the keys a kubernetes.io/tls Secret has."""
+    if typ != SECRET_TYPE:
+        return {}
+    text = f"<read from Secret {resource_id} at deploy time>"
+    value = base64.b64encode(text.encode()).decode()
+    return {"data": {"tls.crt": value, "ca.crt": value}}
+
+
+STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+
+
+@dataclass
+class Registration:
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    custom: bool
+    parent_urn: str = ""
+    read_id: Optional[str] = None  # set for `.get()` reads of existing objects
+    cluster: str = AMBIENT_CLUSTER  # the cluster whose provider registers it
+
+
+@dataclass
+class Run:
+    registrations: list[Registration] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    secret_outputs: set[str] = field(default_factory=set)
+    # Existing objects for reads, by (type, "namespace/name"): what the cluster holds.
+    existing: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # Other stacks' outputs, by stack name, for StackReferences.
+    stack_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def kubernetes(self) -> list[Registration]:
+        """Kubernetes objects the program creates (reads of existing ones excluded)."""
+        return [r for r in self.registrations if r.type.startswith("kubernetes:") and r.read_id is None]
+
+    def manifests(self, show_secrets: bool = False, cluster: Optional[str] = None) -> list[dict[str, Any]]:
+        """Objects to create, of one cluster when `cluster` is given."""
+        return [reveal(r.inputs, show_secrets) for r in self.kubernetes if cluster in (None, r.cluster)]
+
+    @property
+    def clusters(self) -> list[str]:
+        """Clusters objects go to, in registration order."""
+        return list(dict.fromkeys(r.cluster for r in self.kubernetes))
+
+    def stack_outputs_json(self, show_secrets: bool = False) -> dict[str, Any]:
+        """The stack's outputs as `pulumi stack output --json` prints them."""
+        return {
+            key: reveal(value, show_secrets) if key not in self.secret_outputs or show_secrets else SECRET_PLACEHOLDER
+            for key, value in self.outputs.items()
+        }
+
+
+def reveal(value: Any, show_secrets: bool) -> Any:
+    """Inputs with Pulumi secrets unwrapped, or replaced by a placeholder."""
+    if rpc.is_rpc_secret(value):
+        inner = rpc.unwrap_rpc_secret(value)
+        if show_secrets:
+            return reveal(inner, show_secrets)
+        # A secret mapping (a Secret's data) keeps its keys: they are not secret.
+        if isinstance(inner, dict):
+            return dict.fromkeys(inner, SECRET_PLACEHOLDER)
+        return SECRET_PLACEHOLDER
+    if isinstance(value, dict):
+        return {k: reveal(v, show_secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [reveal(v, show_secrets) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        # Pulumi's wire format carries every number as a double; the provider turns
+        # them back into the integers the Kubernetes schema asks for, and so do we.
+        return int(value)
+    return value
+
+
+Provider = Callable[[str, str, dict[str, Any]], dict[str, Any]]
+
+
+class _Recorder(pulumi.runtime.Mocks):
+    def __init__(self, run: Run, provider: Provider):
+        self.run = run
+        self.provider = provider
+        # The mock monitor serves registrations on executor threads and gives each
+        # thread an event loop of its own, which nobody closes; we close them.
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[Optional[str], dict[str, Any]]:
+        self.thread_loops.add(asyncio.get_event_loop())
+        if args.typ == STACK_REFERENCE_TYPE:
+            stack = args.inputs.get("name", args.name)
+            self.run.registrations.append(Registration(args.typ, args.name, args.inputs, True, read_id=stack))
+            outputs = self.run.stack_outputs.get(stack, {})
+            return stack, {"name": stack, "outputs": outputs, "secretOutputNames": []}
+        if args.resource_id:  # a read of an existing object
+            self.run.registrations.append(
+                Registration(args.typ, args.name, args.inputs, True, read_id=args.resource_id)
+            )
+            found = self.run.existing.get((args.typ, args.resource_id))
+            return args.resource_id, dict(found) if found is not None else placeholder_read(args.typ, args.resource_id)
+        self.run.registrations.append(
+            Registration(args.typ, args.name, args.inputs, bool(args.custom), cluster=_cluster_of(args.provider))
+        )
+        return f"{args.name}-id", self.provider(args.typ, args.name, args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], Optional[list[tuple[str, str]]]]:
+        return {}, None
+
+
+def _cluster_of(provider_ref: Optional[str]) -> str:
+    """The named cluster of a provider reference (`urn...::cluster-NAME::id`)."""
+    name = (provider_ref or "").split("::")[-2] if "::" in (provider_ref or "") else ""
+    prefix = program.CLUSTER_PROVIDER_PREFIX
+    return name[len(prefix) :] if name.startswith(prefix) else AMBIENT_CLUSTER
+
+
+def run_program(
+    config: dict[str, Any],
+    stack: str,
+    *,
+    preview: bool = False,
+    entry: Callable[[], Any] = program.run,
+    into: Optional[Run] = None,
+    provider: Provider = placeholder_outputs,
+    existing: Optional[dict[tuple[str, str], dict[str, Any]]] = None,
+    stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
+    secret_config: tuple[str, ...] = (),
+) -> Run:
+    """Run `entry` with `config` (keys as in a stack file, e.g.
+    `flower-federation:federation`, values as parsed YAML). Raises pulumi.RunError for
+    invalid config, with nothing registered; pass `into` to inspect a run that raised.
+    `provider` computes created resources' outputs; `existing` holds objects that reads
+    (e.g. of a user's TLS Secret) find; `stack_outputs` what StackReferences read.
+    `nodeAuthKeys` and the keys in `secret_config` are treated as secret config."""
+    result = into if into is not None else Run()
+    result.existing.update(existing or {})
+    result.stack_outputs.update(stack_outputs or {})
+    # On a thread of its own: for every resource the SDK walks the whole stack it was
+    # created from (source positions), and a caller's stack can be deep (under pytest and
+    # hypothesis, ~50 frames: a fifth of a small render's CPU time went to that walk).
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="offline-pulumi") as thread:
+        run = contextvars.Context().run
+        return thread.submit(run, _run, config, stack, preview, entry, result, provider, secret_config).result()
+
+
+def _run(
+    config: dict[str, Any],
+    stack: str,
+    preview: bool,
+    entry: Callable[[], Any],
+    result: Run,
+    provider: Provider,
+    secret_config: tuple[str, ...],
+) -> Run:
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    recorder = _Recorder(result, provider)
+    try:
+        pulumi.runtime.set_mocks(recorder, project=program.PROJECT, stack=stack, preview=preview)
+        # The engine hands structured config to programs as JSON strings.
+        qualified = {_qualified(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+        secret = {_qualified(program.NODE_KEYS_KEY), *(_qualified(k) for k in secret_config)}
+        secret_keys = [k for k in qualified if k in secret]
+        pulumi.runtime.set_all_config(qualified, secret_keys)
+        loop.run_until_complete(run_pulumi_func(entry))
+        root = pulumi.runtime.settings.get_root_resource()
+        outputs: dict[str, Any] = getattr(root, "outputs", None) or {}  # the stack's exports
+        for key, value in outputs.items():
+            out = pulumi.Output.from_input(value)
+            result.outputs[key] = loop.run_until_complete(out.future())
+            if loop.run_until_complete(out.is_secret()):
+                result.secret_outputs.add(key)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+        asyncio.set_event_loop(None)
+        loop.close()
+        for thread_loop in recorder.thread_loops:
+            if not thread_loop.is_closed():
+                thread_loop.close()
+    return result
+
+
+def _qualified(key: str) -> str:
+    return key if ":" in key else f"{program.PROJECT}:{key}"

@@ -1,0 +1,156 @@
+"""How a SuperLink is reached from outside its cluster: the Fleet-only proxy in front of it, the Service for the
+Control API, a Gateway API route and an Ingress."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import Field
+
+from flower_federation.config.base import Model, ResourcesPreset
+from flower_federation.config.images import Image
+
+# What the Fleet-only proxy runs unless `superlink.fleetProxy.image` says otherwise: nginx, as its unprivileged
+# image (no root, no privileged port), stable branch.
+FLEET_PROXY_IMAGE = "nginxinc/nginx-unprivileged:1.28.0-alpine"
+
+
+class FleetProxy(Model):
+    """HTTP era (Flower 1.40+): a proxy container `fleet-proxy` in the SuperLink's pod that serves only the Fleet API
+    (`/v1/fleet/`, and `/health`) on the port sites dial, with the SuperLink's own certificate, and answers 404 to
+    everything else (Control, Runtime) without forwarding it. The SuperLink itself then listens on
+    `controlService.port`, reached in the cluster only (or through `controlService`)."""
+
+    enabled: Optional[bool] = Field(
+        default=None,
+        description=(
+            "Unset: on whenever the SuperLink is reached from outside its cluster (a hub, an ingress, a gateway, pools "
+            "in other clusters) in the HTTP era, unless `exposeControlApi: true`. `false` with an exposed SuperLink "
+            "needs `exposeControlApi: true`."
+        ),
+    )
+    image: Image = Field(
+        default=FLEET_PROXY_IMAGE,
+        description=(
+            f"Unset: `{FLEET_PROXY_IMAGE}`. Any nginx build with the http ssl and proxy modules whose `nginx` is on "
+            "PATH; it runs as the pod's user with a read-only root filesystem (temp files in an emptyDir at /tmp)."
+        ),
+    )
+    resources_preset: Optional[ResourcesPreset] = Field(
+        default=None,
+        description='The proxy container\'s preset (see "Resources"). Unset: `resourcesPreset`, else `nano`.',
+    )
+    resources: Optional[dict[str, Any]] = Field(
+        default=None, description="ResourceRequirements of the proxy container, key by key over its preset."
+    )
+    max_request_body_size: str = Field(
+        default="64m",
+        pattern=r"^(0|[1-9][0-9]{0,5}[km]?)$",
+        description=(
+            "The largest request body the proxy forwards (nginx size: `64m`, `512k`; `0`: no limit), answered 413 "
+            "above it. Flower sends models in array chunks of 5 MiB (`FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE`), so only a "
+            "single non-array record this large is refused; the limit keeps anyone who reaches the address from "
+            "filling the SuperLink's memory (it reads a whole body before checking the node's signature)."
+        ),
+    )
+    timeout_seconds: int = Field(
+        default=3600,
+        ge=60,
+        le=86400,
+        description=(
+            "How long the proxy waits for the SuperLink's answer to one request, or to send one to it: longer than "
+            "any request a SuperNode makes (Flower's Fleet client waits at most 30 s per request). A client that "
+            "stalls mid-body or mid-response for 60 s is dropped whatever this says."
+        ),
+    )
+
+
+class ControlService(Model):
+    """With the Fleet-only proxy: Service `N-superlink-control` for the SuperLink's own API port (Control, Runtime and
+    Fleet): what `flwr`, the registration Job and distributed SuperExecs dial in the cluster. A `LoadBalancer` type
+    exposes the Control API outside the cluster to `loadBalancerSourceRanges` only."""
+
+    type: Literal["ClusterIP", "LoadBalancer"] = Field(default="ClusterIP", description="Service type.")
+    port: int = Field(
+        default=9095,
+        ge=1,
+        le=65535,
+        description="The SuperLink's own API port (its `--port`) and this Service's port. Must differ from the Fleet port.",
+    )
+    load_balancer_source_ranges: list[str] = Field(
+        default=[],
+        description="Required with `type: LoadBalancer`: the CIDRs allowed to reach the Control API (operators' `flwr`).",
+    )
+    annotations: dict[str, str] = Field(default={}, description="Annotations on the Service (e.g. a load balancer's).")
+    labels: dict[str, str] = Field(default={}, description="Extra labels on the Service (ours win on a clash).")
+
+
+class ParentRef(Model):
+    """A Gateway (a listener of it) the route attaches to: Gateway API `ParentReference`."""
+
+    name: str = Field(description="The Gateway's name.")
+    namespace: Optional[str] = Field(default=None, description="The Gateway's namespace. Unset: the federation's.")
+    section_name: Optional[str] = Field(default=None, description="The listener's name. Unset: every listener.")
+    port: Optional[int] = Field(default=None, ge=1, le=65535, description="The listener's port.")
+
+
+class Gateway(Model):
+    """Gateway API (the successor of Ingress): routes only the Fleet API to the SuperLink. HTTP era: an `HTTPRoute`
+    `N-superlink` matching `PathPrefix /v1/fleet/` to the Fleet-only proxy, and a `BackendTLSPolicy` so the gateway
+    verifies that backend with the federation's CA (ConfigMap `N-ca-bundle`) and the Service's name. gRPC era: a
+    `TLSRoute` (passthrough) to the Fleet port. The Gateway itself is the platform's; its listener presents the
+    federation's server certificate (Secret `N-superlink-tls`; a ReferenceGrant lets a Gateway in another namespace
+    read it), so sites keep trusting the federation's CA."""
+
+    parent_refs: list[ParentRef] = Field(description="The Gateway listeners to attach to (at least one).")
+    hostname: str = Field(
+        description="The name sites dial: the route's hostname, added to the server certificate; unset externalAddress: "
+        "this name, port 443."
+    )
+    pod_selector: Optional[dict[str, str]] = Field(
+        default=None,
+        description=(
+            "matchLabels of the gateway's data-plane pods: with `namespaceSelector`, the only sources the proxy's port "
+            "admits (unless the Service is also a LoadBalancer/NodePort or an Ingress exists). Unset: any source."
+        ),
+    )
+    namespace_selector: Optional[dict[str, str]] = Field(
+        default=None, description="matchLabels of the namespace the gateway's pods run in (see `podSelector`)."
+    )
+    present_federation_certificate: bool = Field(
+        default=True,
+        description=(
+            "Render the ReferenceGrant that lets Gateways of the parentRefs' namespaces use Secret `N-superlink-tls` "
+            "as their listener certificate (sites keep the federation's CA). `false`: the listener has a certificate "
+            "of its own, and sites must trust its CA instead."
+        ),
+    )
+
+
+class Ingress(Model):
+    """An Ingress `N-superlink` for `host`. HTTP era: routes only `Prefix /v1/fleet/` to the Fleet-only proxy, whose
+    Service port says `appProtocol: https` (controller-neutral; a controller that ignores it needs its own backend-TLS
+    annotation in `annotations`); the controller terminates TLS with `tlsSecretName`. gRPC era: TLS passed through to
+    the Fleet port, as before. Prefer `gateway`: Kubernetes retired ingress-nginx in March 2026."""
+
+    class_name: Optional[str] = Field(
+        default=None, description="`ingressClassName`. Unset: the cluster's default class."
+    )
+    host: str = Field(description="The name sites dial; added to the server certificate.")
+    tls_secret_name: Optional[str] = Field(
+        default=None,
+        description=(
+            "`spec.tls[].secretName`: the certificate the controller presents for `host`. Unset: Secret "
+            "`N-superlink-tls`, the federation's server certificate (sites keep trusting the federation's CA)."
+        ),
+    )
+    passthrough: Optional[bool] = Field(
+        default=None,
+        description=(
+            "ingress-nginx only (retired): pass TLS through to the Fleet port "
+            '(`nginx.ingress.kubernetes.io/ssl-passthrough: "true"` and the backend protocol, one `/` rule); the '
+            "controller then sees no paths, and in the HTTP era the Fleet-only proxy still filters. Unset: `true` in the "
+            "gRPC era (as before: its Fleet API has a port of its own), `false` in the HTTP era."
+        ),
+    )
+    annotations: dict[str, str] = Field(default={}, description="Annotations on the Ingress (the controller's).")

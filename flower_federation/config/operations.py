@@ -1,0 +1,166 @@
+"""Knobs every component has: NetworkPolicies, probes, disruption budgets, the executor."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import Field
+
+from flower_federation.config.base import Model, ResourcesPreset
+from flower_federation.config.images import Image
+
+
+class NetworkPolicy(Model):
+    """The Helm chart's NetworkPolicy knobs. Set at the top level for every component, and under
+    `superlink`, `supernodes` or a pool for that component: a key set there wins over the top level (a pool's
+    over `supernodes`'), and a key set nowhere takes the default given here. The ServerApp SuperExec (and its
+    task pods) follows `superlink`; a pool's SuperExecs and task pods follow the pool."""
+
+    enabled: Optional[bool] = Field(
+        default=None,
+        description=(
+            "Default `true`: a NetworkPolicy per component that denies ingress and egress except what Flower needs. "
+            "`false`: the component's traffic is not restricted."
+        ),
+    )
+    allow_external: Optional[bool] = Field(
+        default=None,
+        description=(
+            "Default `false`. SuperLink: accept the Fleet API from anywhere (SuperNodes in other clusters; in the HTTP era "
+            "Fleet and Control share the port). A pool, with distributed SuperExec only: accept the SuperNodes' "
+            "ClientAppIo/Runtime API (9094; plaintext in the gRPC era) from anywhere."
+        ),
+    )
+    allow_external_egress: Optional[bool] = Field(
+        default=None,
+        description=(
+            "Default `false`: egress only to cluster DNS and the Flower peers. `true`: any egress (e.g. ClientApps "
+            "fetching data)."
+        ),
+    )
+    extra_ingress: Optional[list[Any]] = Field(
+        default=None,
+        description=("Default `[]`. NetworkPolicyIngressRules (schema-checked) added to the component's policy."),
+    )
+    extra_egress: Optional[list[Any]] = Field(
+        default=None,
+        description=(
+            "Default `[]`. NetworkPolicyEgressRules (schema-checked) added to the component's policy (no effect with "
+            "`allowExternalEgress`)."
+        ),
+    )
+    ingress_pod_match_labels: Optional[dict[str, str]] = Field(
+        default=None,
+        description=(
+            "Default `{}`. Pods of the federation's namespace with these labels may reach the component's API ports "
+            "(SuperLink: Fleet and Control; a pool, with distributed SuperExec only: 9094)."
+        ),
+    )
+    ingress_ns_match_labels: Optional[dict[str, str]] = Field(
+        default=None,
+        alias="ingressNSMatchLabels",
+        description=("Default `{}`. Pods in namespaces with these labels may reach the component's API ports."),
+    )
+    ingress_ns_pod_match_labels: Optional[dict[str, str]] = Field(
+        default=None,
+        alias="ingressNSPodMatchLabels",
+        description=(
+            "Default `{}`. Only with `ingressNSMatchLabels`: of those namespaces, only pods with these labels."
+        ),
+    )
+
+
+# What a networkPolicy key set nowhere (top level, component, pool) means; the "Default" of each description.
+NETWORK_POLICY_DEFAULTS = NetworkPolicy.model_validate(
+    {
+        "enabled": True,
+        "allowExternal": False,
+        "allowExternalEgress": False,
+        "extraIngress": [],
+        "extraEgress": [],
+        "ingressPodMatchLabels": {},
+        "ingressNSMatchLabels": {},
+        "ingressNSPodMatchLabels": {},
+    }
+)
+
+
+class ProbeSettings(Model):
+    """One probe's parameters, as the Helm chart names them."""
+
+    enabled: bool = Field(default=True, description="Give the managed containers this probe.")
+    initial_delay_seconds: int = Field(default=0, ge=0, description="Seconds before the first probe.")
+    period_seconds: int = Field(default=10, ge=1, description="Seconds between probes.")
+    timeout_seconds: int = Field(default=1, ge=1, description="Seconds before a probe counts as failed.")
+    failure_threshold: int = Field(default=3, ge=1, description="Failures in a row before the probe fails.")
+    success_threshold: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "Successes in a row before the probe passes again; must be 1 for livenessProbe and startupProbe (a Kubernetes "
+            "rule)."
+        ),
+    )
+
+
+class Probes(Model):
+    """The Helm chart's probe parameters. Probes hit Flower's real health endpoint: the
+    gRPC health server (`--health-server-address`), or `GET /health` on the HTTP-era
+    SuperLink's API port (HTTPS when TLS is on). Flower 1.43 removes the gRPC health server:
+    from then on only the SuperLink gets probes. `superlink.probes` and `supernodes.probes`
+    inherit key by key, as the Helm chart's do: a key set there wins, a key left out takes
+    the top level's value, and a key set nowhere the default given here."""
+
+    liveness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it restarts the container.")
+    readiness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it marks the pod not ready.")
+    startup_probe: ProbeSettings = Field(
+        default=ProbeSettings.model_validate({"periodSeconds": 5, "failureThreshold": 24}),
+        description=(
+            "Holds liveness off while a program starts, up to 2 minutes by default (5 s × 24): a SuperLink killed "
+            "during its first database migration would leave a half-migrated `--database` behind (seen by the e2e "
+            "harness on a loaded machine)."
+        ),
+    )
+
+
+class DisruptionBudget(Model):
+    enabled: bool = Field(default=True, description="Create the PodDisruptionBudget.")
+    max_unavailable: Optional[int | str] = Field(
+        default=None, description=('A count or a percentage (`"25%"`). Unset: 1, unless minAvailable is set.')
+    )
+    min_available: Optional[int | str] = Field(
+        default=None, description=("A count or a percentage; instead of maxUnavailable (setting both is an error).")
+    )
+
+
+class Executor(Model):
+    """How SuperExecs run ServerApps and ClientApps."""
+
+    type: Literal["subprocess", "kubernetes"] = Field(
+        default="subprocess",
+        description=(
+            "kubernetes (Flower 1.32+, process isolation, distributed placement): each SuperExec runs every app as a pod "
+            '(see "Kubernetes executor").'
+        ),
+    )
+    image: Optional[Image] = Field(
+        default=None,
+        description=(
+            "Only with type kubernetes: the task pods' image (and pull policy). Unset: the SuperExec's image."
+        ),
+    )
+    resources_preset: Optional[ResourcesPreset] = Field(
+        default=None,
+        description=(
+            "Only with type kubernetes: the task pods' preset. Unset: `resourcesPreset`, else `small`; "
+            "`config.resources` merges over it key by key."
+        ),
+    )
+    config: dict[str, Any] = Field(
+        default={},
+        description=(
+            "Only with type kubernetes: keys of Flower's executor config over ours (e.g. `node-selector`, "
+            "`active-pod-budget`); `labels` merge, and `resources` (ResourceRequirements) merges key by key over the task "
+            "pods' preset and `defaultResources`; `namespace` and `service-account-name` may not be set."
+        ),
+    )

@@ -1,0 +1,191 @@
+"""What crosses an organisation's boundary, as plain data: the endpoint a hub is dialled
+at, the hub a site dials (with the CA it trusts), and the public keys of the sites a hub
+admits. Values named by `fromStack` come from other stacks' outputs, which the shell (a
+pulumi.StackReference, or `render --stack-outputs` offline) reads before planning.
+
+Outputs exchanged (see `outputs.py`): a hub exports `superlink.externalAddress` and
+`caCertificate`; a site exports `nodeAuth.publicKeys` ({pool: {slot: key}})."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from flower_federation.config import Federation
+from flower_federation.config.errors import Problem, problem
+from flower_federation.flower.dialects import dialect_for
+from flower_federation.flower.public_keys import is_deploy_time_placeholder, public_key_problem, slot_order
+from flower_federation.flower.versions import FlowerVersion
+from flower_federation.rules.raw import as_dict, as_list, get
+from flower_federation.rules.sites import split_host_port
+
+# {stack name: {output name: value}}, as `pulumi stack output --json --show-secrets` prints one stack's.
+StackOutputs = Mapping[str, Mapping[str, Any]]
+
+HUB_ADDRESS_OUTPUT = ("superlink", "externalAddress")
+HUB_CA_OUTPUT = ("caCertificate",)
+SITE_KEYS_OUTPUT = ("nodeAuth", "publicKeys")
+# Port an Ingress serves TLS on.
+INGRESS_PORT = 443
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A host and port dialled from outside a cluster: the hub's external Fleet address,
+    or the remote SuperLink a site dials."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class RemoteSuperLink:
+    """Role site: the hub's SuperLink. Trust is the hub's CA, inline (`ca_pem`, from config
+    or the hub stack's output) or copied from a Secret in the site's namespace (then None)."""
+
+    endpoint: Endpoint
+    ca_pem: Optional[str] = None
+    cidrs: tuple[str, ...] = ()
+
+
+def referenced_stacks(raw: Any) -> list[str]:
+    """Every stack the raw config names with `fromStack`, in config order (tolerant of
+    wrong types: rules report those)."""
+    names = [get(raw, "supernodes", "superlink", "certificate", "fromStack")]
+    names += [as_dict(site).get("fromStack") for site in as_list(as_dict(raw).get("sites"))]
+    return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
+
+
+def _output(outputs: Optional[StackOutputs], stack: str, path: tuple[str, ...]) -> Any:
+    return get((outputs or {}).get(stack), *path)
+
+
+# Where moving a hub and its sites from one era to the other is written down.
+ACROSS_ERAS = "docs/operations.md, Across eras"
+
+
+def era_of(version: str) -> Optional[str]:
+    """The Flower dialect's name of a version string, None if it is not a supported one."""
+    parsed = FlowerVersion.parse(version)
+    found = dialect_for(parsed) if parsed is not None else None
+    return found.name if found is not None else None
+
+
+def remote_superlink(
+    spec: Federation, fleet_port: int, outputs: Optional[StackOutputs], site_version: object = None
+) -> tuple[list[Problem], Optional[RemoteSuperLink]]:
+    """Role site: the hub it dials. Without `outputs` (first validation pass, before the
+    stacks are read) values a stack supplies are left open and the result is None."""
+    remote = spec.supernodes.superlink
+    if spec.role != "site" or remote is None:
+        return [], None
+    at = ("supernodes", "superlink", "certificate", "fromStack")
+    stack = remote.certificate.from_stack
+    host, port, ca_pem = remote.address, remote.port, remote.certificate.pem
+    problems: list[Problem] = []
+    if stack:
+        if outputs is None:
+            return [], None
+        if stack not in outputs:
+            return [problem(at, f"the outputs of stack '{stack}' were not read")], None
+        address = _output(outputs, stack, HUB_ADDRESS_OUTPUT)
+        try:
+            hub_host, hub_port = split_host_port(address) if isinstance(address, str) else ("", None)
+        except ValueError:
+            hub_host, hub_port = "", None
+        if not hub_host and not host:
+            problems.append(
+                problem(at, f"stack '{stack}' has no output superlink.externalAddress (is it a hub?); set address")
+            )
+        host, port = host or hub_host, port or hub_port
+        hub_tls = _output(outputs, stack, ("tls",))
+        if isinstance(hub_tls, str) and (hub_tls == "enabled") == spec.insecure:
+            problems.append(
+                problem(
+                    at,
+                    f"stack '{stack}' runs its SuperLink {'with' if hub_tls == 'enabled' else 'without'} TLS; "
+                    f"this site has insecure: {str(spec.insecure).lower()}",
+                )
+            )
+        hub_version = _output(outputs, stack, ("flowerVersion",))
+        if isinstance(hub_version, str) and era_of(hub_version) not in (None, era_of(str(site_version))):
+            problems.append(
+                problem(
+                    at,
+                    f"stack '{stack}' runs Flower {hub_version} ({era_of(hub_version)}); this site runs "
+                    f"{site_version} ({era_of(str(site_version))}): SuperNodes and SuperLink must speak the same era. "
+                    f"Set version to the hub's era ({ACROSS_ERAS})",
+                )
+            )
+        ca_pem = _output(outputs, stack, HUB_CA_OUTPUT)
+        certificate = isinstance(ca_pem, str) and ("BEGIN CERTIFICATE" in ca_pem or is_deploy_time_placeholder(ca_pem))
+        if not spec.insecure and not certificate:
+            problems.append(problem(at, f"stack '{stack}' has no output caCertificate (a hub with TLS exports it)"))
+    if problems or not host:
+        return problems, None
+    return [], RemoteSuperLink(Endpoint(host, port or fleet_port), ca_pem, tuple(remote.cidrs))
+
+
+def site_keys(
+    spec: Federation, outputs: Optional[StackOutputs]
+) -> tuple[list[Problem], tuple[tuple[str, tuple[str, ...]], ...]]:
+    """Public keys to admit, by site: inline, or every key of a site stack's
+    `nodeAuth.publicKeys` output (in pool, then slot order)."""
+    problems: list[Problem] = []
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for i, site in enumerate(spec.sites):
+        keys = list(site.public_keys)
+        if site.from_stack and outputs is not None:
+            at = ("sites", i, "fromStack")
+            by_pool = _output(outputs, site.from_stack, SITE_KEYS_OUTPUT)
+            if site.from_stack not in outputs:
+                problems.append(problem(at, f"the outputs of stack '{site.from_stack}' were not read"))
+                continue
+            if not isinstance(by_pool, dict):
+                problems.append(
+                    problem(at, f"stack '{site.from_stack}' has no output nodeAuth.publicKeys (a site with nodeAuth)")
+                )
+                continue
+            for pool in sorted(by_pool):
+                slots = as_dict(by_pool[pool])
+                keys += [slots[s] for s in sorted(slots, key=slot_order)]
+            for key in keys:
+                why = public_key_problem(key)
+                if why:
+                    problems.append(problem(at, f"stack '{site.from_stack}' exports a key that {why}"))
+                    break
+        found.append((site.name, tuple(keys)))
+    return problems, tuple(found)
+
+
+def site_versions(spec: Federation, outputs: Optional[StackOutputs]) -> tuple[tuple[str, str], ...]:
+    """(site, Flower version) of every site whose stack says which Flower it runs (its
+    `flowerVersion` output): the hub warns when one is in another era."""
+    found = []
+    for site in spec.sites:
+        version = _output(outputs, site.from_stack, ("flowerVersion",)) if site.from_stack else None
+        if isinstance(version, str):
+            found.append((site.name, version))
+    return tuple(found)
+
+
+def external_endpoint(spec: Federation, fleet_port: int) -> Optional[Endpoint]:
+    """Where the SuperLink is dialled from outside its cluster: `externalAddress`, else the
+    gateway hostname or the ingress host (port 443), else the first `tls.dnsNames` entry,
+    with the Fleet port."""
+    sl = spec.superlink
+    fronts = {h for h in (sl.gateway.hostname if sl.gateway else None, sl.ingress.host if sl.ingress else None) if h}
+    if sl.external_address:
+        host, port = split_host_port(sl.external_address)
+        return Endpoint(host, port or (INGRESS_PORT if host in fronts else fleet_port))
+    if sl.gateway:
+        return Endpoint(sl.gateway.hostname, INGRESS_PORT)
+    if sl.ingress:
+        return Endpoint(sl.ingress.host, INGRESS_PORT)
+    if spec.tls.dns_names:
+        return Endpoint(spec.tls.dns_names[0], fleet_port)
+    return None

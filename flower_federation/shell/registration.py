@@ -1,0 +1,71 @@
+"""RegistrationComponent: the Jobs that register exactly the trusted SuperNode keys with
+the SuperLink (flower_federation/build/registration.py: register first, revoke once the pools rolled),
+with their ConfigMap filled in here: the pools' public keys exist only at deploy time. The
+Jobs are named after the keys' digest, so a changed set runs new Jobs and an unchanged one
+changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pulumi
+
+from flower_federation.build import registration
+from flower_federation.kube.objects import Manifest
+from flower_federation.plan import FederationPlan
+from flower_federation.shell.kubernetes import register
+from flower_federation.shell.rollout import Rollout
+
+DIGEST_ANNOTATION = "flower.flwr.ai/trusted-keys-digest"
+
+
+class RegistrationComponent(pulumi.ComponentResource):
+    """Its ServiceAccount, ConfigMap and registration Job at once; the revocation Job
+    (`revoke_after`) once the pools rolled."""
+
+    def __init__(
+        self,
+        name: str,
+        plan: FederationPlan,
+        objects: list[Manifest],
+        pool_keys: pulumi.Output[dict[str, dict[str, str]]],
+        rollout: Rollout,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("flower-federation:index:NodeRegistration", name, None, opts)
+        keys_text = pool_keys.apply(lambda keys: registration.trusted_keys_text(registration.trusted_slots(plan, keys)))
+        self.job_name = keys_text.apply(lambda t: registration.job_name(plan, t))
+        self._keys_text, self._rollout, self._plan = keys_text, rollout, plan
+        self._digest = keys_text.apply(registration.keys_digest)
+        self.resources: list[pulumi.Resource] = []
+        self._revocation: Optional[Manifest] = None
+        for m in objects:
+            fields: Optional[dict[str, Any]] = None
+            if m["kind"] == "ConfigMap":
+                fields = {"data": {**m["data"], registration.KEYS_FILE: keys_text}}
+            elif m["kind"] == "Job" and m["metadata"]["name"] == plan.names.node_revocation:
+                self._revocation = m
+                continue
+            after = pulumi.ResourceOptions(parent=self, depends_on=list(self.resources))
+            self.resources.append(self._register(m, after, fields))
+            if m["kind"] == "Job":
+                self.registered = self.resources[-1]
+
+    def _register(self, m: Manifest, opts: pulumi.ResourceOptions, fields: Optional[dict[str, Any]]) -> pulumi.Resource:
+        annotations: Optional[dict[str, pulumi.Output[str]]] = None
+        if m["kind"] == "Job":
+            name = (
+                self.job_name
+                if m["metadata"]["name"] == self._plan.names.node_registration
+                else self._keys_text.apply(lambda t: registration.job_name(self._plan, t, registration.REVOKE))
+            )
+            fields = {"metadata": {**m["metadata"], "name": name}}
+            annotations = {**(self._rollout.annotations(m) or {}), DIGEST_ANNOTATION: self._digest}
+        return register(m, opts, fields=fields, pod_annotations=annotations)
+
+    def revoke_after(self, rolled: list[pulumi.Resource]) -> None:
+        """The revocation Job, once `rolled` (every pool's objects) and the registration Job are done."""
+        if self._revocation is not None:
+            after = pulumi.ResourceOptions(parent=self, depends_on=[*self.resources, *rolled])
+            self.resources.append(self._register(self._revocation, after, None))
+        self.register_outputs({"jobName": self.job_name})
