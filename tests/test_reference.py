@@ -1,5 +1,5 @@
-"""The README's config reference is generated from the config model (flower_federation/config/reference.py) and the
-committed README holds exactly what `make docs` writes."""
+"""The config reference is generated from the config model (flower_federation/config/reference.py) and the
+committed docs/config-reference.md holds exactly what `make docs` writes."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from flower_federation.config import Federation, Model
 from flower_federation.config.reference import (
     BEGIN_MARKER,
     END_MARKER,
-    README_FILE,
+    REFERENCE_FILE,
     Row,
     default_text,
-    readme_text,
+    reference_file_text,
     reference_markdown,
     sections,
     splice,
@@ -31,19 +31,17 @@ def rows() -> dict[str, Row]:
     return {r.path: r for s in sections() for r in s.rows}
 
 
-def test_readme_reference_is_current() -> None:
-    current = README_FILE.read_text(encoding="utf-8")
-    wanted = readme_text(current)
+def test_reference_file_is_current() -> None:
+    current = REFERENCE_FILE.read_text(encoding="utf-8")
+    wanted = reference_file_text(current)
     if current != wanted:
         diff = difflib.unified_diff(
             current.splitlines(keepends=True),
             wanted.splitlines(keepends=True),
-            "README.md (committed)",
-            "README.md (make docs)",
+            "docs/config-reference.md (committed)",
+            "docs/config-reference.md (make docs)",
         )
-        pytest.fail(
-            "README.md's config reference is stale: run `make docs`\n" + "".join(list(diff)[:60]), pytrace=False
-        )
+        pytest.fail("docs/config-reference.md is stale: run `make docs`\n" + "".join(list(diff)[:60]), pytrace=False)
 
 
 def test_docs_command_prints_the_generated_block() -> None:
@@ -51,7 +49,7 @@ def test_docs_command_prints_the_generated_block() -> None:
     with contextlib.redirect_stdout(out):
         assert main(["docs"]) == 0
     assert out.getvalue() == reference_markdown()
-    assert out.getvalue() in README_FILE.read_text(encoding="utf-8")
+    assert out.getvalue() in REFERENCE_FILE.read_text(encoding="utf-8")
 
 
 def test_every_key_is_described_once() -> None:
@@ -180,3 +178,9 @@ def test_splice_replaces_only_between_the_markers() -> None:
     for broken in ("no markers", f"{END_MARKER}\n{BEGIN_MARKER}", f"{BEGIN_MARKER}{BEGIN_MARKER}{END_MARKER}"):
         with pytest.raises(ValueError):
             splice(broken, "new\n")
+
+
+def test_the_reference_lives_in_its_own_page_not_the_readme() -> None:
+    readme = (REFERENCE_FILE.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert BEGIN_MARKER not in readme and END_MARKER not in readme
+    assert "docs/config-reference.md" in readme

@@ -171,15 +171,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from flower_federation.config.reference import README_FILE, readme_text, reference_markdown
+    from flower_federation.config.reference import REFERENCE_FILE, reference_file_text, reference_markdown
 
     if not args.write:
         return _emit(reference_markdown(), None)
     try:
-        text = readme_text(README_FILE.read_text(encoding="utf-8"))
+        text = reference_file_text(REFERENCE_FILE.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {REFERENCE_FILE} (it holds the reference between its markers)") from None
     except ValueError as err:  # the markers are missing or out of order
-        raise UsageError(f"{README_FILE}: {err}") from None
-    return _emit(text, README_FILE)
+        raise UsageError(f"{REFERENCE_FILE}: {err}") from None
+    return _emit(text, REFERENCE_FILE)
 
 
 def _emit(text: str, path: Optional[Path]) -> int:
@@ -230,8 +232,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         (
             "docs",
             cmd_docs,
-            "print the README's config reference, generated from the config model",
-            "README.md between its config reference markers",
+            "print the config reference (markdown tables), generated from the config model",
+            "docs/config-reference.md between its markers",
         ),
     ):
         p = sub.add_parser(name, help=help_text)

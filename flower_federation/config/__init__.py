@@ -6,8 +6,9 @@ span fields (the operator's CEL rules, versions, names) live in `rules/`. Kubern
 fragments (`podTemplate`, `env`, `resources`, volumes, ...) are plain data here and are
 checked against the Kubernetes OpenAPI schema by `k8s_schema.py`.
 
-Field descriptions and model docstrings are the README's config reference (`make docs`, `reference.py`):
-they say what the code does. `N` stands for the federation's name, `P` for a pool's.
+Field descriptions and model docstrings are the config reference in docs/config-reference.md
+(`make docs`, `reference.py`): they say what the code does. `N` stands for the federation's
+name, `P` for a pool's.
 """
 
 from __future__ import annotations
