@@ -38,8 +38,9 @@ from tests.e2e.harness.network import (
     our_netns,
     pick_subnet,
 )
-from tests.e2e.harness.pods import Pod, pods_for
+from tests.e2e.harness.pods import Pod
 from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
+from tests.e2e.harness.workload_pods import pods_for
 from tests.support.flower import venv as flower_venv
 from tests.support.manifests import WORKLOAD_KINDS, object_data
 

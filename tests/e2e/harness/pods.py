@@ -1,8 +1,7 @@
-"""Pods, as the controllers and the kubelet make them: the pods of a workload
-(StatefulSet ordinals with their labels, hostname and subdomain; Deployment replicas;
-DaemonSet pods on the emulated nodes its node affinity admits), each with its network
-namespace (kept across recreations), its volumes (fresh per pod) and its containers,
-init containers first; and the command that starts each container through podinit.py.
+"""Pods, as the kubelet makes them (which pods a workload has, the controllers' part, is
+workload_pods.py): each with its network namespace (kept across recreations), its volumes
+(fresh per pod) and its containers, init containers first; and the command that starts
+each container through podinit.py.
 
 Images: Flower's (`flwr/superlink:<v>` ... -> the program of the Flower venv of version `<v>`, any tested
 `<v>`) and nginx's (`nginxinc/nginx-unprivileged`, `nginx`, any tag: the container's `command`, `nginx` being the host's
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import json
 import os
 import re
@@ -45,7 +43,7 @@ IMAGE_HOME = "/app"
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What every container's environment starts from, as Flower's images set it; plus, the harness's own,
 # PYTHONFAULTHANDLER: a process the kubelet kills for failed probes first gets SIGABRT and writes every
-# thread's stack to its log (containers.Container._probe_kill), so a hang says where it hung.
+# thread's stack to its log (probes.ContainerProbes._probe_kill), so a hang says where it hung.
 IMAGE_ENV = {"LANG": "C.UTF-8", "PYTHONFAULTHANDLER": "1"}
 
 # nginx images (the Fleet-only proxy's): run with the host's nginx (Debian's `nginx`, which `make e2e` / `make test`
@@ -344,74 +342,3 @@ class Pod:
 
     def describe(self) -> str:
         return "\n".join(c.describe() for c in [*self.init_containers, *self.containers])
-
-
-def pods_for(cluster: Cluster, w: dict[str, Any]) -> list[Pod]:
-    """The pods a workload's controller makes (not started)."""
-    name = w["metadata"]["name"]
-    labels = dict(w["spec"]["template"]["metadata"].get("labels", {}))
-    revision = hashlib.sha256(json.dumps(w["spec"]["template"], sort_keys=True).encode()).hexdigest()[:10]
-    if w["kind"] == "StatefulSet":
-        out = []
-        for k in range(w["spec"].get("replicas", 1)):
-            pod_name = f"{name}-{k}"
-            pl = {
-                **labels,
-                "apps.kubernetes.io/pod-index": str(k),
-                "statefulset.kubernetes.io/pod-name": pod_name,
-                "controller-revision-hash": f"{name}-{revision}",
-            }
-            out.append(Pod(cluster, w, pod_name, pl, NODES[k % len(NODES)], k, pod_name, w["spec"].get("serviceName")))
-        return out
-    if w["kind"] == "Job":
-        raise HarnessError(f"Job {name}: its pods are the Job controller's (jobs.py), made one at a time")
-    if w["kind"] == "Deployment":
-        return [
-            Pod(
-                cluster,
-                w,
-                f"{name}-{revision}-{secrets.token_hex(3)[:5]}",
-                {**labels, "pod-template-hash": revision},
-                NODES[k % len(NODES)],
-                None,
-                None,
-                None,
-            )
-            for k in range(w["spec"].get("replicas", 1))
-        ]
-    return [
-        Pod(cluster, w, f"{name}-{secrets.token_hex(3)[:5]}", dict(labels), node, None, None, None)
-        for node in NODES
-        if _schedulable(w["spec"]["template"]["spec"], node)
-    ]
-
-
-def _schedulable(pod_spec: dict[str, Any], node: str) -> bool:
-    """Required node affinity (metadata.name / kubernetes.io/hostname In) and nodeSelector
-    on kubernetes.io/hostname, for the emulated nodes (whose hostname label is their name)."""
-    host = pod_spec.get("nodeSelector", {}).get("kubernetes.io/hostname")
-    if host is not None and host != node:
-        return False
-    terms = (
-        pod_spec.get("affinity", {})
-        .get("nodeAffinity", {})
-        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
-        .get("nodeSelectorTerms")
-    )
-    if not terms:
-        return True
-    for term in terms:
-        exprs = term.get("matchFields", []) + term.get("matchExpressions", [])
-        if all(_matches(e, node) for e in exprs):
-            return True
-    return False
-
-
-def _matches(expr: dict[str, Any], node: str) -> bool:
-    if expr["key"] not in ("metadata.name", "kubernetes.io/hostname"):
-        raise HarnessError(f"node affinity on {expr['key']} is not emulated")
-    if expr["operator"] == "In":
-        return node in expr["values"]
-    if expr["operator"] == "NotIn":
-        return node not in expr["values"]
-    raise HarnessError(f"node affinity operator {expr['operator']} is not emulated")

@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional
 
 from tests.e2e.harness.host import HarnessError, NotReady
-from tests.e2e.harness.pods import Pod, pods_for
+from tests.e2e.harness.pods import Pod
+from tests.e2e.harness.workload_pods import pods_for
 from tests.support.manifests import WORKLOAD_KINDS
 
 if TYPE_CHECKING:
