@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tests.e2e.harness import dns
-from tests.e2e.harness.containers import Prober
 from tests.e2e.harness.enforce import Enforcer
 from tests.e2e.harness.host import ID_PREFIX, HarnessError, NotReady, children, kill, ns_exec, run_cmd
 from tests.e2e.harness.jobs import Job
@@ -39,6 +38,7 @@ from tests.e2e.harness.network import (
     pick_subnet,
 )
 from tests.e2e.harness.pods import Pod
+from tests.e2e.harness.probes import Prober
 from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
 from tests.e2e.harness.workload_pods import pods_for
 from tests.support.flower import venv as flower_venv
