@@ -23,7 +23,9 @@ import threading
 from typing import TYPE_CHECKING, Any, Optional
 
 from tests.e2e.harness.host import HarnessError, kill, run_cmd
-from tests.e2e.harness.netpol import Endpoint, PodRules, compile_policies, ruleset
+from tests.e2e.harness.netpol import compile_policies
+from tests.e2e.harness.netpol_model import Endpoint, PodRules
+from tests.e2e.harness.netpol_nft import ruleset
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster

@@ -2,7 +2,8 @@
 NetworkPolicy objects of a cluster plus its pods (namespace, labels, address, named
 container ports) and namespaces (labels) in, one nftables ruleset per pod network
 namespace out. Pure (no root, no I/O): enforce.py loads the rulesets; tests check the
-compiler by itself (tests/test_e2e_netpol_compiler.py).
+compiler by itself (tests/test_e2e_netpol_compiler.py). This module selects and compiles;
+the compiled form is netpol_model.py's, the rulesets netpol_nft.py's.
 
 Semantics (networking.k8s.io/v1, as the Kubernetes documentation states them):
 
@@ -51,88 +52,21 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
-INGRESS, EGRESS = "Ingress", "Egress"
-PROTOCOLS = ("TCP", "UDP", "SCTP")
-TABLE = "k8s-netpol"
-
-Net = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-class PolicyError(ValueError):
-    """A NetworkPolicy the compiler cannot read (the API server would have refused it)."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A pod (or a client standing for one) as the policies see it."""
-
-    name: str
-    netns: str
-    namespace: str
-    ip: str
-    labels: Mapping[str, str] = field(default_factory=dict)
-    # Named container ports: name -> (port, protocol).
-    ports: Mapping[str, tuple[int, str]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PortRange:
-    protocol: str  # TCP, UDP, SCTP
-    first: Optional[int] = None  # None: every port of the protocol
-    last: Optional[int] = None
-
-    def covers(self, protocol: str, port: int) -> bool:
-        if protocol != self.protocol:
-            return False
-        return self.first is None or self.first <= port <= (self.last or self.first)
-
-
-@dataclass(frozen=True)
-class Block:
-    """An address range minus exceptions (a pod is a /32 without exceptions)."""
-
-    net: Net
-    excepts: tuple[Net, ...] = ()
-
-    def covers(self, ip: str) -> bool:
-        addr = ipaddress.ip_address(ip)
-        return addr in self.net and not any(addr in e for e in self.excepts)
-
-
-@dataclass(frozen=True)
-class Allow:
-    """One allowing rule of an isolated direction: peer addresses (None: any) and ports
-    (None: any port of any protocol)."""
-
-    peers: Optional[tuple[Block, ...]]
-    ports: Optional[tuple[PortRange, ...]]
-    why: str  # policy name and rule index, as a comment in the ruleset
-
-    def covers(self, ip: str, protocol: str, port: int) -> bool:
-        peer_ok = self.peers is None or any(b.covers(ip) for b in self.peers)
-        port_ok = self.ports is None or any(p.covers(protocol, port) for p in self.ports)
-        return peer_ok and port_ok
-
-
-@dataclass(frozen=True)
-class Direction:
-    isolated: bool
-    allows: tuple[Allow, ...] = ()
-    policies: tuple[str, ...] = ()  # the policies that isolate it
-
-    def admits(self, ip: str, protocol: str, port: int) -> bool:
-        return not self.isolated or any(a.covers(ip, protocol, port) for a in self.allows)
-
-
-@dataclass(frozen=True)
-class PodRules:
-    endpoint: Endpoint
-    ingress: Direction
-    egress: Direction
-
+from tests.e2e.harness.netpol_model import (
+    EGRESS,
+    INGRESS,
+    PROTOCOLS,
+    Allow,
+    Block,
+    Direction,
+    Endpoint,
+    PodRules,
+    PolicyError,
+    PortRange,
+)
+from tests.e2e.harness.netpol_nft import ruleset  # noqa: F401  (tests/test_e2e_netpol_compiler.py imports it from here)
 
 # --- selectors ---------------------------------------------------------------------------
 
@@ -311,97 +245,3 @@ def flow_allowed(rules: Mapping[str, PodRules], src: Endpoint, dst_ip: str, prot
         return False
     dst = next((r for r in rules.values() if r.endpoint.ip == dst_ip), None)
     return dst is None or dst.ingress.admits(src.ip, protocol, port)
-
-
-# --- nftables ----------------------------------------------------------------------------
-
-_NFT_PROTO = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
-
-
-def _addr_match(direction: str, blocks: Optional[tuple[Block, ...]]) -> list[str]:
-    """nft expressions for the peer side, one per address family and exception set."""
-    if blocks is None:
-        return [""]
-    key = "saddr" if direction == INGRESS else "daddr"
-    out = []
-    for version, fam in ((4, "ip"), (6, "ip6")):
-        # nft refuses overlapping elements in a set: merge them first.
-        plain = list(ipaddress.collapse_addresses(b.net for b in blocks if b.net.version == version and not b.excepts))
-        if plain:
-            items = ", ".join(str(n.network_address) if n.num_addresses == 1 else str(n) for n in plain)
-            out.append(f"{fam} {key} {{ {items} }} ")
-        for b in blocks:
-            if b.net.version == version and b.excepts:
-                excepts = ", ".join(str(e) for e in b.excepts if e.version == version)
-                out.append(f"{fam} {key} {b.net} " + (f"{fam} {key} != {{ {excepts} }} " if excepts else ""))
-    return out
-
-
-def _port_matches(ports: Optional[tuple[PortRange, ...]]) -> list[str]:
-    if ports is None:
-        return [""]
-    out = []
-    for protocol in PROTOCOLS:
-        mine = [p for p in ports if p.protocol == protocol]
-        if not mine:
-            continue
-        proto = _NFT_PROTO[protocol]
-        if any(p.first is None for p in mine):
-            out.append(f"meta l4proto {proto} ")
-            continue
-        items = [
-            f"{a}-{b}" if b != a else f"{a}" for a, b in _merge((p.first or 0, p.last or p.first or 0) for p in mine)
-        ]
-        out.append(f"{proto} dport {{ {', '.join(items)} }} ")
-    return out
-
-
-def _merge(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Port ranges merged where they overlap or touch (nft refuses overlapping elements)."""
-    out: list[tuple[int, int]] = []
-    for first, last in sorted(ranges):
-        if out and first <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], last))
-        else:
-            out.append((first, last))
-    return out
-
-
-def _chain(name: str, hook: str, d: Direction, policy_type: str, exempt: Iterable[str]) -> list[str]:
-    lo = "iif" if policy_type == INGRESS else "oif"
-    lines = [
-        f"  chain {name} {{",
-        f"    type filter hook {hook} priority filter; policy accept;",
-    ]
-    if d.isolated:
-        lines += [
-            f"    # isolated by {', '.join(d.policies)}",
-            "    ct state established,related accept",
-            f'    {lo} "lo" accept',
-        ]
-        if policy_type == INGRESS:
-            lines += [f'    ip saddr {ip} accept comment "the node (kubelet probes)"' for ip in exempt]
-        for a in d.allows:
-            for addr in _addr_match(policy_type, a.peers):
-                for port in _port_matches(a.ports):
-                    lines.append(f'    {addr}{port}accept comment "{a.why}"')
-        # Counted: a probe kill's diagnostics (containers.py) show whether this chain dropped.
-        lines.append("    counter drop")
-    lines.append("  }")
-    return lines
-
-
-def ruleset(rules: PodRules, exempt: Iterable[str] = ()) -> str:
-    """The nftables script that replaces this pod's table atomically (`nft -f -`):
-    `exempt` are source addresses always admitted (the node)."""
-    exempt = list(exempt)
-    lines = [
-        f"table inet {TABLE}",
-        f"delete table inet {TABLE}",
-        f"# {rules.endpoint.namespace}/{rules.endpoint.name} {rules.endpoint.ip}",
-        f"table inet {TABLE} {{",
-        *_chain("ingress", "input", rules.ingress, INGRESS, exempt),
-        *_chain("egress", "output", rules.egress, EGRESS, exempt),
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
