@@ -9,21 +9,25 @@ STACK ?= dev
 .PHONY: render validate lint test test-live test-rest e2e e2e-tools schema docs golden bench clean
 .DEFAULT_GOAL := render
 
-# Re-installs when a requirement file changes.
+# Re-installs when a requirement file changes. The set-up talks on stderr only (make's echo of
+# each step, the steps' own output): stdout is the target's, so `make render > out.yaml` and
+# `make render | kubectl apply -f -` get only the YAML, on a fresh clone too.
+SETUP = printf '%s\n' "$(1)" >&2 && $(1) >&2
+
 $(VENV)/.installed: requirements.txt requirements-dev.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	touch $@
+	@$(call SETUP,$(PYTHON) -m venv $(VENV))
+	@$(call SETUP,$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt)
+	@touch $@
 
 .venv-flwr-%/.installed: requirements-flwr.txt
-	$(PYTHON) -m venv .venv-flwr-$*
-	.venv-flwr-$*/bin/python -m pip install --quiet --disable-pip-version-check flwr==$*
-	touch $@
+	@$(call SETUP,$(PYTHON) -m venv .venv-flwr-$*)
+	@$(call SETUP,.venv-flwr-$*/bin/python -m pip install --quiet --disable-pip-version-check flwr==$*)
+	@touch $@
 
 .venv-checkov/.installed: requirements-checkov.txt
-	$(PYTHON) -m venv .venv-checkov
-	.venv-checkov/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
-	touch $@
+	@$(call SETUP,$(PYTHON) -m venv .venv-checkov)
+	@$(call SETUP,.venv-checkov/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt)
+	@touch $@
 
 render: $(VENV)/.installed
 	@$(PY) -m flower_federation render --stack $(STACK)
