@@ -33,7 +33,7 @@ import pytest
 
 from tests.e2e import gateway_objects as g
 from tests.e2e import harness
-from tests.e2e.harness import cluster as cluster_module
+from tests.e2e.harness import cleanup
 from tests.e2e.harness.gateway import ExposedGateway, expose_gateway
 from tests.e2e.harness.host import ID_PREFIX, children
 from tests.e2e.harness.pods import nginx_path
@@ -480,7 +480,7 @@ def test_closing_leaves_nothing_behind(setup):
     setup.close()
     left = [entry for entry in harness.leftovers() if any(i in entry for i in setup.ids)]
     assert left == [], f"left behind: {left}"
-    with cluster_module._LIVE_LOCK:
-        alone = not cluster_module._LIVE
+    with cleanup._LIVE_LOCK:
+        alone = not cleanup._LIVE
     if alone:  # no other cluster of this process runs: nothing at all may be left
         assert harness.leftovers() == []

@@ -125,7 +125,8 @@ nftables rules, pure), enforce.py (loading them per pod, reachability probes, a 
 outside the cluster).
 """
 
-from tests.e2e.harness.cluster import CREATED, Cluster, close_all, install_cleanup_handlers, leftovers
+from tests.e2e.harness.cleanup import CREATED, close_all, install_cleanup_handlers, leftovers
+from tests.e2e.harness.cluster import Cluster
 from tests.e2e.harness.containers import Container
 from tests.e2e.harness.host import HarnessError, NotReady, skip_reason
 from tests.e2e.harness.pods import Pod

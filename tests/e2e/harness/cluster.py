@@ -2,19 +2,17 @@
 that version (the cluster's own by default; any other installed one when a later render
 moves pods to it, as an upgrade does). It keeps objects like an API server, makes pods like
 the controllers, writes cluster DNS, runs clients (the flwr CLI) in namespaces of their
-own, and cleans up everything it made, also at interpreter exit and on SIGTERM/SIGHUP."""
+own, and cleans up everything it made, also at interpreter exit and on SIGTERM/SIGHUP.
+Its network (bridge addresses, routes, partitions, client namespaces) is cluster_network.py's,
+what runs in it cluster_processes.py's, the registry of live clusters cleanup.py's."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import copy
-import json
 import os
 import secrets
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -24,87 +22,19 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tests.e2e.harness import dns
+from tests.e2e.harness.cleanup import _LIVE, _LIVE_LOCK, CREATED, _install_handlers
+from tests.e2e.harness.cluster_network import ClusterNetwork
+from tests.e2e.harness.cluster_processes import ClusterProcesses
 from tests.e2e.harness.enforce import Enforcer
-from tests.e2e.harness.host import ID_PREFIX, HarnessError, NotReady, children, kill, ns_exec, run_cmd
+from tests.e2e.harness.host import ID_PREFIX, HarnessError, NotReady, kill, run_cmd
 from tests.e2e.harness.jobs import Job
-from tests.e2e.harness.network import (
-    NETNS_INODES,
-    add_bridge,
-    add_netns,
-    attach_to_bridge,
-    isolate_port,
-    netns_pids,
-    our_netns,
-    pick_subnet,
-)
+from tests.e2e.harness.network import add_bridge, add_netns, netns_pids, our_netns, pick_subnet
 from tests.e2e.harness.pods import Pod
 from tests.e2e.harness.probes import Prober
 from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
 from tests.e2e.harness.workload_pods import pods_for
 from tests.support.flower import venv as flower_venv
 from tests.support.manifests import WORKLOAD_KINDS, object_data
-
-# Every cluster id and work directory this process made, for the leftover check.
-CREATED: list[tuple[str, Path]] = []
-
-
-_LIVE: set[Cluster] = set()
-_LIVE_LOCK = threading.Lock()
-
-
-def close_all() -> None:
-    with _LIVE_LOCK:
-        clusters = list(_LIVE)
-    for c in clusters:
-        c.close()
-
-
-def _on_signal(signum: int, frame: Any) -> None:
-    close_all()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-_HANDLERS_INSTALLED = False
-
-
-def install_cleanup_handlers() -> None:
-    """Close every cluster at exit and on SIGTERM/SIGHUP (call from the main thread)."""
-    _install_handlers()
-
-
-def leftovers() -> list[str]:
-    """Anything of any cluster this process made that still exists."""
-    out = []
-    for cid, workdir in CREATED:
-        out += [f"netns {ns}" for ns in our_netns(cid)]
-        etc = Path("/etc/netns")
-        if etc.exists():
-            out += [f"{d}" for d in etc.iterdir() if d.name.startswith(cid)]
-        if workdir.exists():
-            out.append(f"work dir {workdir}")
-    out += [f"mountpoint {p}" for p in MOUNTPOINTS.leftovers()]
-    if NETNS_INODES:
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if os.readlink(f"/proc/{entry}/ns/net") in NETNS_INODES:
-                        out.append(f"process {entry} in one of our network namespaces")
-                except OSError:
-                    pass
-    return out
-
-
-def _install_handlers() -> None:
-    global _HANDLERS_INSTALLED
-    if _HANDLERS_INSTALLED:
-        return
-    _HANDLERS_INSTALLED = True
-    atexit.register(close_all)
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _on_signal)
-    # SIGINT raises KeyboardInterrupt: the fixtures' finally blocks close the clusters.
 
 
 @dataclass(frozen=True)
@@ -128,7 +58,7 @@ class FlowerImages:
         )
 
 
-class Cluster:
+class Cluster(ClusterNetwork, ClusterProcesses):
     """One emulated node running Flower's images: `version`'s (`venv`) unless a pod names another."""
 
     def __init__(self, version: str, venv: Path, label: str = "e2e"):
@@ -202,61 +132,10 @@ class Cluster:
             self.images[version] = FlowerImages.of(version, flower_venv(version))
         return self.images[version]
 
-    def allocate_ip(self) -> str:
-        ip = str(self.subnet.network_address + self._ips)
-        self._ips += 1
-        return ip
-
-    def next_veth(self) -> str:
-        self._veths += 1
-        return f"{self.id}v{self._veths}"
-
     def pvc_dir(self, claim: str) -> Path:
         d = self.pvcdir / claim
         d.mkdir(exist_ok=True)
         return d
-
-    def add_bridged_netns(self, netns: str) -> str:
-        """A network namespace of ours on the node's bridge (for a pod or a client),
-        with an address of its own, which it returns."""
-        ip = self.allocate_ip()
-        veth = self.next_veth()
-        add_netns(netns)
-        self.netns.append(netns)
-        self.addresses[netns] = ip
-        attach_to_bridge(netns, self.node_ns, self.bridge, veth, ip, self.subnet.prefixlen)
-        self.veths[netns] = veth
-        for cidr, via in self.routes:
-            run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
-        return ip
-
-    def add_route(self, cidr: str, via: str) -> None:
-        """A route every pod and client of this cluster has (and later ones get)."""
-        self.routes.append((cidr, via))
-        for netns in self.netns:
-            if netns != self.node_ns:
-                run_cmd(["ip", "-n", netns, "route", "add", cidr, "via", via])
-
-    def partition(self, pods: Iterable[Pod]) -> None:
-        """A network partition: the given pods stop reaching one another (their bridge
-        ports are isolated: frames between them are dropped silently). The node, where
-        the kubelet probes from, and every other pod or client still reach them, as
-        across nodes whose network split while each kubelet still sees its own pods."""
-        for p in pods:
-            isolate_port(self.node_ns, self.veths[p.netns], True)
-            self.partitioned.add(p.netns)
-
-    def heal(self) -> None:
-        """The partition is over: every isolated port is joined again."""
-        for netns in sorted(self.partitioned):
-            isolate_port(self.node_ns, self.veths[netns], False)
-        self.partitioned.clear()
-
-    def add_host(self, name: str, ip: str) -> None:
-        """`name` resolves to `ip` in every pod and client of this cluster (a public DNS
-        record, e.g. another cluster's load balancer)."""
-        self.extra_hosts[name] = ip
-        self.write_dns()
 
     # -- the API server part
     def apply(self, manifests: Iterable[dict[str, Any]]) -> None:
@@ -391,124 +270,6 @@ class Cluster:
             for c in [*p.init_containers, *p.containers]:
                 out.append(f"----- {p.name}/{c.name} (restarts {c.restarts}) -----\n{c.log(tail)}")
         return "\n".join(out)
-
-    # -- what runs where
-    def processes(self) -> list[tuple[str, str, int, list[str]]]:
-        """(pod, container, host pid, argv) of every process in a container: the
-        container's PID namespace tells which container a process belongs to."""
-        owners: dict[str, tuple[str, str]] = {}
-        for p in self.pods.values():
-            for c in [*p.init_containers, *p.containers]:
-                pid1 = c.pid1
-                if pid1:
-                    with contextlib.suppress(OSError):
-                        owners[os.readlink(f"/proc/{pid1}/ns/pid")] = (p.name, c.name)
-        out = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                owner = owners.get(os.readlink(f"/proc/{entry}/ns/pid"))
-                if owner is None:
-                    continue
-                argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
-            except OSError:
-                continue
-            out.append((owner[0], owner[1], int(entry), argv))
-        return out
-
-    def sample_programs(
-        self,
-        names: Iterable[str],
-        stop: threading.Event,
-        seen: set,
-        every: float = 0.2,
-        peak_rss: Optional[dict[tuple[str, str], int]] = None,
-    ) -> None:
-        """Until `stop`: add (pod, container, program) to `seen` for every running process
-        whose argv names one of `names` (a program or a Python script of that name); and
-        keep in `peak_rss` the most resident memory each container's processes held
-        together at one sample, in bytes. The sum of RSS counts shared pages once per
-        process, so it is above what the kubelet's cgroup would charge: a fair check of a
-        memory limit, though not its enforcement (the harness has no cgroups)."""
-        names = set(names)
-        page = os.sysconf("SC_PAGE_SIZE")
-        while not stop.is_set():
-            held: dict[tuple[str, str], int] = {}
-            for pod, container, pid, argv in self.processes():
-                for arg in argv[:2]:
-                    if os.path.basename(arg) in names:
-                        seen.add((pod, container, os.path.basename(arg)))
-                        break
-                if peak_rss is not None:
-                    with contextlib.suppress(OSError, ValueError, IndexError):
-                        resident = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
-                        held[(pod, container)] = held.get((pod, container), 0) + resident
-            if peak_rss is not None:
-                for key, total in held.items():
-                    peak_rss[key] = max(peak_rss.get(key, 0), total)
-            stop.wait(every)
-
-    # -- a client namespace (e.g. where the flwr CLI runs)
-    def add_client(self, name: str, namespace: str, labels: Optional[dict[str, str]] = None) -> str:
-        """A network namespace standing for a pod with `labels` in `namespace` (for the
-        NetworkPolicies), that runs no containers: where clients and probes run."""
-        netns = f"{self.id}-{name}"
-        self.add_bridged_netns(netns)
-        self.client_labels[netns] = dict(labels or {})
-        self.clients.append((netns, namespace))
-        self.write_dns()
-        return netns
-
-    def exec_in(
-        self,
-        netns: str,
-        argv: list[str],
-        *,
-        env: dict[str, str],
-        mounts: list[dict[str, Any]],
-        cwd: str,
-        timeout: float,
-        name: str = "exec",
-    ) -> subprocess.CompletedProcess:
-        """Run `argv` as root in `netns` with `mounts`, bounded by `timeout` (then
-        everything it started is killed)."""
-        for m in mounts:
-            MOUNTPOINTS.ensure(m["target"], is_file=Path(m["source"]).is_file())
-        spec_file = self.workdir / f"{name}-{secrets.token_hex(3)}.json"
-        spec_file.write_text(
-            json.dumps(
-                {
-                    "mounts": mounts,
-                    "hostname": name,
-                    "readOnlyRoot": False,
-                    "user": None,
-                    "setpriv": None,
-                    "env": env,
-                    "argv": argv,
-                    "cwd": cwd,
-                }
-            )
-        )
-        proc = subprocess.Popen(
-            ns_exec(netns, spec_file),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            for kid in children(proc.pid):
-                kill(kid)
-            kill(proc.pid)
-            out, err = proc.communicate(timeout=10)
-            raise NotReady(f"{' '.join(argv)} did not finish within {timeout:.0f}s\n{out}\n{err}") from None
-        finally:
-            spec_file.unlink(missing_ok=True)
-        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
     # -- the end
     def close(self) -> None:

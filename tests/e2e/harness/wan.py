@@ -36,8 +36,9 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from tests.e2e.harness import cluster as cluster_module
-from tests.e2e.harness.cluster import CREATED, Cluster
+from tests.e2e.harness import cleanup
+from tests.e2e.harness.cleanup import CREATED
+from tests.e2e.harness.cluster import Cluster
 from tests.e2e.harness.dns import backing, check_ports
 from tests.e2e.harness.host import HERE, ID_PREFIX, HarnessError, kill, run_cmd
 from tests.e2e.harness.network import add_bridge, add_netns, netns_pids, pick_subnet
@@ -48,7 +49,7 @@ NODE_LINK = "wan0"  # the node's leg on the WAN
 
 class Wan:
     def __init__(self, label: str = "wan"):
-        cluster_module.install_cleanup_handlers()
+        cleanup.install_cleanup_handlers()
         self.id = f"{ID_PREFIX}{secrets.token_hex(2)}"
         self.netns = f"{self.id}-wan"
         self.bridge = "wan"
@@ -60,8 +61,8 @@ class Wan:
         self._next = 1
         self._lock = threading.Lock()
         self._closed = False
-        with cluster_module._LIVE_LOCK:
-            cluster_module._LIVE.add(self)  # type: ignore[arg-type]  (close_all closes it too)
+        with cleanup._LIVE_LOCK:
+            cleanup._LIVE.add(self)  # type: ignore[arg-type]  (close_all closes it too)
         try:
             self.subnet = pick_subnet()
             add_netns(self.netns)
@@ -159,5 +160,5 @@ class Wan:
             run_cmd(["ip", "netns", "del", self.netns], check=False)
             shutil.rmtree(self.workdir, ignore_errors=True)
         finally:
-            with cluster_module._LIVE_LOCK:
-                cluster_module._LIVE.discard(self)  # type: ignore[arg-type]
+            with cleanup._LIVE_LOCK:
+                cleanup._LIVE.discard(self)  # type: ignore[arg-type]
