@@ -57,9 +57,8 @@ def test_make_render_on_a_fresh_clone_prints_only_the_manifests(tmp_path):
     assert done.returncode == 0, done.stderr
     assert (venv / ".installed").exists()  # the set-up did run
     documents = list(yaml.safe_load_all(done.stdout))
-    assert documents and all(isinstance(d, dict) and {"apiVersion", "kind"} <= set(d) for d in documents), (
-        done.stdout[:500]
-    )
+    manifests = all(isinstance(d, dict) and {"apiVersion", "kind"} <= set(d) for d in documents)
+    assert documents and manifests, done.stdout[:500]
     # What the set-up said is on stderr, the pip stand-in's stdout included.
     assert "Collecting pulumi (stand-in pip" in done.stderr
     assert "created virtual environment" in done.stderr
@@ -72,8 +71,8 @@ def test_make_render_on_a_fresh_clone_prints_only_the_manifests(tmp_path):
 def test_ci_checks_that_make_render_prints_only_manifests(tmp_path):
     # .ci/run's first step is what a new user runs: it checks the output is manifests, not only that make passed.
     text = (ROOT / ".ci" / "run").read_text()
-    assert "make render > \"$rendered\"" in text
-    check = text.split(".venv/bin/python -c '", 1)[1].split("' \"$rendered\"", 1)[0]
+    assert 'make render > "$rendered"' in text
+    check = text.split(".venv/bin/python -c '", 1)[1].split('\' "$rendered"', 1)[0]
     manifests = tmp_path / "good.yaml"
     manifests.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n")
     assert subprocess.run([sys.executable, "-c", check, str(manifests)]).returncode == 0
