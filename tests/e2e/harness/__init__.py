@@ -116,13 +116,17 @@ ServiceAccounts and RBAC.
 
 Modules: host.py (can it run here, tools, signals), network.py (namespaces, bridge,
 subnet, port isolation), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's
-paths), containers.py (supervision, restarts, probes), pods.py (controllers' pods, the
-container launch), jobs.py (the Job controller), cluster.py (objects, pods, DNS,
-clients, partitions, cleanup), rollout.py (a StatefulSet's rolling update), wan.py
+paths), containers.py (supervision, restarts), probes.py (the node's prober, probe loops and
+kills), pods.py (a pod's sandbox, volumes and containers, the container launch),
+workload_pods.py (controllers' pods), jobs.py (the Job controller), cluster.py (objects,
+pods, DNS), cluster_network.py (bridge addresses, routes, partitions, clients),
+cluster_processes.py (what runs where, commands in a client namespace), cleanup.py (every
+live cluster, closed at exit; leftovers), rollout.py (a StatefulSet's rolling update), wan.py
 (between clusters: routes, load balancers, public names), gateway.py (a Gateway API
-controller's data plane on the WAN), netpol.py (NetworkPolicies ->
-nftables rules, pure), enforce.py (loading them per pod, reachability probes, a host
-outside the cluster).
+controller's data plane on the WAN; the controller: gateway_controller.py, gateway_api.py,
+gateway_nginx.py), netpol.py (NetworkPolicies -> compiled rules, pure; netpol_model.py,
+and netpol_nft.py: nftables rules), enforce.py (loading them per pod, reachability probes,
+a host outside the cluster).
 """
 
 from tests.e2e.harness.cleanup import CREATED, close_all, install_cleanup_handlers, leftovers
