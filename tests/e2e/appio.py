@@ -24,8 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.e2e.harness import NotReady
+from tests.e2e.rendering import NAME, NAMESPACE, config
 from tests.e2e.scenarios import assert_completed, ran_in
-from tests.e2e.stack import NAME, NAMESPACE, Federation, config
+from tests.e2e.stack import Federation
 
 ONLINE_TIMEOUT = 150
 EVIDENCE_TIMEOUT = 60

@@ -11,7 +11,14 @@ import pytest
 from tests.e2e import harness  # imports neither scenarios nor stack (rewritten below)
 
 # Scenario functions run in lane threads, but their asserts should read like tests'.
-pytest.register_assert_rewrite("tests.e2e.scenarios", "tests.e2e.faults", "tests.e2e.stack", "tests.e2e.sites")
+pytest.register_assert_rewrite(
+    "tests.e2e.scenarios",
+    "tests.e2e.faults",
+    "tests.e2e.stack",
+    "tests.e2e.readiness",
+    "tests.e2e.runs",
+    "tests.e2e.sites",
+)
 
 HERE = Path(__file__).resolve().parent
 _SKIP: list = []  # computed once: [reason or None]

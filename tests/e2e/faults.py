@@ -60,7 +60,8 @@ from typing import Any, Optional
 from tests.e2e import scenarios as base
 from tests.e2e.harness.rollout import changed_workloads, rolling_update
 from tests.e2e.kills import KillWhileTraining
-from tests.e2e.stack import NAME, Federation
+from tests.e2e.rendering import NAME
+from tests.e2e.stack import Federation
 
 HEARTBEAT_INTERVAL = 30.0  # HEARTBEAT_DEFAULT_INTERVAL
 HEARTBEAT_PATIENCE = 2  # HEARTBEAT_PATIENCE

@@ -23,9 +23,10 @@ from typing import Any
 
 import tomli_w
 
+from tests.e2e.cli_user import CLI_TIMEOUT, cli_env
 from tests.e2e.harness import Cluster, Pod
 from tests.e2e.harness.gateway import ExposedGateway
-from tests.e2e.stack import APP_DIR, CLI_TIMEOUT, cli_env
+from tests.e2e.runs import APP_DIR
 
 # The SuperLink's log line for every Control API call (flwr/superlink/servicer/control).
 CONTROL_CALL = "ControlServicer."

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from tests.e2e import faults, rotation, upgrade
 from tests.e2e.harness import NotReady
+from tests.e2e.rendering import config
 from tests.e2e.scenarios import (
     Outcome,
     distributed_config,
@@ -29,7 +30,7 @@ from tests.e2e.scenarios import (
     scenario_5,
     wrong_ca,
 )
-from tests.e2e.stack import Federation, config
+from tests.e2e.stack import Federation
 
 
 @dataclass

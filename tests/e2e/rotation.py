@@ -45,7 +45,10 @@ from tests.e2e import scenarios as base
 from tests.e2e.faults import node_ids
 from tests.e2e.harness import NotReady
 from tests.e2e.harness.jobs import Job
-from tests.e2e.stack import Federation, RunResult, config, registration_jobs, run_deadline, wait_job
+from tests.e2e.readiness import registration_jobs, wait_job
+from tests.e2e.rendering import config
+from tests.e2e.runs import RunResult, run_deadline
+from tests.e2e.stack import Federation
 
 ROLLOUT_TIMEOUT = 180
 JOB_TIMEOUT = 120

@@ -61,7 +61,9 @@ from flower_federation.kube.quantity import parse_quantity
 from tests.e2e import netpol_controls
 from tests.e2e.harness import NotReady
 from tests.e2e.kills import KillWhileTraining
-from tests.e2e.stack import NAME, Federation, RunResult, config, render
+from tests.e2e.rendering import NAME, config, render
+from tests.e2e.runs import RunResult
+from tests.e2e.stack import Federation
 
 READY_TIMEOUT = 150  # a federation start on a loaded 2-core machine takes 20-60 s
 NEGATIVE_TIMEOUT = 35  # after registration, a healthy SuperNode is online in ~5-20 s

@@ -30,7 +30,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from flower_federation.cli.offline import run_program
-from tests.e2e.stack import _RENDER_LOCK, CLI_LABELS, Rendered
+from tests.e2e.cli_user import CLI_LABELS
+from tests.e2e.rendering import _RENDER_LOCK, Rendered
 from tests.support.tls_provider import PulumiState
 
 ORG = "acme/flower-federation"

@@ -51,10 +51,13 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from tests.e2e import fleet_only, gateway_objects, netpol_controls
+from tests.e2e.cli_user import CLI_LABELS
 from tests.e2e.harness import Cluster, NotReady
 from tests.e2e.harness.gateway import ExposedGateway, expose_gateway
 from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.wan import Wan
+from tests.e2e.readiness import registration_jobs, wait_job
+from tests.e2e.rendering import Rendered
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
 from tests.e2e.site_stacks import (
     ADMITTED,
@@ -78,7 +81,7 @@ from tests.e2e.site_stacks import (
     stack_name,
     workload,
 )
-from tests.e2e.stack import CLI_LABELS, Federation, Rendered, registration_jobs, wait_job
+from tests.e2e.stack import Federation
 from tests.support.flower import venv
 
 SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s

@@ -51,7 +51,8 @@ from flower_federation.build import state_guard
 from tests.e2e import scenarios as base
 from tests.e2e.faults import Kept, node_ids
 from tests.e2e.harness import NotReady
-from tests.e2e.stack import Federation, config
+from tests.e2e.rendering import config
+from tests.e2e.stack import Federation
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PREVIOUS_HTTP_ERA
 
 ROLLOUT_TIMEOUT = 180  # per StatefulSet (they roll at once): each pod replaced and available in turn
