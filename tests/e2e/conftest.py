@@ -18,6 +18,8 @@ pytest.register_assert_rewrite(
     "tests.e2e.readiness",
     "tests.e2e.runs",
     "tests.e2e.sites",
+    "tests.e2e.site_deployments",
+    "tests.e2e.site_checks",
 )
 
 HERE = Path(__file__).resolve().parent

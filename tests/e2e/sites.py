@@ -3,10 +3,12 @@ and its own cluster, run on the harness with real Flower (test_e2e_sites.py repo
 per Flower version).
 
 The stacks (a hub, two admitted sites, an intruder and a misconfigured site) and how
-each is rendered by itself are in site_stacks.py. The order is a real team's: the hub
-is deployed, the sites are deployed (reading the hub's outputs), the hub is deployed
-again with the sites' keys (reading their outputs), with the same CA, server certificate
-and SuperLink (asserted: Pulumi state).
+each is rendered by itself are in site_stacks.py; their deployments (the hub, the sites'
+clusters, the hub's `pulumi up`s with their Jobs) in site_deployments.py; what the scenario
+looks for (refusals in logs, what a site reaches) in site_checks.py. The order is a real
+team's: the hub is deployed, the sites are deployed (reading the hub's outputs), the hub is
+deployed again with the sites' keys (reading their outputs), with the same CA, server
+certificate and SuperLink (asserted: Pulumi state).
 
 Each stack runs in a cluster of its own (own node, bridge, subnet, cluster DNS); the
 clusters meet only on a WAN (harness/wan.py): the hub's LoadBalancer Service gets a WAN
@@ -39,26 +41,19 @@ long before the 30 s heartbeat interval (HEARTBEAT_DEFAULT_INTERVAL) matters.
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 import threading
 import time
-import tomllib
-import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from tests.e2e import fleet_only, gateway_objects, netpol_controls
-from tests.e2e.cli_user import CLI_LABELS
 from tests.e2e.harness import Cluster, NotReady
-from tests.e2e.harness.gateway import ExposedGateway, expose_gateway
-from tests.e2e.harness.jobs import Job
+from tests.e2e.harness.gateway import expose_gateway
 from tests.e2e.harness.wan import Wan
-from tests.e2e.readiness import registration_jobs, wait_job
-from tests.e2e.rendering import Rendered
+from tests.e2e.readiness import registration_jobs
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
+from tests.e2e.site_checks import REFUSED, UNKNOWN_KEY, UNTRUSTED, line_of, reach_from, wait_for
+from tests.e2e.site_deployments import Hub, SitesRun, deploy_site, hub_up, registered_by_job, run_jobs
 from tests.e2e.site_stacks import (
     ADMITTED,
     EXTERNAL_HOST,
@@ -81,11 +76,9 @@ from tests.e2e.site_stacks import (
     stack_name,
     workload,
 )
-from tests.e2e.stack import Federation
 from tests.support.flower import venv
 
 SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
-JOB_TIMEOUT = 90  # a Ready SuperLink: one pass of the script (Python + flwr imports, 3-10 s on a busy CPU)
 # Registration Job complete -> an admitted site online: its next restart (<= 8 s back-off)
 # plus one SuperNode start and activation, doubled for a loaded machine.
 ONLINE_TIMEOUT = 75
@@ -93,208 +86,6 @@ ONLINE_TIMEOUT = 75
 NEGATIVE_TIMEOUT = 45
 # HTTP era: the run's model, 3M float64 = 24 MB (tens of MB through the Fleet-only proxy).
 LARGE_MODEL_FLOATS = 3_000_000
-
-
-# Flower's answer to a SuperNode whose public key is not registered (node auth), as each
-# version words it in the SuperNode's log.
-REFUSED = re.compile(r"Failed to activate SuperNode|FAILED_PRECONDITION|UNAUTHENTICATED|PERMISSION_DENIED")
-# The SuperLink's side of it (both versions); 1.41 also logs the key it did not find.
-UNKNOWN_KEY = "No SuperNode found with the given public key"
-# A SuperNode that does not trust the server's certificate (gRPC's and Python's wording).
-UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed")
-
-
-def line_of(text: str, match: re.Match) -> str:
-    """The log line a match is on, trimmed."""
-    start = text.rfind("\n", 0, match.start()) + 1
-    end = text.find("\n", match.end())
-    return text[start : end if end >= 0 else None].strip()[:160]
-
-
-# --- the deployments ------------------------------------------------------------------------
-
-
-class Hub(Federation):
-    """The hub's cluster and a `flwr` user in it: stack.Federation's CLI, runs and
-    listings (`sh`, `flwr`, `supernodes`, `run_app`, `runs`), over a hub deployed here
-    step by step (not Federation.__init__, which renders and starts a whole federation)."""
-
-    def __init__(self, version: str, rendered: Rendered, cluster: Cluster):
-        self.version = version
-        self.rendered = rendered
-        self.manifests = rendered.manifests
-        self.outputs = rendered.outputs
-        doc = tomllib.loads(self.outputs["flwrConfig"])
-        self.connection = doc["superlink"]["default"]
-        self.registered = False
-        self.register_runs = 0
-        self.superlink_first = False
-        self._rest_started = True
-        self.phases: list[str] = []
-        self.incidents: list[str] = []
-        self._crashes_seen: dict[tuple[str, str], int] = {}
-        self.cluster = cluster
-        self.cli_netns = cluster.add_client("cli", HUB_NAMESPACE, CLI_LABELS)
-        self._prepare_cli(doc)
-
-
-@dataclass
-class Site:
-    name: str
-    rendered: Rendered
-    cluster: Cluster
-
-    @property
-    def pod(self):  # noqa: ANN201  (a harness Pod)
-        (pod,) = self.cluster.pods.values()
-        return pod
-
-    def log(self) -> str:
-        return self.pod.containers[0].log(100000) if self.pod.containers else ""
-
-    def node_id(self) -> Optional[str]:
-        ids = re.findall(r"SuperNode ID: (\d+)", self.log())
-        return ids[-1] if ids else None
-
-
-@dataclass
-class SitesRun:
-    """One version's hub, sites and WAN, and what happened (for the report)."""
-
-    version: str
-    # How the hub is reached: "loadBalancer" (a LoadBalancer Service) or "gateway" (a
-    # Gateway API route through the emulated Gateway, harness/gateway.py).
-    exposure: str = "loadBalancer"
-    phases: list[str] = field(default_factory=list)
-    incidents: list[str] = field(default_factory=list)
-    wan: Optional[Wan] = None
-    gateway: Optional[ExposedGateway] = None
-    hub: Optional[Hub] = None
-    sites: dict[str, Site] = field(default_factory=dict)
-    jobs: list[Job] = field(default_factory=list)
-    _t: float = field(default_factory=time.monotonic)
-
-    def phase(self, name: str) -> None:
-        now = time.monotonic()
-        self.phases.append(f"{name} {now - self._t:.1f}s")
-        self._t = now
-
-    def clusters(self) -> list[Cluster]:
-        return [c for c in [self.hub.cluster if self.hub else None, *(s.cluster for s in self.sites.values())] if c]
-
-    def explain(self) -> str:
-        out = [traceback.format_exc(), "--- jobs ---", *(j.describe() for j in self.jobs)]
-        for c in self.clusters():
-            out += [f"--- cluster {c.label} ---", *(p.describe() for p in c.pods.values()), c.logs(tail=40)]
-        for j in self.jobs:
-            out.append(j.log(60))
-        if self.wan is not None:
-            out += ["--- load balancer ---", self.wan.balancer_log(f"{HUB_NAME}-superlink")[-2000:]]
-        if self.gateway is not None:
-            out += ["--- gateway ---", self.gateway.log()[-2000:], self.gateway.access_log()[-3000:]]
-        return "\n".join(out)
-
-    def close(self) -> None:
-        for c in self.clusters():
-            c.close()
-        if self.wan is not None:
-            self.wan.close()
-
-
-def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str) -> Site:
-    cluster = Cluster(run.version, venv(run.version), name)
-    site = Site(name, rendered, cluster)
-    run.sites[name] = site
-    cluster.apply(rendered.manifests)
-    cluster.create_pods()
-    run.wan.connect(cluster)
-    run.wan.publish(cluster, EXTERNAL_HOST, lb_ip)
-    cluster.start_pods()
-    return site
-
-
-def run_jobs(run: SitesRun, jobs: tuple[Job, Job], status: str = "Complete") -> tuple[str, Optional[str]]:
-    """What `pulumi up` does with the hub's two Jobs (the hub has no pools to roll between
-    them): the registration Job, then, once it completed, the revocation Job. A failed
-    registration Job stops the up: the revocation Job never runs. Returns their logs."""
-    registration, revocation = jobs
-    registration.cluster.start_jobs([registration.name])
-    run.jobs.append(registration)
-    log = wait_job(registration, JOB_TIMEOUT, status)
-    if status != "Complete":
-        return log, None
-    revocation.cluster.start_jobs([revocation.name])
-    run.jobs.append(revocation)
-    return log, wait_job(revocation, JOB_TIMEOUT)
-
-
-def hub_up(
-    run: SitesRun, raw: dict[str, Any], state: PulumiState, outputs: dict[str, dict[str, Any]]
-) -> tuple[Job, Job]:
-    """Another `pulumi up` of the hub: same CA, same SuperLink, a new registration and
-    revocation Job (created once the SuperLink is Ready, which it is), not started."""
-    rendered = render_stack(HUB, raw, state, outputs)
-    before = run.hub.rendered
-    assert rendered.outputs["caCertificate"] == before.outputs["caCertificate"], "the hub's CA changed across ups"
-    sts = f"{HUB_NAME}-superlink"
-    assert workload(rendered, "StatefulSet", sts) == workload(before, "StatefulSet", sts), "the SuperLink would roll"
-    jobs = registration_jobs(run.hub.cluster.update(rendered.manifests))
-    assert set(run.hub.cluster.jobs) == {j.name for j in jobs}, "the previous Jobs were not deleted"
-    run.hub.rendered = rendered
-    return jobs
-
-
-def registered_by_job(log: str) -> dict[str, str]:
-    """{key comment (site/pool/slot): node id} the registration Job's log reports."""
-    return dict(re.findall(r"node-registration: registered (\S+) as node (\d+)", log))
-
-
-REACH_PROBE = """
-import json, socket, sys
-names, dials = json.loads(sys.argv[1])
-out = {"resolves": {}, "connects": {}}
-for n in names:
-    try:
-        out["resolves"][n] = socket.gethostbyname(n)
-    except OSError as exc:
-        out["resolves"][n] = None
-for host, port in dials:
-    try:
-        socket.create_connection((host, port), timeout=3).close()
-        out["connects"][f"{host}:{port}"] = "ok"
-    except OSError as exc:
-        out["connects"][f"{host}:{port}"] = type(exc).__name__ + ": " + str(exc)
-print(json.dumps(out))
-"""
-
-
-def reach_from(cluster: Cluster, names: list[str], dials: list[tuple[str, int]]) -> dict[str, Any]:
-    """What a process in `cluster` (a client netns with the pods' DNS and routes) resolves and can connect to."""
-    netns = next((n for n, _ in cluster.clients if n.endswith("-probe")), None) or cluster.add_client(
-        "probe", SITE_NAMESPACE
-    )
-    res = cluster.exec_in(
-        netns,
-        [sys.executable, "-c", REACH_PROBE, json.dumps([names, dials])],
-        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-        mounts=[],
-        cwd="/",
-        timeout=30,
-        name="probe",
-    )
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 1.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise NotReady(f"{what}: not within {timeout:.0f}s")
-        time.sleep(every)
 
 
 def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) -> None:

@@ -1,0 +1,164 @@
+"""The sites scenario's deployments (sites.py runs it): the hub (a stack.Federation deployed
+step by step, for its `flwr` user, runs and listings), each site's cluster, the record of one
+version's run (its clusters, WAN, gateway, Jobs, phases; what explains a failure), and the
+hub's `pulumi up`s with their registration and revocation Jobs."""
+
+from __future__ import annotations
+
+import re
+import time
+import tomllib
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tests.e2e.cli_user import CLI_LABELS
+from tests.e2e.harness import Cluster
+from tests.e2e.harness.gateway import ExposedGateway
+from tests.e2e.harness.jobs import Job
+from tests.e2e.harness.wan import Wan
+from tests.e2e.readiness import registration_jobs, wait_job
+from tests.e2e.rendering import Rendered
+from tests.e2e.site_stacks import EXTERNAL_HOST, HUB, HUB_NAME, HUB_NAMESPACE, PulumiState, render_stack, workload
+from tests.e2e.stack import Federation
+from tests.support.flower import venv
+
+JOB_TIMEOUT = 90  # a Ready SuperLink: one pass of the script (Python + flwr imports, 3-10 s on a busy CPU)
+
+
+# --- the deployments ------------------------------------------------------------------------
+
+
+class Hub(Federation):
+    """The hub's cluster and a `flwr` user in it: stack.Federation's CLI, runs and
+    listings (`sh`, `flwr`, `supernodes`, `run_app`, `runs`), over a hub deployed here
+    step by step (not Federation.__init__, which renders and starts a whole federation)."""
+
+    def __init__(self, version: str, rendered: Rendered, cluster: Cluster):
+        self.version = version
+        self.rendered = rendered
+        self.manifests = rendered.manifests
+        self.outputs = rendered.outputs
+        doc = tomllib.loads(self.outputs["flwrConfig"])
+        self.connection = doc["superlink"]["default"]
+        self.registered = False
+        self.register_runs = 0
+        self.superlink_first = False
+        self._rest_started = True
+        self.phases: list[str] = []
+        self.incidents: list[str] = []
+        self._crashes_seen: dict[tuple[str, str], int] = {}
+        self.cluster = cluster
+        self.cli_netns = cluster.add_client("cli", HUB_NAMESPACE, CLI_LABELS)
+        self._prepare_cli(doc)
+
+
+@dataclass
+class Site:
+    name: str
+    rendered: Rendered
+    cluster: Cluster
+
+    @property
+    def pod(self):  # noqa: ANN201  (a harness Pod)
+        (pod,) = self.cluster.pods.values()
+        return pod
+
+    def log(self) -> str:
+        return self.pod.containers[0].log(100000) if self.pod.containers else ""
+
+    def node_id(self) -> Optional[str]:
+        ids = re.findall(r"SuperNode ID: (\d+)", self.log())
+        return ids[-1] if ids else None
+
+
+@dataclass
+class SitesRun:
+    """One version's hub, sites and WAN, and what happened (for the report)."""
+
+    version: str
+    # How the hub is reached: "loadBalancer" (a LoadBalancer Service) or "gateway" (a
+    # Gateway API route through the emulated Gateway, harness/gateway.py).
+    exposure: str = "loadBalancer"
+    phases: list[str] = field(default_factory=list)
+    incidents: list[str] = field(default_factory=list)
+    wan: Optional[Wan] = None
+    gateway: Optional[ExposedGateway] = None
+    hub: Optional[Hub] = None
+    sites: dict[str, Site] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    _t: float = field(default_factory=time.monotonic)
+
+    def phase(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases.append(f"{name} {now - self._t:.1f}s")
+        self._t = now
+
+    def clusters(self) -> list[Cluster]:
+        return [c for c in [self.hub.cluster if self.hub else None, *(s.cluster for s in self.sites.values())] if c]
+
+    def explain(self) -> str:
+        out = [traceback.format_exc(), "--- jobs ---", *(j.describe() for j in self.jobs)]
+        for c in self.clusters():
+            out += [f"--- cluster {c.label} ---", *(p.describe() for p in c.pods.values()), c.logs(tail=40)]
+        for j in self.jobs:
+            out.append(j.log(60))
+        if self.wan is not None:
+            out += ["--- load balancer ---", self.wan.balancer_log(f"{HUB_NAME}-superlink")[-2000:]]
+        if self.gateway is not None:
+            out += ["--- gateway ---", self.gateway.log()[-2000:], self.gateway.access_log()[-3000:]]
+        return "\n".join(out)
+
+    def close(self) -> None:
+        for c in self.clusters():
+            c.close()
+        if self.wan is not None:
+            self.wan.close()
+
+
+def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str) -> Site:
+    cluster = Cluster(run.version, venv(run.version), name)
+    site = Site(name, rendered, cluster)
+    run.sites[name] = site
+    cluster.apply(rendered.manifests)
+    cluster.create_pods()
+    run.wan.connect(cluster)
+    run.wan.publish(cluster, EXTERNAL_HOST, lb_ip)
+    cluster.start_pods()
+    return site
+
+
+def run_jobs(run: SitesRun, jobs: tuple[Job, Job], status: str = "Complete") -> tuple[str, Optional[str]]:
+    """What `pulumi up` does with the hub's two Jobs (the hub has no pools to roll between
+    them): the registration Job, then, once it completed, the revocation Job. A failed
+    registration Job stops the up: the revocation Job never runs. Returns their logs."""
+    registration, revocation = jobs
+    registration.cluster.start_jobs([registration.name])
+    run.jobs.append(registration)
+    log = wait_job(registration, JOB_TIMEOUT, status)
+    if status != "Complete":
+        return log, None
+    revocation.cluster.start_jobs([revocation.name])
+    run.jobs.append(revocation)
+    return log, wait_job(revocation, JOB_TIMEOUT)
+
+
+def hub_up(
+    run: SitesRun, raw: dict[str, Any], state: PulumiState, outputs: dict[str, dict[str, Any]]
+) -> tuple[Job, Job]:
+    """Another `pulumi up` of the hub: same CA, same SuperLink, a new registration and
+    revocation Job (created once the SuperLink is Ready, which it is), not started."""
+    rendered = render_stack(HUB, raw, state, outputs)
+    before = run.hub.rendered
+    assert rendered.outputs["caCertificate"] == before.outputs["caCertificate"], "the hub's CA changed across ups"
+    sts = f"{HUB_NAME}-superlink"
+    assert workload(rendered, "StatefulSet", sts) == workload(before, "StatefulSet", sts), "the SuperLink would roll"
+    jobs = registration_jobs(run.hub.cluster.update(rendered.manifests))
+    assert set(run.hub.cluster.jobs) == {j.name for j in jobs}, "the previous Jobs were not deleted"
+    run.hub.rendered = rendered
+    return jobs
+
+
+def registered_by_job(log: str) -> dict[str, str]:
+    """{key comment (site/pool/slot): node id} the registration Job's log reports."""
+    return dict(re.findall(r"node-registration: registered (\S+) as node (\d+)", log))
