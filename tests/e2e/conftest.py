@@ -10,7 +10,8 @@ import pytest
 
 from tests.e2e import harness  # imports neither scenarios nor stack (rewritten below)
 
-# Scenario functions run in lane threads, but their asserts should read like tests'.
+# Scenario functions run in lane threads, but their asserts should read like tests'; so
+# should those of helpers moved out of a test module (gateway_emulation_setup).
 pytest.register_assert_rewrite(
     "tests.e2e.scenarios",
     "tests.e2e.faults",
@@ -20,6 +21,7 @@ pytest.register_assert_rewrite(
     "tests.e2e.sites",
     "tests.e2e.site_deployments",
     "tests.e2e.site_checks",
+    "tests.e2e.gateway_emulation_setup",
 )
 
 HERE = Path(__file__).resolve().parent

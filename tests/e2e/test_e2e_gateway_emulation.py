@@ -15,39 +15,28 @@ BackendTLSPolicies in fed say:
 
 The backend is a Python HTTP(S) server in a Flower image pod that logs and echoes what
 arrives (headers, the body's length and SHA-256). A client in another cluster dials the
-Gateway's WAN address by its public name. Nothing of it outlives the WAN and clusters."""
+Gateway's WAN address by its public name. Nothing of it outlives the WAN and clusters.
+The federation's objects are gateway_emulation_hub.py's, the clusters and the client
+gateway_emulation_setup.py's."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
-from tests.e2e import gateway_objects as g
 from tests.e2e import harness
+from tests.e2e.gateway_emulation_hub import FLWR_UID, HOST
+from tests.e2e.gateway_emulation_setup import Setup
 from tests.e2e.harness import cleanup
-from tests.e2e.harness.gateway import ExposedGateway, expose_gateway
-from tests.e2e.harness.host import ID_PREFIX, children
+from tests.e2e.harness.host import children
 from tests.e2e.harness.pods import nginx_path
-from tests.e2e.harness.wan import Wan
-from tests.support.flower import HTTP_ERA, venv
 
-GW_NS, FED = "gateway-system", "fed"
-HOST = "fleet.example.test"
-BACKEND_NAME = "backend.fed.svc"
-PROXY_NAME = "proxy.fed.svc"
 BODY_BYTES = 40 * 1024 * 1024
-READY_TIMEOUT = 60
-PROXY_IMAGE = "nginxinc/nginx-unprivileged:1.28.0-alpine"
-FLWR_UID = 49999
 # Flower's node-auth headers (HTTP era: flwr.supercore.constant), as a SuperNode signs its requests.
 FLOWER_HEADERS = {
     "Content-Type": "application/protobuf",
@@ -55,295 +44,6 @@ FLOWER_HEADERS = {
     "flwr-timestamp": "2026-03-01T12:34:56.789012+00:00",
     "flwr-signature": "MEUCIQDx3vN8ZqgkU0r1+5kq6o7p4a+0dGZx1uE3v2m7l9k2cQIgW0Nn/5Yy8TjvJ+YcD3k=",
 }
-
-SERVER = r"""
-import hashlib, http.server, json, ssl, sys, threading
-
-class Echo(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def _body(self):
-        digest, n = hashlib.sha256(), 0
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            while True:
-                size = int(self.rfile.readline().split(b";")[0], 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                left = size
-                while left:
-                    chunk = self.rfile.read(min(left, 1 << 20))
-                    digest.update(chunk); n += len(chunk); left -= len(chunk)
-                self.rfile.readline()
-        else:
-            left = int(self.headers.get("Content-Length") or 0)
-            while left:
-                chunk = self.rfile.read(min(left, 1 << 20))
-                if not chunk:
-                    break
-                digest.update(chunk); n += len(chunk); left -= len(chunk)
-        return digest.hexdigest(), n
-
-    def _serve(self):
-        digest, n = self._body()
-        seen = {"port": self.server.server_address[1], "method": self.command, "path": self.path,
-                "headers": self.headers.items(), "sha256": digest, "length": n}
-        if self.path != "/healthz":
-            print(json.dumps(seen), flush=True)
-        out = json.dumps(seen).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    do_GET = do_POST = do_PUT = _serve
-
-def serve(port, name=None):
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", port), Echo)
-    if name:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(f"/etc/backend/{name}.crt", f"/etc/backend/{name}.key")
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
-serve(8443, "good")
-serve(9443, "impostor")
-serve(9444, "stranger")
-serve(8080)
-print("serving", flush=True)
-threading.Event().wait()
-"""
-
-# Requests from the client's namespace, each on a connection of its own: [{method, path, headers, size}].
-CLIENT = r"""
-import hashlib, http.client, json, os, ssl, sys
-host, ca, requests = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-ctx = ssl.create_default_context(cafile=ca)
-out = []
-for r in requests:
-    body = os.urandom(r["size"]) if r["size"] else None
-    conn = http.client.HTTPSConnection(host, 443, context=ctx, timeout=60)
-    conn.request(r["method"], r["path"], body=body, headers=r["headers"])
-    resp = conn.getresponse()
-    data = resp.read()
-    conn.close()
-    out.append({"status": resp.status, "body": data.decode(errors="replace")[:20000],
-                "sha256": hashlib.sha256(body or b"").hexdigest(), "length": len(body or b"")})
-print(json.dumps(out))
-"""
-
-PROXY_CONF = """daemon off;
-pid /tmp/nginx.pid;
-error_log stderr;
-worker_processes 1;
-events { worker_connections 256; }
-http {
-    access_log /dev/stdout;
-    client_body_temp_path /tmp/client_temp;
-    proxy_temp_path /tmp/proxy_temp;
-    fastcgi_temp_path /tmp/fastcgi_temp;
-    uwsgi_temp_path /tmp/uwsgi_temp;
-    scgi_temp_path /tmp/scgi_temp;
-    client_max_body_size 0;
-    proxy_request_buffering off;
-    proxy_buffering off;
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
-    proxy_set_header Host $http_host;
-    server {
-        listen 8000 ssl;
-        ssl_certificate /etc/flower/tls/tls.crt;
-        ssl_certificate_key /etc/flower/tls/tls.key;
-        location = /health { return 200 "ok\\n"; }
-        location /v1/fleet/ {
-            proxy_pass https://backend:8443;
-            proxy_ssl_verify on;
-            proxy_ssl_trusted_certificate /etc/flower/ca/ca.crt;
-            proxy_ssl_name backend.fed.svc;
-            proxy_ssl_server_name on;
-        }
-        location / { return 404; }
-    }
-}
-"""
-
-RESTRICTED = {
-    "runAsNonRoot": True,
-    "readOnlyRootFilesystem": True,
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-}
-POD_SECURITY = {"runAsUser": FLWR_UID, "runAsGroup": FLWR_UID, "fsGroup": FLWR_UID, "runAsNonRoot": True}
-
-
-def _deployment(name: str, containers: list[dict[str, Any]], volumes: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": g.meta(name, FED),
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"securityContext": POD_SECURITY, "containers": containers, "volumes": volumes},
-            },
-        },
-    }
-
-
-def hub_objects(version: str, ca: g.CA, stranger: g.CA) -> list[dict[str, Any]]:
-    """The federation's side (namespace fed): the proxy and the backend, their Services, certificates,
-    CA, the route to the platform's Gateway with its BackendTLSPolicies and the ReferenceGrant."""
-    good, impostor, other = ca.issue(BACKEND_NAME), ca.issue("impostor.fed.svc"), stranger.issue(BACKEND_NAME)
-    backend_files = {
-        "good.crt": good[0],
-        "good.key": good[1],
-        "impostor.crt": impostor[0],
-        "impostor.key": impostor[1],
-        "stranger.crt": other[0],
-        "stranger.key": other[1],
-    }
-    backend = {
-        "name": "server",
-        "image": f"flwr/superlink:{version}",
-        "command": ["python", "-c", SERVER],
-        "ports": [
-            {"name": "https", "containerPort": 8443},
-            {"name": "wrong-name", "containerPort": 9443},
-            {"name": "wrong-ca", "containerPort": 9444},
-            {"name": "http", "containerPort": 8080},
-        ],
-        "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 2},
-        "securityContext": RESTRICTED,
-        "volumeMounts": [{"name": "certs", "mountPath": "/etc/backend", "readOnly": True}],
-    }
-    proxy = {
-        "name": "fleet-proxy",
-        "image": PROXY_IMAGE,
-        "command": ["nginx", "-e", "stderr", "-c", "/etc/fleet-proxy/nginx.conf"],
-        "ports": [{"name": "fleet", "containerPort": 8000}],
-        "readinessProbe": {"httpGet": {"path": "/health", "port": "fleet", "scheme": "HTTPS"}, "periodSeconds": 2},
-        "livenessProbe": {"tcpSocket": {"port": "fleet"}, "periodSeconds": 2},
-        "securityContext": {**RESTRICTED, "runAsUser": 101, "runAsGroup": 101},
-        "volumeMounts": [
-            {"name": "config", "mountPath": "/etc/fleet-proxy", "readOnly": True},
-            {"name": "tls", "mountPath": "/etc/flower/tls", "readOnly": True},
-            {"name": "ca", "mountPath": "/etc/flower/ca", "readOnly": True},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
-    }
-    return [
-        {**g.tls_secret("backend-certs", FED, "", ""), "stringData": backend_files},
-        g.tls_secret("proxy-tls", FED, *ca.issue(PROXY_NAME)),
-        g.tls_secret("fleet-tls", FED, *ca.issue(HOST)),
-        g.ca_config_map("fed-ca", FED, ca.pem),
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": g.meta("proxy-config", FED),
-            "data": {"nginx.conf": PROXY_CONF},
-        },
-        _deployment(
-            "backend",
-            [backend],
-            [{"name": "certs", "secret": {"secretName": "backend-certs", "defaultMode": 0o440}}],
-        ),
-        _deployment(
-            "proxy",
-            [proxy],
-            [
-                {"name": "config", "configMap": {"name": "proxy-config"}},
-                {"name": "tls", "secret": {"secretName": "proxy-tls", "defaultMode": 0o440}},
-                {"name": "ca", "configMap": {"name": "fed-ca"}},
-                {"name": "tmp", "emptyDir": {}},
-            ],
-        ),
-        g.service("proxy", FED, {"app": "proxy"}, [("fleet", 8000, "fleet")]),
-        g.service("backend", FED, {"app": "backend"}, [("https", 8443, "https")]),
-        g.service("backend-wrong-name", FED, {"app": "backend"}, [("wrong-name", 9443, "wrong-name")]),
-        g.service("backend-wrong-ca", FED, {"app": "backend"}, [("wrong-ca", 9444, "wrong-ca")]),
-        g.service("backend-plain", FED, {"app": "backend"}, [("http", 8080, "http")]),
-        g.backend_tls_policy("proxy-tls", FED, [("proxy", "fleet")], "fed-ca", PROXY_NAME),
-        g.backend_tls_policy(
-            "backend-tls",
-            FED,
-            [("backend", "https"), ("backend-wrong-name", None), ("backend-wrong-ca", "wrong-ca")],
-            "fed-ca",
-            BACKEND_NAME,
-        ),
-        g.reference_grant("gateways-read-fleet-tls", FED, "Gateway", GW_NS, "Secret", "fleet-tls"),
-        g.http_route(
-            "superlink",
-            FED,
-            (GW_NS, "edge"),
-            [
-                ([("PathPrefix", "/v1/fleet/")], ("proxy", 8000)),
-                ([("PathPrefix", "/direct/")], ("backend", 8443)),
-                ([("PathPrefix", "/wrong-name/")], ("backend-wrong-name", 9443)),
-                ([("PathPrefix", "/wrong-ca/")], ("backend-wrong-ca", 9444)),
-                ([("Exact", "/plain")], ("backend-plain", 8080)),
-            ],
-            hostnames=[HOST],
-        ),
-    ]
-
-
-class Setup:
-    """A hub cluster (the federation's pods, the Gateway on the WAN) and a site cluster (the client)."""
-
-    def __init__(self) -> None:
-        self.version = HTTP_ERA
-        self.tmp = Path(tempfile.mkdtemp(prefix=f"{ID_PREFIX}-gwtest-"))
-        self.wan: Optional[Wan] = None
-        self.hub: Optional[harness.Cluster] = None
-        self.site: Optional[harness.Cluster] = None
-
-    def start(self) -> None:
-        python = venv(self.version) / "bin" / "python"
-        if not python.exists():
-            pytest.fail(f"{python} missing: run `make test` or `make e2e`, which install flwr=={self.version}")
-        self.wan = Wan("gateway")
-        self.hub = harness.Cluster(self.version, venv(self.version), "gw-hub")
-        self.site = harness.Cluster(self.version, venv(self.version), "gw-site")
-        self.ids = {self.wan.id, self.hub.id, self.site.id}
-        ca, stranger = g.CA("federation CA"), g.CA("someone else's CA")
-        (self.tmp / "ca.crt").write_text(ca.pem)
-        self.hub.apply(hub_objects(self.version, ca, stranger))
-        pods = self.hub.create_pods()
-        self.hub.start_pods(pods)
-        self.hub.wait_pods_ready(pods, READY_TIMEOUT)
-        self.backend = next(p for p in pods if p.workload == "backend")
-        self.proxy = next(p for p in pods if p.workload == "proxy")
-        self.gateway: ExposedGateway = expose_gateway(
-            self.wan, self.hub, g.gateway("edge", GW_NS, HOST, "fleet-tls", FED)
-        )
-        self.wan.connect(self.site)
-        self.client = self.site.add_client("client", "default")
-        self.wan.publish(self.site, HOST, self.gateway.address)
-
-    def send(self, *requests: dict[str, Any]) -> list[dict[str, Any]]:
-        """Requests through the Gateway from the other cluster's client, by the public name."""
-        argv = ["ip", "netns", "exec", self.client, sys.executable, "-c", CLIENT]
-        argv += [HOST, str(self.tmp / "ca.crt"), json.dumps(list(requests))]
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        assert res.returncode == 0, f"client failed:\n{res.stderr}\n{self.gateway.log()}"
-        return list(json.loads(res.stdout))
-
-    def backend_requests(self) -> list[dict[str, Any]]:
-        lines = self.backend.container("server").log(tail=100000).splitlines()
-        return [json.loads(line) for line in lines if line.startswith("{")]
-
-    def close(self) -> None:
-        for part in (self.wan, self.site, self.hub):
-            if part is not None:
-                part.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _get(path: str, headers: dict[str, str] | None = None, size: int = 0) -> dict[str, Any]:
