@@ -84,7 +84,7 @@ class Outcome:
 
 def expected_clients(raw: dict[str, Any]) -> dict[str, list[int]]:
     """{pod name: [num-partitions, partition-id]} as the config means it: `{index}` is
-    the pod's ordinal, `{replicas}` the pool's replicas (README, nodeConfig)."""
+    the pod's ordinal, `{replicas}` the pool's replicas (docs/config-reference.md, nodeConfig)."""
     out = {}
     for pool in raw["supernodes"]["pools"]:
         for k in range(pool["replicas"]):
@@ -139,7 +139,7 @@ def ran_in(result: RunResult, program: str) -> set[tuple[str, str]]:
 
 def assert_within_memory_limits(fed: Federation, result: RunResult) -> None:
     """Every container, while the app ran, stayed under the memory limit it was rendered
-    with (the role defaults of README "Resources"): the sum of its processes' RSS at the
+    with (the role defaults of docs/what-it-creates.md, "Resources"): the sum of its processes' RSS at the
     peak sample, which is above what its cgroup would be charged."""
     assert {(pod, c) for pod, c, _ in result.ran} <= set(result.peak_rss), "a container that ran an app was not sampled"
     worst: dict[str, tuple[int, str]] = {}

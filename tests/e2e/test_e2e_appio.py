@@ -1,7 +1,7 @@
 """End to end, the SuperExec hop (the HTTP era, see appio.py): TLS and SuperExec auth on
 the Runtime API across the pod network; a SuperExec with the wrong auth secret and one
 without the CA are refused, the untouched one runs its ClientApp. The gRPC era has
-neither (README, "The SuperExec hop"), so this runs for the HTTP era only (1.42), after the other
+neither (docs/security.md, "The SuperExec hop"), so this runs for the HTTP era only (1.42), after the other
 single-federation scenarios."""
 
 from __future__ import annotations

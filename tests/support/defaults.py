@@ -21,7 +21,7 @@ RESTRICTED_POD_SC: dict[str, Any] = {
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 # Bitnami's resourcesPreset table (bitnami/charts, common chart `_resources.tpl`): its
-# requests and memory limits, without its CPU and ephemeral-storage limits (README "Resources").
+# requests and memory limits, without its CPU and ephemeral-storage limits (docs/what-it-creates.md, "Resources").
 PRESETS: dict[str, dict[str, Any]] = {
     "none": {},
     "nano": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "192Mi"}},
@@ -35,7 +35,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def role_preset(container: str, *, process_isolation: bool, kubernetes_executor: bool) -> str:
-    """The preset a container of ours gets when config names none (README "Resources"):
+    """The preset a container of ours gets when config names none (docs/what-it-creates.md, "Resources"):
     whatever runs apps `small`, what only relays or launches pods `micro`."""
     if container == "supernode":
         return "micro" if process_isolation else "small"

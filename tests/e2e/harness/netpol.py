@@ -27,7 +27,7 @@ Semantics (networking.k8s.io/v1, as the Kubernetes documentation states them):
   kubelet's probes, host processes) to its pods is always admitted, as Calico and
   Cilium do.
 
-Limits of the emulation (also in the README's testing section):
+Limits of the emulation (also in CONTRIBUTING.md, "End to end"):
 
 - `ipBlock` matches by address, pod addresses included (Calico's behaviour; the
   documentation leaves it to the implementation, and Cilium selects pods only by
