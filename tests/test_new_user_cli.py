@@ -48,3 +48,111 @@ def test_a_missing_module_of_our_own_is_a_bug_and_keeps_its_traceback():
     )
     done = _python("-c", script)
     assert done.returncode == 1 and "Traceback" in done.stderr
+
+
+# --- render: every problem at once, --stack-outputs checked against what the config reads ------------------------
+
+GOLDEN = ROOT / "tests" / "golden"
+HUB_STACK = "acme/flower-federation/hub"
+SITE_STACK = "acme/flower-federation/site-chart"
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `python -m flower_federation ARGV...`, in-process."""
+    import contextlib
+    import io
+
+    from flower_federation.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _stack_file(tmp_path: Path, name: str, edit=None) -> str:
+    """A golden stack file, its federation value edited by `edit`."""
+    import yaml
+
+    settings = yaml.safe_load((GOLDEN / f"Pulumi.{name}.yaml").read_text())
+    if edit is not None:
+        edit(settings["config"]["flower-federation:federation"])
+    path = tmp_path / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))
+    return str(path)
+
+
+def _bad_cidr(federation) -> None:
+    federation["supernodes"]["superlink"]["cidrs"] = ["203.0.113.7"]
+
+
+def _problems(err: str) -> list[str]:
+    return [line[4:] for line in err.splitlines() if line.startswith("  - ")]
+
+
+def test_render_reports_a_missing_stack_outputs_with_every_config_problem(tmp_path):
+    site = _stack_file(tmp_path, "site-from-hub", _bad_cidr)
+    code, out, err = cli("render", "--config-file", site)
+    _, _, validated = cli("validate", "--config-file", site)
+    assert code == 2 and out == "" and "Traceback" not in err
+    problems = _problems(err)
+    assert len(problems) == 2, err
+    missing = (
+        f"federation.supernodes.superlink.certificate.fromStack: the config reads the outputs of stack '{HUB_STACK}'"
+    )
+    assert problems[0].startswith(missing) and f"pass --stack-outputs {HUB_STACK}=FILE.json" in problems[0]
+    # The config's problem, as `validate` says it.
+    assert problems[1] in _problems(validated) and "'203.0.113.7' is not a CIDR" in problems[1]
+
+
+def test_render_with_only_config_problems_says_what_validate_says(tmp_path):
+    site = _stack_file(tmp_path, "site-from-hub", _bad_cidr)
+    outputs = f"{HUB_STACK}={GOLDEN / 'hub.outputs.json'}"
+    code, out, err = cli("render", "--config-file", site, "--stack-outputs", outputs)
+    assert (code, out) == (1, "")
+    assert err == cli("validate", "--config-file", site)[2]
+
+
+def test_stack_outputs_of_a_stack_the_config_never_reads_are_an_error(tmp_path):
+    hub = _stack_file(tmp_path, "hub")
+    read = f"{SITE_STACK}={GOLDEN / 'site-chart.outputs.json'}"
+    unread = f"acme/flower-federation/lab-c={GOLDEN / 'site-chart.outputs.json'}"
+    code, out, err = cli("render", "--config-file", hub, "--stack-outputs", read, "--stack-outputs", unread)
+    assert code == 2 and out == ""
+    (problem,) = _problems(err)
+    assert problem.startswith(f"--stack-outputs {unread}: the config reads no stack 'acme/flower-federation/lab-c'")
+    assert f"the stacks it reads (fromStack): {SITE_STACK}" in problem
+
+
+def test_a_mistyped_stack_name_is_an_error_with_a_did_you_mean(tmp_path):
+    site = _stack_file(tmp_path, "site-from-hub", _bad_cidr)
+    typo = f"acme/flower-federation/hbu={GOLDEN / 'hub.outputs.json'}"
+    code, out, err = cli("render", "--config-file", site, "--stack-outputs", typo)
+    assert code == 2 and out == ""
+    problems = _problems(err)
+    assert len(problems) == 3, err  # the typo, the stack left without outputs, the config's own problem
+    assert problems[0].startswith(f"--stack-outputs {typo}: the config reads no stack 'acme/flower-federation/hbu'")
+    assert f"did you mean '{HUB_STACK}'?" in problems[0]
+    assert f"reads the outputs of stack '{HUB_STACK}'" in problems[1]
+    assert "'203.0.113.7' is not a CIDR" in problems[2]
+
+
+def test_a_config_that_reads_no_stack_says_so(tmp_path):
+    site = _stack_file(tmp_path, "site-chart")
+    given = f"{HUB_STACK}={GOLDEN / 'hub.outputs.json'}"
+    code, _, err = cli("render", "--config-file", site, "--stack-outputs", given)
+    assert code == 2
+    (problem,) = _problems(err)
+    assert problem == (
+        f"--stack-outputs {given}: the config reads no stack '{HUB_STACK}': it reads no other stack's outputs "
+        "(no fromStack)"
+    )
+
+
+def test_unreadable_stack_outputs_are_reported_with_the_rest(tmp_path):
+    site = _stack_file(tmp_path, "site-from-hub", _bad_cidr)
+    (tmp_path / "hub.json").write_text("{not json")
+    code, _, err = cli("render", "--config-file", site, "--stack-outputs", f"{HUB_STACK}={tmp_path / 'hub.json'}")
+    assert code == 2
+    problems = _problems(err)
+    assert len(problems) == 2 and "is not JSON" in problems[0] and "'203.0.113.7' is not a CIDR" in problems[1]

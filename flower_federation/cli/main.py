@@ -15,152 +15,29 @@ offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's m
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
-import yaml
+from flower_federation.cli.render import cmd_render
+from flower_federation.cli.stack_file import PROJECT_ROOT, UsageError, check, read_stack_file
 
-from flower_federation.kube.goyaml import load_stack_file
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CONFIG_KEYS = ("flower-federation:federation", "federation")
-NODE_KEYS_KEYS = ("flower-federation:nodeAuthKeys", "nodeAuthKeys")
-
-
-class UsageError(Exception):
-    pass
-
-
-def _read_stack_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    """(config map, stack name) from --config-file or Pulumi.<stack>.yaml."""
-    if args.config_file:
-        path = Path(args.config_file)
-        stack = args.stack or _stack_from_filename(path)
-    else:
-        stack = args.stack or "dev"
-        path = PROJECT_ROOT / f"Pulumi.{stack}.yaml"
-    try:
-        # As Pulumi's engine reads it (YAML 1.2: `yes` a string, `1e-3` a float), which PyYAML does not.
-        settings = load_stack_file(path.read_text()) or {}
-    except FileNotFoundError:
-        raise UsageError(f"no such stack settings file: {path}") from None
-    except yaml.YAMLError as err:
-        raise UsageError(f"{path}: not valid YAML: {err}") from None
-    config = settings.get("config") if isinstance(settings, dict) else None
-    if config is None:
-        config = {}
-    if not isinstance(config, dict):
-        raise UsageError(f"{path}: `config:` must be a mapping")
-    encrypted = list(_secure_paths(config))
-    if encrypted:
-        raise UsageError(
-            f"{path}: encrypted (secure:) values cannot be decrypted offline: {', '.join(encrypted)}. "
-            "Render a copy of the file with plain test values instead."
-        )
-    return config, stack
-
-
-def _stack_from_filename(path: Path) -> str:
-    parts = path.name.split(".")
-    return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else "dev"
-
-
-def _secure_paths(value: Any, path: str = "config") -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"secure"}:
-            yield path
-            return
-        for k, v in value.items():
-            yield from _secure_paths(v, f"{path}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _secure_paths(v, f"{path}[{i}]")
-
-
-def _federation_value(config: dict[str, Any], keys: tuple[str, ...] = CONFIG_KEYS) -> Optional[Any]:
-    for key in keys:
-        if key in config:
-            return config[key]
-    return None
+# The reader bench/registrations.py uses.
+_read_stack_file = read_stack_file
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from flower_federation.config.errors import ConfigError
-    from flower_federation.plan import load_plan
 
-    config, stack = _read_stack_file(args)
-    try:
-        plan = load_plan(_federation_value(config), stack, _federation_value(config, NODE_KEYS_KEYS))
-    except ConfigError as err:
-        print(err, file=sys.stderr)
+    plan, problems = check(*read_stack_file(args))
+    if plan is None:
+        print(ConfigError(problems), file=sys.stderr)
         return 1
     pools = ", ".join(f"{p.name}" for p in plan.spec.supernodes.pools)
     print(
         f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
         f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}"
     )
-    return 0
-
-
-def _stack_outputs(pairs: list[str], config: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """{stack: outputs} from `--stack-outputs STACK=FILE.json` flags, each file as
-    `pulumi stack output --json --stack STACK` writes it (what is read is public); every stack the
-    config reads with `fromStack` must have one."""
-    from flower_federation.plan.sites import referenced_stacks
-
-    found: dict[str, dict[str, Any]] = {}
-    for pair in pairs:
-        stack, sep, file = pair.partition("=")
-        if not sep or not stack or not file:
-            raise UsageError(f"--stack-outputs {pair!r}: expected ORG/PROJECT/STACK=FILE.json")
-        try:
-            outputs = json.loads(Path(file).read_text())
-        except FileNotFoundError:
-            raise UsageError(f"--stack-outputs {stack}: no such file: {file}") from None
-        except ValueError as err:
-            raise UsageError(f"--stack-outputs {stack}: {file} is not JSON: {err}") from None
-        if not isinstance(outputs, dict):
-            raise UsageError(f"--stack-outputs {stack}: {file} must hold a JSON object of outputs")
-        found[stack] = outputs
-    for stack in referenced_stacks(_federation_value(config)):
-        if stack not in found:
-            raise UsageError(
-                f"the config reads the outputs of stack '{stack}' (fromStack): pass --stack-outputs "
-                f"{stack}=FILE.json, FILE.json written by `pulumi stack output --json --stack {stack}` "
-                "(or by `render --outputs` of that stack's config)"
-            )
-    return found
-
-
-def cmd_render(args: argparse.Namespace) -> int:
-    import pulumi
-
-    from flower_federation.cli.offline import run_program
-    from flower_federation.kube.documents import dump_all
-    from flower_federation.rules.sites import AMBIENT
-
-    config, stack = _read_stack_file(args)
-    stack_outputs = _stack_outputs(args.stack_outputs or [], config)
-    try:
-        result = run_program(config, stack, stack_outputs=stack_outputs)
-    except pulumi.RunError as err:
-        print(err, file=sys.stderr)
-        return 1
-    if args.outputs:
-        text = json.dumps(result.stack_outputs_json(args.show_secrets), indent=2, sort_keys=True) + "\n"
-        Path(args.outputs).write_text(text)
-    clusters = result.clusters
-    if args.cluster is not None:
-        if args.cluster not in clusters:
-            raise UsageError(f"no objects go to cluster '{args.cluster}' (this stack's: {', '.join(clusters)})")
-        sys.stdout.write(dump_all(result.manifests(args.show_secrets, cluster=args.cluster)))
-    elif clusters in ([], [AMBIENT]):
-        sys.stdout.write(dump_all(result.manifests(show_secrets=args.show_secrets)))
-    else:
-        groups = [f"# cluster: {c}\n" + dump_all(result.manifests(args.show_secrets, cluster=c)) for c in clusters]
-        sys.stdout.write("---\n".join(groups))
     return 0
 
 

@@ -98,6 +98,11 @@ class Run:
         """Clusters objects go to, in registration order."""
         return list(dict.fromkeys(r.cluster for r in self.kubernetes))
 
+    @property
+    def ambient_only(self) -> bool:
+        """Every object goes to the stack's ambient cluster (a render then prints no `# cluster:` headers)."""
+        return self.clusters in ([], [AMBIENT_CLUSTER])
+
     def stack_outputs_json(self, show_secrets: bool = False) -> dict[str, Any]:
         """The stack's outputs as `pulumi stack output --json` prints them."""
         return {

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from flower_federation.config import Federation
-from flower_federation.config.errors import Problem, problem
+from flower_federation.config.errors import PathPart, Problem, format_path, problem
 from flower_federation.flower.dialects import dialect_for
 from flower_federation.flower.public_keys import is_deploy_time_placeholder, public_key_problem, slot_order
 from flower_federation.flower.versions import FlowerVersion
@@ -26,6 +26,7 @@ StackOutputs = Mapping[str, Mapping[str, Any]]
 HUB_ADDRESS_OUTPUT = ("superlink", "externalAddress")
 HUB_CA_OUTPUT = ("caCertificate",)
 SITE_KEYS_OUTPUT = ("nodeAuth", "publicKeys")
+REMOTE_FROM_STACK = ("supernodes", "superlink", "certificate", "fromStack")
 # Port an Ingress serves TLS on.
 INGRESS_PORT = 443
 
@@ -52,12 +53,20 @@ class RemoteSuperLink:
     cidrs: tuple[str, ...] = ()
 
 
+def stack_references(raw: Any) -> list[tuple[str, str]]:
+    """(config path, stack) of every `fromStack` in the raw config, in config order (tolerant
+    of wrong types: rules report those)."""
+    at: list[tuple[tuple[PathPart, ...], Any]] = [
+        (REMOTE_FROM_STACK, get(raw, "supernodes", "superlink", "certificate", "fromStack"))
+    ]
+    sites = as_list(as_dict(raw).get("sites"))
+    at += [(("sites", i, "fromStack"), as_dict(site).get("fromStack")) for i, site in enumerate(sites)]
+    return [(format_path(parts), name) for parts, name in at if isinstance(name, str) and name]
+
+
 def referenced_stacks(raw: Any) -> list[str]:
-    """Every stack the raw config names with `fromStack`, in config order (tolerant of
-    wrong types: rules report those)."""
-    names = [get(raw, "supernodes", "superlink", "certificate", "fromStack")]
-    names += [as_dict(site).get("fromStack") for site in as_list(as_dict(raw).get("sites"))]
-    return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
+    """Every stack the raw config names with `fromStack`, once each, in config order."""
+    return list(dict.fromkeys(name for _, name in stack_references(raw)))
 
 
 def _output(outputs: Optional[StackOutputs], stack: str, path: tuple[str, ...]) -> Any:
@@ -83,7 +92,7 @@ def remote_superlink(
     remote = spec.supernodes.superlink
     if spec.role != "site" or remote is None:
         return [], None
-    at = ("supernodes", "superlink", "certificate", "fromStack")
+    at = REMOTE_FROM_STACK
     stack = remote.certificate.from_stack
     host, port, ca_pem = remote.address, remote.port, remote.certificate.pem
     problems: list[Problem] = []

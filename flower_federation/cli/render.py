@@ -1,0 +1,114 @@
+"""`python -m flower_federation render`: every object the stack would create, as YAML, from the real program
+run offline under Pulumi's mocks (offline.py).
+
+Before it runs the program it reports, in one list, everything wrong with what it was given: the config's
+problems (as `validate` says them) and the `--stack-outputs` flags against the stacks the config reads with
+`fromStack` (a stack read without its outputs, outputs of a stack the config never reads, an unreadable file)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from flower_federation.cli.stack_file import UsageError, check, federation_value, read_stack_file
+from flower_federation.config.errors import ConfigError, Problem
+
+
+def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, dict[str, Any]]]:
+    """(problems, {stack: outputs}) of `--stack-outputs STACK=FILE.json` flags, each file as
+    `pulumi stack output --json --stack STACK` writes it (what is read is public). Every stack the config
+    reads with `fromStack` must have one, and every one given must be such a stack."""
+    from flower_federation.plan.sites import stack_references
+
+    references = stack_references(raw)
+    read = list(dict.fromkeys(stack for _, stack in references))
+    problems: list[Problem] = []
+    found: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        flag = f"--stack-outputs {pair}"
+        stack, sep, file = pair.partition("=")
+        if not sep or not stack or not file:
+            problems.append(Problem(flag, "expected ORG/PROJECT/STACK=FILE.json"))
+            continue
+        if stack not in read:
+            problems.append(Problem(flag, f"the config reads no stack '{stack}': {_stacks_read(stack, read)}"))
+            continue
+        try:
+            outputs = json.loads(Path(file).read_text())
+        except FileNotFoundError:
+            problems.append(Problem(flag, f"no such file: {file}"))
+            continue
+        except ValueError as err:
+            problems.append(Problem(flag, f"{file} is not JSON: {err}"))
+            continue
+        if not isinstance(outputs, dict):
+            problems.append(Problem(flag, f"{file} must hold a JSON object of outputs"))
+            continue
+        found[stack] = outputs
+    given = {pair.partition("=")[0] for pair in pairs}
+    for path, stack in references:
+        if stack not in given:
+            problems.append(
+                Problem(
+                    path,
+                    f"the config reads the outputs of stack '{stack}' (fromStack): pass --stack-outputs "
+                    f"{stack}=FILE.json, FILE.json written by `pulumi stack output --json --stack {stack}` "
+                    "(or by `render --outputs` of that stack's config)",
+                )
+            )
+    return problems, found
+
+
+def _stacks_read(stack: str, read: list[str]) -> str:
+    if not read:
+        return "it reads no other stack's outputs (no fromStack)"
+    close = difflib.get_close_matches(stack, read, n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"{hint}the stacks it reads (fromStack): {', '.join(read)}"
+
+
+def report(usage: list[Problem], config: list[Problem]) -> str:
+    """One report. Config problems alone read as `validate` prints them."""
+    if not usage:
+        return ConfigError(config).render()
+    problems = usage + config
+    count = len(problems)
+    head = f"error: cannot render ({count} problem{'s' if count != 1 else ''}):"
+    return "\n".join([head] + [f"  - {p}" for p in problems])
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    import pulumi
+
+    from flower_federation.cli.offline import run_program
+    from flower_federation.kube.documents import dump_all
+
+    config, stack = read_stack_file(args)
+    usage, outputs = stack_outputs(args.stack_outputs or [], federation_value(config))
+    _, problems = check(config, stack)
+    if usage or problems:
+        print(report(usage, problems), file=sys.stderr)
+        return 2 if usage else 1
+    try:
+        result = run_program(config, stack, stack_outputs=outputs)
+    except pulumi.RunError as err:
+        print(err, file=sys.stderr)
+        return 1
+    if args.outputs:
+        text = json.dumps(result.stack_outputs_json(args.show_secrets), indent=2, sort_keys=True) + "\n"
+        Path(args.outputs).write_text(text)
+    clusters = result.clusters
+    if args.cluster is not None:
+        if args.cluster not in clusters:
+            raise UsageError(f"no objects go to cluster '{args.cluster}' (this stack's: {', '.join(clusters)})")
+        sys.stdout.write(dump_all(result.manifests(args.show_secrets, cluster=args.cluster)))
+    elif result.ambient_only:
+        sys.stdout.write(dump_all(result.manifests(show_secrets=args.show_secrets)))
+    else:
+        groups = [f"# cluster: {c}\n" + dump_all(result.manifests(args.show_secrets, cluster=c)) for c in clusters]
+        sys.stdout.write("---\n".join(groups))
+    return 0
