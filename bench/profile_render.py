@@ -86,7 +86,7 @@ PHASES = (
         "shell/federation.py",
         "__init__",
     ),
-    ("  of which build/* (core manifests)", "build/manifests.py", "render"),
+    ("  of which builders/* (core manifests)", "builders/manifests.py", "render"),
     (
         "run_program (all of the above under the mock runtime, and the waits)",
         "cli/offline.py",

@@ -13,7 +13,7 @@ The package reads top-down; each layer imports only the layers listed before it
 - `rules/`     checks that span fields, over the raw config, all reported at once.
 - `plan/`      config -> one resolved plan (version, dialect, names, trust, sites, probes),
                and the stack outputs derived from it.
-- `build/`     plan -> plain Kubernetes objects: one builder per component, the network links
+- `builders/`  plan -> plain Kubernetes objects: one builder per component, the network links
                and the NetworkPolicies made of them, the whole render (`manifests.py`).
 - `shell/`     Pulumi ComponentResources that register the built objects (Outputs, secrets,
                providers, StackReferences).

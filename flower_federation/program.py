@@ -10,8 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi.runtime import config as runtime_config
 
-from flower_federation.build import manifests, registration
-from flower_federation.build import node_auth as nodeauth
+from flower_federation.builders import manifests, registration
+from flower_federation.builders import node_auth as nodeauth
 from flower_federation.config.errors import ConfigError, Problem, problem
 from flower_federation.flower import public_keys as sshkeys
 from flower_federation.plan import FederationPlan, load_plan

@@ -1,4 +1,4 @@
-"""The SuperExec hop (flower_federation/build/appio.py): with Flower 1.41 and process isolation no
+"""The SuperExec hop (flower_federation/builders/appio.py): with Flower 1.41 and process isolation no
 render has `--insecure` anywhere, whatever the TLS source and placement; the
 gRPC era is unchanged (plaintext AppIo, confined by NetworkPolicy to its pool's SuperExecs
 and SuperNodes); auth secrets are random, per pool, and never in a render without
@@ -14,8 +14,8 @@ import json
 import pytest
 from cryptography import x509
 
-from flower_federation.build import manifests
-from flower_federation.build.network_links import POD_NAME_LABEL
+from flower_federation.builders import manifests
+from flower_federation.builders.network_links import POD_NAME_LABEL
 from flower_federation.cli.offline import SECRET_PLACEHOLDER, run_program
 from flower_federation.config.errors import ConfigError
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS

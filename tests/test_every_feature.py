@@ -17,11 +17,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from flower_federation.build import node_auth as nodeauth
-from flower_federation.build import trust
+from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders import trust
 from flower_federation.cli.offline import run_program
 from flower_federation.kube import pod_security as pss
-from flower_federation.kube.objects import pod_template
+from flower_federation.kube.objects import pod_template_of
 
 K8S = "1.34.0"
 NS = "flower-all"
@@ -202,7 +202,7 @@ def test_every_object_passes_the_strict_schema(rendered: tuple[str, list[dict[st
 
 def test_every_pod_is_restricted_and_the_namespace_enforces_it(rendered: tuple[str, list[dict[str, Any]]]) -> None:
     _, objects = rendered
-    templates = [t for o in objects if (t := pod_template(o)) is not None]  # type: ignore[arg-type]
+    templates = [t for o in objects if (t := pod_template_of(o)) is not None]  # type: ignore[arg-type]
     # SuperLink, ServerApp SuperExec, per pool a SuperNode and a SuperExec, node registration and revocation
     assert len(templates) == 8
     assert all(pss.restricted_violations(t) == [] for t in templates)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from flower_federation.build import fleet_proxy
+from flower_federation.builders import fleet_proxy
 from tests.e2e.gateway_objects import CA
 from tests.support.manifests import get
 from tests.support.tls_provider import RealTlsProvider

@@ -27,7 +27,7 @@ from typing import Optional
 
 import pytest
 
-from flower_federation.build.registration import REGISTER, REVOKE
+from flower_federation.builders.registration import REGISTER, REVOKE
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.kube import container_command, container_env, pod_for
 from tests.support.live_flower import (

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "flower_federation"
 # Lowest first. `importers` and `shell` do not use each other; the order between them is arbitrary.
-LAYERS = ("kube", "flower", "config", "rules", "plan", "build", "shell", "program", "importers", "cli", "__main__")
+LAYERS = ("kube", "flower", "config", "rules", "plan", "builders", "shell", "program", "importers", "cli", "__main__")
 MAX_LINES = 400
 
 
@@ -70,7 +70,7 @@ def test_the_layer_check_fails_on_an_upward_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("from flower_federation.shell.federation import FederationComponent\n", encoding="utf-8")
     ((line, target),) = imported(bad)
-    assert LAYERS.index(layer_of(target)) > LAYERS.index(layer_of("flower_federation.build.superlink"))
+    assert LAYERS.index(layer_of(target)) > LAYERS.index(layer_of("flower_federation.builders.superlink"))
 
 
 def test_no_module_is_longer_than_one_reading() -> None:

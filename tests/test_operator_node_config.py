@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from flower_federation.build import pods
+from flower_federation.builders import pods
 from tests.support.manifests import arg_after, container, index, pod_spec
 from tests.support.operator_examples import BY_ID, from_cr, pool_workload
 from tests.support.operator_readme import DAEMONSET, MULTIPOOLS

@@ -1,7 +1,7 @@
 """`podTemplate` through the `render` command (the real program, and so `pulumi up`), not only the pure core.
 
 Regression: with TLS on (the default) a podTemplate used to crash the render with a traceback, because the
-pod template already held the certificate checksum (a Pulumi Output) when `pods.apply_pod_template`
+pod template already held the certificate checksum (a Pulumi Output) when `pods.overlay_pod_template`
 deep-copied it. The core now works on plain data only and the shell adds the checksum at registration."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_a_pools_container_patches_go_to_the_pods_that_run_each_container() -> N
 
 def test_distributed_statefulsets_get_the_claims_their_pods_mount_podtemplate_included() -> None:
     # Found by the config fuzzer: a claim mounted only by a podTemplate patch went to neither StatefulSet.
-    from flower_federation.build import manifests
+    from flower_federation.builders import manifests
     from flower_federation.plan import load_plan
     from tests.support.stacks import base
 
@@ -126,7 +126,7 @@ def test_a_pools_volumes_go_to_the_pods_that_mount_them() -> None:
     """With distributed SuperExecs a pool's volumes reach two pods: each gets those its containers mount or use as a
     device (podTemplate patches included), as a PVC a pod lists is attached to it mounted or not (a ReadWriteOnce
     claim mounted by the SuperExec would make the SuperNode's pod fail on multi-attach). Ours stay as they are."""
-    from flower_federation.build import manifests
+    from flower_federation.builders import manifests
     from flower_federation.plan import load_plan
     from tests.support.stacks import base
 
@@ -171,7 +171,7 @@ def test_a_pools_volumes_go_to_the_pods_that_mount_them() -> None:
 
 
 def _pool_volumes(raw: dict[str, Any]) -> dict[str, list[str]]:
-    from flower_federation.build import manifests
+    from flower_federation.builders import manifests
     from flower_federation.plan import load_plan
 
     return {

@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives.serialization import load_ssh_private_key, l
 from pulumi.runtime import rpc
 
 from flower_federation import program
-from flower_federation.build import node_auth as nodeauth
-from flower_federation.build import trust
+from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders import trust
 from flower_federation.cli.offline import Run, run_program
 from flower_federation.flower import public_keys as sshkeys
 from flower_federation.flower.layout import NODE_KEY_DIR

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from pulumi.runtime import rpc
 
-from flower_federation.build import trust
+from flower_federation.builders import trust
 from flower_federation.cli.offline import SECRET_TYPE, Run, reveal, run_program
 from flower_federation.plan import FederationPlan
 from tests.support.manifests import WORKLOAD_KINDS

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from flower_federation.build import registration
+from flower_federation.builders import registration
 from flower_federation.plan import load_plan
 
 A, B, C = b"key-a", b"key-b", b"key-c"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from flower_federation.build import manifests
+from flower_federation.builders import manifests
 from flower_federation.config.errors import ConfigError
 from flower_federation.kube.objects import ObjectKey
 from flower_federation.plan import load_plan

@@ -14,7 +14,7 @@ import pulumi
 import pytest
 import yaml
 
-from flower_federation.build import registration
+from flower_federation.builders import registration
 from flower_federation.cli.offline import Run, run_program
 from tests.support.manifests import by_kind, get
 from tests.support.tls_provider import RealTlsProvider

@@ -1,4 +1,4 @@
-"""The SuperLink's state across a Flower upgrade (flower_federation/build/state_guard.py), with real
+"""The SuperLink's state across a Flower upgrade (flower_federation/builders/state_guard.py), with real
 Flower: the rendered `state-guard` init container's command, run by each version's own
 Python, on a state file real SuperLinks wrote.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from flower_federation.build import state_guard
+from flower_federation.builders import state_guard
 from tests.support.flower import HTTP_ERA, PREVIOUS_HTTP_ERA, venv_bin, venv_python
 from tests.support.processes import Processes, free_port, process_env, run_bounded
 from tests.support.render import plan_of, superlink_objects

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flower_federation.build import appio
+from flower_federation.builders import appio
 from flower_federation.plan.outputs import warnings
 from tests.support.manifests import container, get
 from tests.support.netpol import allowed, pod_groups

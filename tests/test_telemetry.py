@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 
-from flower_federation.build import pods
+from flower_federation.builders import pods
 from flower_federation.flower.layout import TELEMETRY_ENV
 from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
 from tests.support.importing import header, run_import, stack_config, write

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from flower_federation.build import appio, trust
+from flower_federation.builders import appio, trust
 from flower_federation.config.errors import ConfigError
 from tests.support.manifests import arg_after, containers, get, mounts_by_name, volumes_by_name, workload_container
 from tests.support.render import certificate_of, plan_of

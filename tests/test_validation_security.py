@@ -266,7 +266,7 @@ def test_cert_manager_renew_before_must_be_shorter_than_duration():
 def test_privileged_asks_for_privilege_escalation_too(where):
     # Found by the config fuzzer: `privileged: true` over our restricted context rendered
     # privileged with allowPrivilegeEscalation false, which the API server refuses.
-    from flower_federation.build import manifests
+    from flower_federation.builders import manifests
     from flower_federation.plan import load_plan
 
     privileged = {"privileged": True}

@@ -22,8 +22,8 @@ from pulumi.runtime import rpc
 from pulumi.runtime.stack import run_pulumi_func
 
 from flower_federation import program
+from flower_federation.config.derived import AMBIENT_CLUSTER
 from flower_federation.flower.public_keys import DEPLOY_TIME_MARKER
-from flower_federation.rules.sites import AMBIENT as AMBIENT_CLUSTER
 
 SECRET_PLACEHOLDER = "[secret]"
 

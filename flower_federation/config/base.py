@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 # Bitnami's `resourcesPreset` names (its common chart's `common.resources.preset`), and
-# `none`; what each sets is in `flower_federation/build/resources.py`.
+# `none`; what each sets is in `flower_federation/builders/resources.py`.
 ResourcesPreset = Literal["none", "nano", "micro", "small", "medium", "large", "xlarge", "2xlarge"]
 
 

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from flower_federation.config.base import Model, ResourcesPreset
 from flower_federation.config.images import Image
+from flower_federation.flower.dialects import CONTROL_SERVICE_PORT
 
 # What the Fleet-only proxy runs unless `superlink.fleetProxy.image` says otherwise: nginx, as its unprivileged
 # image (no root, no privileged port), stable branch.
@@ -72,7 +73,7 @@ class ControlService(Model):
 
     type: Literal["ClusterIP", "LoadBalancer"] = Field(default="ClusterIP", description="Service type.")
     port: int = Field(
-        default=9095,
+        default=CONTROL_SERVICE_PORT,
         ge=1,
         le=65535,
         description="The SuperLink's own API port (its `--port`) and this Service's port. Must differ from the Fleet port.",

@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+import json
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field
 
 from flower_federation.config.base import Model, ResourcesPreset
 from flower_federation.config.images import Image
+from flower_federation.flower.dialects import SUPERNODE_APPIO_PORT
+
+# What a networkPolicy key set nowhere (top level, component, pool) means. Stated here once: the descriptions
+# below quote it, and NETWORK_POLICY_DEFAULTS is made of it.
+_NETWORK_POLICY_DEFAULTS: dict[str, Any] = {
+    "enabled": True,
+    "allowExternal": False,
+    "allowExternalEgress": False,
+    "extraIngress": [],
+    "extraEgress": [],
+    "ingressPodMatchLabels": {},
+    "ingressNSMatchLabels": {},
+    "ingressNSPodMatchLabels": {},
+    # The Kubernetes API server: its in-cluster Service's port and the apiserver's usual own port.
+    "apiServerPorts": [443, 6443],
+}
+
+
+def _default(key: str) -> str:
+    return f"Default `{json.dumps(_NETWORK_POLICY_DEFAULTS[key], separators=(', ', ': '))}`"
+
+
+Port = Annotated[int, Field(ge=1, le=65535)]
 
 
 class NetworkPolicy(Model):
@@ -19,70 +43,68 @@ class NetworkPolicy(Model):
     enabled: Optional[bool] = Field(
         default=None,
         description=(
-            "Default `true`: a NetworkPolicy per component that denies ingress and egress except what Flower needs. "
+            f"{_default('enabled')}: a NetworkPolicy per component that denies ingress and egress except what Flower needs. "
             "`false`: the component's traffic is not restricted."
         ),
     )
     allow_external: Optional[bool] = Field(
         default=None,
         description=(
-            "Default `false`. SuperLink: accept the Fleet API from anywhere (SuperNodes in other clusters; in the HTTP era "
+            f"{_default('allowExternal')}. SuperLink: accept the Fleet API from anywhere (SuperNodes in other clusters; in the HTTP era "
             "Fleet and Control share the port). A pool, with distributed SuperExec only: accept the SuperNodes' "
-            "ClientAppIo/Runtime API (9094; plaintext in the gRPC era) from anywhere."
+            f"ClientAppIo/Runtime API ({SUPERNODE_APPIO_PORT}; plaintext in the gRPC era) from anywhere."
         ),
     )
     allow_external_egress: Optional[bool] = Field(
         default=None,
         description=(
-            "Default `false`: egress only to cluster DNS and the Flower peers. `true`: any egress (e.g. ClientApps "
+            f"{_default('allowExternalEgress')}: egress only to cluster DNS and the Flower peers. `true`: any egress (e.g. ClientApps "
             "fetching data)."
         ),
     )
     extra_ingress: Optional[list[Any]] = Field(
         default=None,
-        description=("Default `[]`. NetworkPolicyIngressRules (schema-checked) added to the component's policy."),
+        description=f"{_default('extraIngress')}. NetworkPolicyIngressRules (schema-checked) added to the component's policy.",
     )
     extra_egress: Optional[list[Any]] = Field(
         default=None,
         description=(
-            "Default `[]`. NetworkPolicyEgressRules (schema-checked) added to the component's policy (no effect with "
+            f"{_default('extraEgress')}. NetworkPolicyEgressRules (schema-checked) added to the component's policy (no effect with "
             "`allowExternalEgress`)."
         ),
     )
     ingress_pod_match_labels: Optional[dict[str, str]] = Field(
         default=None,
         description=(
-            "Default `{}`. Pods of the federation's namespace with these labels may reach the component's API ports "
-            "(SuperLink: Fleet and Control; a pool, with distributed SuperExec only: 9094)."
+            f"{_default('ingressPodMatchLabels')}. Pods of the federation's namespace with these labels may reach the component's API ports "
+            f"(SuperLink: Fleet and Control; a pool, with distributed SuperExec only: {SUPERNODE_APPIO_PORT})."
         ),
     )
     ingress_ns_match_labels: Optional[dict[str, str]] = Field(
         default=None,
         alias="ingressNSMatchLabels",
-        description=("Default `{}`. Pods in namespaces with these labels may reach the component's API ports."),
+        description=f"{_default('ingressNSMatchLabels')}. Pods in namespaces with these labels may reach the component's API ports.",
     )
     ingress_ns_pod_match_labels: Optional[dict[str, str]] = Field(
         default=None,
         alias="ingressNSPodMatchLabels",
         description=(
-            "Default `{}`. Only with `ingressNSMatchLabels`: of those namespaces, only pods with these labels."
+            f"{_default('ingressNSPodMatchLabels')}. Only with `ingressNSMatchLabels`: of those namespaces, only pods "
+            "with these labels."
+        ),
+    )
+    api_server_ports: Optional[list[Port]] = Field(
+        default=None,
+        min_length=1,
+        description=(
+            f"{_default('apiServerPorts')}. Ports of the Kubernetes API server a SuperExec with the Kubernetes executor "
+            "may reach (to start task pods): the in-cluster Service's port and the apiserver's own. Some distributions "
+            "serve it elsewhere (e.g. 8443)."
         ),
     )
 
 
-# What a networkPolicy key set nowhere (top level, component, pool) means; the "Default" of each description.
-NETWORK_POLICY_DEFAULTS = NetworkPolicy.model_validate(
-    {
-        "enabled": True,
-        "allowExternal": False,
-        "allowExternalEgress": False,
-        "extraIngress": [],
-        "extraEgress": [],
-        "ingressPodMatchLabels": {},
-        "ingressNSMatchLabels": {},
-        "ingressNSPodMatchLabels": {},
-    }
-)
+NETWORK_POLICY_DEFAULTS = NetworkPolicy.model_validate(_NETWORK_POLICY_DEFAULTS)
 
 
 class ProbeSettings(Model):
@@ -123,11 +145,24 @@ class Probes(Model):
     )
 
 
+# A pool's PodDisruptionBudget when it sets neither maxUnavailable nor minAvailable: one SuperNode at a time.
+DEFAULT_MAX_UNAVAILABLE = 1
+
+
 class DisruptionBudget(Model):
     enabled: bool = Field(default=True, description="Create the PodDisruptionBudget.")
     max_unavailable: Optional[int | str] = Field(
-        default=None, description=('A count or a percentage (`"25%"`). Unset: 1, unless minAvailable is set.')
+        default=None,
+        description=f'A count or a percentage (`"25%"`). Unset: {DEFAULT_MAX_UNAVAILABLE}, unless minAvailable is set.',
     )
+
+    @property
+    def effective(self) -> dict[str, int | str]:
+        """The budget's one key, as the PodDisruptionBudget gets it."""
+        if self.min_available is not None:
+            return {"minAvailable": self.min_available}
+        return {"maxUnavailable": DEFAULT_MAX_UNAVAILABLE if self.max_unavailable is None else self.max_unavailable}
+
     min_available: Optional[int | str] = Field(
         default=None, description=("A count or a percentage; instead of maxUnavailable (setting both is an error).")
     )

@@ -11,6 +11,7 @@ from pydantic import Field
 from flower_federation.config.base import Model
 from flower_federation.config.operations import NetworkPolicy, Probes
 from flower_federation.config.workloads import PodSettings
+from flower_federation.flower.dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT
 
 
 class SuperExecPorts(Model):
@@ -19,8 +20,9 @@ class SuperExecPorts(Model):
         ge=1,
         le=65535,
         description=(
-            "Port of the SuperExec's gRPC health server (Flower up to 1.42), which its probes check. Unset: 8081 in a "
-            "workload of its own, 8082 as a sidecar (next to the main container's 8081)."
+            "Port of the SuperExec's gRPC health server (Flower up to 1.42), which its probes check. Unset: "
+            f"{HEALTH_PORT} in a workload of its own, {SIDECAR_HEALTH_PORT} as a sidecar (next to the main container's "
+            f"{HEALTH_PORT})."
         ),
     )
 

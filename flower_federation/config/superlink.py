@@ -12,32 +12,38 @@ from flower_federation.config.images import Image
 from flower_federation.config.operations import NetworkPolicy, Probes
 from flower_federation.config.superexec import SuperExecSettings
 from flower_federation.config.workloads import PodSettings
+from flower_federation.flower.dialects import GRPC_CONTROL_PORT, GRPC_FLEET_PORT, GRPC_SERVERAPPIO_PORT, HTTP_PORT
 
 
 class ServicePorts(Model):
     """Ports of the SuperLink's container and Service; the SuperNodes' address follows. Only the keys of the
     federation's Flower dialect may be set; gRPC-era ports must be distinct."""
 
-    grpc: Optional[int] = Field(default=None, ge=1, le=65535, description="gRPC era: Fleet API port. Unset: 9092.")
+    grpc: Optional[int] = Field(
+        default=None, ge=1, le=65535, description=f"gRPC era: Fleet API port. Unset: {GRPC_FLEET_PORT}."
+    )
     server_app_io: Optional[int] = Field(
         default=None,
         ge=1,
         le=65535,
         alias="serverAppIO",
         description=(
-            "gRPC era: ServerAppIo API port. Unset: 9091. Bound to 127.0.0.1 in the SuperLink's pod, except with "
+            f"gRPC era: ServerAppIo API port. Unset: {GRPC_SERVERAPPIO_PORT}. Bound to 127.0.0.1 in the SuperLink's pod, except with "
             "distributed SuperExec, which reaches it through the ClusterIP Service `N-superlink-serverappio`; never on "
             "`N-superlink`."
         ),
     )
     extra: Optional[int] = Field(
-        default=None, ge=1, le=65535, description=("gRPC era: Control API port (what `flwr` dials). Unset: 9093.")
+        default=None,
+        ge=1,
+        le=65535,
+        description=f"gRPC era: Control API port (what `flwr` dials). Unset: {GRPC_CONTROL_PORT}.",
     )
     http: Optional[int] = Field(
         default=None,
         ge=1,
         le=65535,
-        description=("HTTP era: the one API port for Fleet, Control and the Runtime API. Unset: 8000."),
+        description=f"HTTP era: the one API port for Fleet, Control and the Runtime API. Unset: {HTTP_PORT}.",
     )
 
 

@@ -12,6 +12,7 @@ from flower_federation.config.operations import DisruptionBudget, NetworkPolicy,
 from flower_federation.config.sites import RemoteSuperLink
 from flower_federation.config.superexec import SuperExecSettings
 from flower_federation.config.workloads import PodSettings
+from flower_federation.flower.dialects import HEALTH_PORT, SUPERNODE_APPIO_PORT
 
 
 class PoolImages(Model):
@@ -33,7 +34,7 @@ class SuperNodeService(Model):
     one) and `networkPolicy.allowExternal: true` (say you accept a plaintext API reachable from outside)."""
 
     type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(default="ClusterIP", description="Service type.")
-    port: int = Field(default=9094, ge=1, le=65535, description="The Service's port.")
+    port: int = Field(default=SUPERNODE_APPIO_PORT, ge=1, le=65535, description="The Service's port.")
     node_port: Optional[int] = Field(
         default=None,
         ge=30000,
@@ -60,7 +61,8 @@ class SuperNodePorts(Model):
         ge=1,
         le=65535,
         description=(
-            "The ClientAppIo API (gRPC era) / Runtime API (HTTP era) that SuperExecs dial. Unset: 9094. Bound to "
+            f"The ClientAppIo API (gRPC era) / Runtime API (HTTP era) that SuperExecs dial. Unset: {SUPERNODE_APPIO_PORT}. "
+            "Bound to "
             "127.0.0.1 unless the SuperExecs are distributed."
         ),
     )
@@ -68,7 +70,7 @@ class SuperNodePorts(Model):
         default=None,
         ge=1,
         le=65535,
-        description="The gRPC health server the probes check (Flower up to 1.42). Unset: 8081.",
+        description=f"The gRPC health server the probes check (Flower up to 1.42). Unset: {HEALTH_PORT}.",
     )
 
 

@@ -25,9 +25,15 @@ from flower_federation.flower.versions import (
 
 ANY_ADDRESS = "0.0.0.0"
 LOOPBACK = "127.0.0.1"
+# Every default port, here and only here: the config model's descriptions and the rules quote these.
 HTTP_PORT = 8000  # HTTP era: the SuperLink's one API port (the Fleet port sites dial)
+GRPC_FLEET_PORT = 9092  # gRPC era: Fleet API
+GRPC_CONTROL_PORT = 9093  # gRPC era: Control API (what `flwr` dials)
+GRPC_SERVERAPPIO_PORT = 9091  # gRPC era: ServerAppIo API
 # SuperNode's ClientAppIo (gRPC era) / Runtime API (HTTP era) port; both eras use 9094.
 SUPERNODE_APPIO_PORT = 9094
+# With the Fleet-only proxy on the Fleet port: the SuperLink's own API port and its control Service's.
+CONTROL_SERVICE_PORT = 9095
 
 
 @dataclass(frozen=True)
@@ -197,9 +203,9 @@ class GrpcEra(Dialect):
 
     def resolve_ports(self, configured: dict[str, Optional[int]]) -> Ports:
         return Ports(
-            fleet=configured.get("grpc") or 9092,
-            control=configured.get("extra") or 9093,
-            serverappio=configured.get("serverAppIO") or 9091,
+            fleet=configured.get("grpc") or GRPC_FLEET_PORT,
+            control=configured.get("extra") or GRPC_CONTROL_PORT,
+            serverappio=configured.get("serverAppIO") or GRPC_SERVERAPPIO_PORT,
         )
 
     def service_ports(self, ports: Ports) -> list[ServicePort]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flower_federation.build import resources
+from flower_federation.builders import resources
 from flower_federation.importers.chart import POOL
 from flower_federation.importers.common import TELEMETRY, telemetry_set_in
 
@@ -262,9 +262,9 @@ def _resources(steps: ChartImport) -> str:
         lift = "supernode.resources (supernodeResources here)"
     return (
         "Resources: the chart gives a container only the requests and limits of its values (none by default); "
-        f"here every container starts from its role's preset (the README's 'Resources'): {sizes}. A ClientApp that "
-        f"needs more memory is OOM-killed at that limit: raise it with {lift}, taken key by key over the preset, or "
-        "run without presets as the chart does. " + steps.set_preserved("resourcesPreset", "none")
+        f"here every container starts from its role's preset (docs/what-it-creates.md, 'Resources'): {sizes}. "
+        f"A ClientApp that needs more memory is OOM-killed at that limit: raise it with {lift}, taken key by key over "
+        "the preset, or run without presets as the chart does. " + steps.set_preserved("resourcesPreset", "none")
     )
 
 

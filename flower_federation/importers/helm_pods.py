@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flower_federation.build.pods import container_security_context, pod_security_context
+from flower_federation.builders.pods import container_security_context, pod_security_context
 from flower_federation.importers.chart import CHART, POOL
 from flower_federation.importers.common import get_path, parts_of
 from flower_federation.importers.helm_parameters import mappings

@@ -37,6 +37,10 @@ class Container(TypedDict):
     lifecycle: NotRequired[dict[str, Any]]
 
 
+# A pod volume: every kind Kubernetes has, so left to the schema check.
+Volume = dict[str, Any]
+
+
 class PodTemplate(TypedDict):
     metadata: TemplateMeta
     spec: dict[str, Any]
@@ -79,7 +83,7 @@ class ObjectKey(NamedTuple):
 WORKLOAD_KINDS = ("StatefulSet", "DaemonSet", "Deployment", "Job")
 
 
-def pod_template(m: Manifest) -> PodTemplate | None:
+def pod_template_of(m: Manifest) -> PodTemplate | None:
     """The pod template of a workload, else None."""
     if m["kind"] not in WORKLOAD_KINDS:
         return None

@@ -17,6 +17,7 @@ import pydantic
 
 from flower_federation import rules
 from flower_federation.config import Federation, Image, ImageRef, Pool, Probes
+from flower_federation.config.derived import SuperExecLayout, cluster_key, federation_name, superexec_layout
 from flower_federation.config.errors import ConfigError, Problem
 from flower_federation.config.images import reference
 from flower_federation.config.pydantic_errors import pydantic_problems
@@ -72,10 +73,10 @@ class FederationPlan:
     @property
     def superlink_cluster(self) -> str:
         """ "" is the stack's ambient cluster."""
-        return self.spec.superlink.cluster or ""
+        return cluster_key(self.spec.superlink.cluster)
 
     def pool_cluster(self, pool: Pool) -> str:
-        return pool.cluster or ""
+        return cluster_key(pool.cluster)
 
     @property
     def home_cluster(self) -> str:
@@ -139,16 +140,20 @@ class FederationPlan:
         return self.spec.node_auth.enabled
 
     @property
+    def superexecs(self) -> SuperExecLayout:
+        return superexec_layout(self.spec.isolation_mode, self.spec.superexec_placement)
+
+    @property
     def process_isolation(self) -> bool:
-        return self.spec.isolation_mode == "process"
+        return self.superexecs.process_isolation
 
     @property
     def distributed(self) -> bool:
-        return self.process_isolation and self.spec.superexec_placement == "distributed"
+        return self.superexecs.distributed
 
     @property
     def sidecar_superexec(self) -> bool:
-        return self.process_isolation and not self.distributed
+        return self.superexecs.sidecar
 
     @property
     def superexec_auth(self) -> bool:
@@ -282,7 +287,9 @@ def exposed(spec: Federation) -> bool:
     """The SuperLink takes Fleet traffic from outside its cluster: a hub, an ingress, a
     gateway, or a pool in another cluster than the SuperLink's."""
     sl = spec.superlink
-    remote_pools = spec.role != "site" and any((p.cluster or "") != (sl.cluster or "") for p in spec.supernodes.pools)
+    remote_pools = spec.role != "site" and any(
+        cluster_key(p.cluster) != cluster_key(sl.cluster) for p in spec.supernodes.pools
+    )
     return spec.role == "hub" or sl.ingress is not None or sl.gateway is not None or remote_pools
 
 
@@ -329,7 +336,7 @@ def load_plan(
         raise ConfigError(sorted(set(problems), key=_sort_key))
     assert spec is not None and dialect is not None
 
-    name = spec.name or stack
+    name = federation_name(spec.name, stack)
     names = Names(name)
     ports = dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True))
     if fleet_proxy_on(spec, exposed(spec), ports.serverappio is not None):

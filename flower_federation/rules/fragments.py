@@ -14,7 +14,7 @@ from flower_federation.kube.naming import SUPEREXEC_CLIENTAPP, SUPEREXEC_SERVERA
 from flower_federation.kube.openapi import fragment_errors
 from flower_federation.kube.quantity import parse_quantity
 from flower_federation.rules.labels import label_problems, our_labels
-from flower_federation.rules.raw import At, Pools, Raw, as_dict, as_list, get
+from flower_federation.rules.raw import At, Pools, Raw, as_dict, as_list, get, superexecs_of
 
 _LIST_FRAGMENTS = {
     "env": "envvar-v1.json",
@@ -63,7 +63,7 @@ def fragments(raw: Raw, pools: Pools, stack: str) -> Iterator[Problem]:
         yield from _duplicates(at, section)
         yield from _volume_refs(at, section)
         template = section.get("podTemplate")
-        yield from _pod_template(at + ("podTemplate",), template, _pod_containers(raw, kind))
+        yield from _pod_template_problems(at + ("podTemplate",), template, _pod_containers(raw, kind))
         ours = our_labels(raw, stack, at + ("podTemplate",))
         yield from label_problems(at + ("podTemplate", "metadata", "labels"), get(template, "metadata", "labels"), ours)
 
@@ -175,7 +175,7 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
                 )
             if m.get("mountPath") in RESERVED_MOUNT_PATHS:
                 yield problem(at + (key, j, "mountPath"), already_mounted(m["mountPath"]))
-    # A podTemplate's containers mount the same volumes (their paths are checked in _pod_template).
+    # A podTemplate's containers mount the same volumes (their paths are checked in _pod_template_problems).
     spec = as_dict(get(section, "podTemplate", "spec"))
     for key in ("containers", "initContainers"):
         for j, c in enumerate(as_list(spec.get(key))):
@@ -191,14 +191,13 @@ def _volume_refs(at: At, section: Raw) -> Iterator[Problem]:
 def _pod_containers(raw: Raw, kind: str) -> tuple[str, ...]:
     """Our containers in the pods a section's podTemplate patches: the SuperLink's pod, or
     a pool's SuperNode pods and distributed SuperExec pods."""
-    process = raw.get("isolationMode") == "process"
+    superexecs = superexecs_of(raw)
     if kind == "superlink":
-        sidecar = process and raw.get("superexecPlacement") != "distributed"
-        return (SUPERLINK,) + ((SUPEREXEC_SERVERAPP,) if sidecar else ())
-    return (SUPERNODE,) + ((SUPEREXEC_CLIENTAPP,) if process else ())
+        return (SUPERLINK,) + ((SUPEREXEC_SERVERAPP,) if superexecs.sidecar else ())
+    return (SUPERNODE,) + ((SUPEREXEC_CLIENTAPP,) if superexecs.process_isolation else ())
 
 
-def _pod_template(at: At, template: Any, ours: tuple[str, ...]) -> Iterator[Problem]:
+def _pod_template_problems(at: At, template: Any, ours: tuple[str, ...]) -> Iterator[Problem]:
     if not isinstance(template, dict):
         return
     spec = as_dict(template.get("spec"))

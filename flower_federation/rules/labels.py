@@ -22,7 +22,7 @@ from flower_federation.kube.naming import (
     common_labels,
     selector_labels,
 )
-from flower_federation.rules.raw import At, Raw, as_dict, effective_name, get
+from flower_federation.rules.raw import At, Raw, as_dict, effective_name, get, superexecs_of
 from flower_federation.rules.versions import resolve_version
 
 OURS = "selector/ownership label set by flower-federation"
@@ -48,11 +48,7 @@ def our_labels(raw: Raw, stack: str, at: At) -> Ours:
         pool_name = get(raw, *at[:3], "name")
         pool = pool_name if isinstance(pool_name, str) else None
         # A pool's podTemplate reaches its distributed SuperExecs' pods too: two components.
-        shared = (
-            at[3:4] == ("podTemplate",)
-            and raw.get("isolationMode") == "process"
-            and raw.get("superexecPlacement") == "distributed"
-        )
+        shared = at[3:4] == ("podTemplate",) and superexecs_of(raw).distributed
         component = None if shared else SUPEREXEC_CLIENTAPP if at[3:4] == ("superexec",) else SUPERNODE
     version, _ = resolve_version(raw)
     ours: Ours = {**common_labels(name, component or "", str(version or ""), pool)}

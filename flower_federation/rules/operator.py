@@ -15,7 +15,7 @@ from flower_federation.kube.naming import (
     STATEFULSET_NAME_MAX,
     Names,
 )
-from flower_federation.rules.raw import DEFAULTS, Pools, Raw, as_dict, effective_name, get
+from flower_federation.rules.raw import DEFAULTS, Pools, Raw, as_dict, effective_name, get, superexecs_of
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -95,7 +95,8 @@ def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
     fixed = [(names.superlink, STATEFULSET_NAME_MAX, "StatefulSet")]
     if get(raw, "nodeAuth", "enabled") is True:  # the registration Job, named after its keys' digest
         fixed.append((f"{names.node_registration}-{'0' * REGISTRATION_DIGEST_LENGTH}", DNS_LABEL_MAX, "Job"))
-    if raw.get("superexecPlacement") == "distributed":  # objects that exist only then
+    distributed = superexecs_of(raw).distributed
+    if distributed:  # objects that exist only then
         fixed += [
             (names.superlink_appio_service, DNS_LABEL_MAX, "Service"),
             (names.superexec_serverapp, DNS_LABEL_MAX, "Deployment"),
@@ -117,7 +118,7 @@ def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
         if pname in seen:
             yield problem(at, f"duplicate pool name '{pname}' (also supernodes.pools[{seen[pname]}])")
         seen.setdefault(pname, i)
-        if pname == SERVERAPP_ROLE and raw.get("superexecPlacement") == "distributed":
+        if pname == SERVERAPP_ROLE and distributed:
             # The pool's SuperExec and task-pod objects would take the ServerApp SuperExec's names.
             yield problem(
                 at,
@@ -128,9 +129,7 @@ def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
             limit, kind = (
                 (STATEFULSET_NAME_MAX, "StatefulSet") if mode == "StatefulSet" else (DNS_LABEL_MAX, "DaemonSet")
             )
-            objs = [names.pool(pname)] + (
-                [names.pool_superexec(pname)] if raw.get("superexecPlacement") == "distributed" else []
-            )
+            objs = [names.pool(pname)] + ([names.pool_superexec(pname)] if distributed else [])
             for obj in objs:
                 if len(obj) > limit:
                     yield problem(at, _too_long(obj, limit, kind))

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from flower_federation.config import Federation
+from flower_federation.config.derived import SuperExecLayout, federation_name, superexec_layout
 from flower_federation.config.errors import PathPart
 
 Raw = dict[str, Any]  # a mapping of the raw config (possibly with wrong types inside)
@@ -42,6 +43,11 @@ def pools_of(raw: Raw) -> Pools:
     return [(i, p) for i, p in enumerate(as_list(get(raw, "supernodes", "pools"))) if isinstance(p, dict)]
 
 
-def effective_name(raw: dict[str, Any], stack: str) -> str:
-    name = raw.get("name")
-    return name if isinstance(name, str) else stack
+def effective_name(raw: Raw, stack: str) -> str:
+    """`N`, as the plan names the federation."""
+    return federation_name(raw.get("name"), stack)
+
+
+def superexecs_of(raw: Raw) -> SuperExecLayout:
+    """Where the SuperExecs run, as the plan places them."""
+    return superexec_layout(raw.get("isolationMode"), raw.get("superexecPlacement"))

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from flower_federation.config.derived import AMBIENT_CLUSTER
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import HTTP_PORT, Dialect
 from flower_federation.flower.public_keys import public_key_problem
@@ -21,8 +22,6 @@ from flower_federation.rules.security import DNS_NAME, is_cidr
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # `org/project/stack` (or `project/stack`, `stack`), as `pulumi.StackReference` takes it.
 STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
-# What `render --cluster` and its `# cluster:` headers call the stack's ambient cluster.
-AMBIENT = "default"
 SITE_ONLY = "supernodes.superlink is for role site only: a hub or federation runs the SuperLink itself"
 
 
@@ -346,8 +345,10 @@ def _clusters(raw: Raw, pools: Pools) -> Iterator[Problem]:
     for name, cluster in clusters.items():
         if not (DNS1123.match(name) and len(name) <= DNS_LABEL_MAX):
             yield problem(("clusters", name), f"cluster name '{name}' must be a DNS label")
-        elif name == AMBIENT:
-            yield problem(("clusters", name), f"'{AMBIENT}' names the stack's ambient cluster; choose another name")
+        elif name == AMBIENT_CLUSTER:
+            yield problem(
+                ("clusters", name), f"'{AMBIENT_CLUSTER}' names the stack's ambient cluster; choose another name"
+            )
         if isinstance(cluster, dict) and not (cluster.get("kubeconfig") or cluster.get("context")):
             yield problem(("clusters", name), "set kubeconfig (a secret) or context")
     known = ", ".join(sorted(clusters)) or "none"

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from flower_federation.config.errors import Problem, problem
-from flower_federation.flower.dialects import HEALTH_PORT
+from flower_federation.flower.dialects import HEALTH_PORT, SUPERNODE_APPIO_PORT
 from flower_federation.kube.naming import STATEFULSET_NAME_MAX, Names
 from flower_federation.rules.fragments import list_fragment, reserved_env
 from flower_federation.rules.labels import our_labels
-from flower_federation.rules.raw import At, Pools, Raw, effective_name, get
+from flower_federation.rules.raw import At, Pools, Raw, effective_name, get, superexecs_of
 from flower_federation.rules.workloads import container_settings, pod_metadata, pod_settings
 
 # What a sidecar SuperExec has no use for: it runs in the SuperLink's or SuperNode's pod and workload.
@@ -60,7 +60,7 @@ def _sections(raw: Raw, pools: Pools) -> Iterator[tuple[At, Raw, str, str]]:
 
 def superexecs(raw: Raw, pools: Pools, isolation: str, stack: str) -> Iterator[Problem]:
     executor = get(raw, "executor", "type") == "kubernetes"
-    distributed = raw.get("superexecPlacement") == "distributed"
+    distributed = superexecs_of(raw).distributed
     for at, settings, owner, kind in _sections(raw, pools):
         if isolation != "process":
             if any(_set(k, v) for k, v in settings.items()):
@@ -114,7 +114,7 @@ def _sidecar_health_port(raw: Raw, at: At, settings: Raw) -> Iterator[Problem]:
         own = get(pool, "containerPorts", "health")
         taken = {own if isinstance(own, int) else HEALTH_PORT: "the SuperNode's health server"}
         appio = get(pool, "containerPorts", "clientAppIo")
-        taken[appio if isinstance(appio, int) else 9094] = "the SuperNode's ClientAppIo API"
+        taken[appio if isinstance(appio, int) else SUPERNODE_APPIO_PORT] = "the SuperNode's ClientAppIo API"
     if port in taken:
         yield problem(at + ("containerPorts", "health"), f"port {port} is {taken[port]}'s in this shared pod")
 
@@ -122,7 +122,7 @@ def _sidecar_health_port(raw: Raw, at: At, settings: Raw) -> Iterator[Problem]:
 def _replica_names(raw: Raw, pools: Pools, stack: str) -> Iterator[Problem]:
     """More SuperExecs per SuperNode add StatefulSets `N-superexec-P-<c>`: within a StatefulSet name's limit, and
     never another pool's."""
-    if raw.get("superexecPlacement") != "distributed":
+    if not superexecs_of(raw).distributed:
         return
     names = Names(effective_name(raw, stack))
     owners: dict[str, int] = {}

@@ -10,11 +10,11 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from flower_federation.config import NETWORK_POLICY_DEFAULTS
+from flower_federation.config.derived import POOL_SERVICE_DEFAULTS, network_policy_settings
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, Dialect
 from flower_federation.flower.versions import APPIO_PROTECTION_SINCE
-from flower_federation.rules.raw import DEFAULTS, Pools, Raw, as_dict, get
+from flower_federation.rules.raw import DEFAULTS, Pools, Raw, as_dict, get, superexecs_of
 from flower_federation.rules.security import DNS_NAME
 
 # An IANA service name, as Kubernetes takes a port name.
@@ -22,26 +22,20 @@ PORT_NAME = re.compile(r"^(?=.{1,15}$)(?=.*[a-z])[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 def _effective(raw: Raw, pool: Raw, key: str) -> Any:
-    """A networkPolicy key as the pool's SuperNodes get it: the pool's, else `supernodes`', else the top level's,
-    else the default."""
-    for value in (
-        get(pool, "networkPolicy", key),
-        get(raw, "supernodes", "networkPolicy", key),
-        get(raw, "networkPolicy", key),
-    ):
-        if value is not None:
-            return value
-    return NETWORK_POLICY_DEFAULTS.enabled if key == "enabled" else NETWORK_POLICY_DEFAULTS.allow_external
+    """A networkPolicy key as the pool's SuperNodes get it (the same layering the render uses)."""
+    return network_policy_settings(
+        raw.get("networkPolicy"), get(raw, "supernodes", "networkPolicy"), pool.get("networkPolicy")
+    )[key]
 
 
 def supernode_apis(raw: Raw, pools: Pools, isolation: str, dialect: Optional[Dialect]) -> Iterator[Problem]:
-    distributed = isolation == "process" and raw.get("superexecPlacement") == "distributed"
-    sidecar = isolation == "process" and not distributed
+    superexecs = superexecs_of(raw)
+    distributed, sidecar = superexecs.distributed, superexecs.sidecar
     http = dialect is not None and dialect.version >= APPIO_PROTECTION_SINCE
     for i, pool in pools:
         at = ("supernodes", "pools", i)
         service = as_dict(pool.get("service"))
-        kind = service.get("type", "ClusterIP")
+        kind = service.get("type", POOL_SERVICE_DEFAULTS.type)
         name = service.get("portName")
         if isinstance(name, str) and not PORT_NAME.match(name):
             yield problem(

@@ -1,5 +1,5 @@
 """AppIoComponent: what protects the SuperExec hop of one pool, or of the SuperLink
-(flower_federation/build/appio.py has the plain-data side): the pool's Runtime API certificate and
+(flower_federation/builders/appio.py has the plain-data side): the pool's Runtime API certificate and
 the SuperExec auth secret.
 
 - The auth secret is a pulumi-random password, a secret in Pulumi state and in the
@@ -17,7 +17,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_random as random
 
-from flower_federation.build import appio, trust
+from flower_federation.builders import appio, trust
 from flower_federation.config import Pool
 from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan

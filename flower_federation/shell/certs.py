@@ -12,7 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
-from flower_federation.build import trust
+from flower_federation.builders import trust
 from flower_federation.config.security import GeneratedCertificate
 
 SERVER_USES = ["digital_signature", "key_encipherment", "server_auth"]

@@ -9,8 +9,8 @@ from typing import Optional
 
 import pulumi
 
-from flower_federation.build.manifests import FEDERATION, TLS, ClusterManifests
-from flower_federation.rules.sites import AMBIENT as AMBIENT_CLUSTER
+from flower_federation.builders.manifests import FEDERATION, TLS, ClusterManifests
+from flower_federation.config.derived import cluster_label
 from flower_federation.shell.kubernetes import register
 
 
@@ -24,7 +24,7 @@ class ClusterComponent(pulumi.ComponentResource):
     ):
         super().__init__("flower-federation:index:Cluster", name, None, opts)
         # Named after the cluster, never its position, so which cluster is home never renames them.
-        prefix = f"{cluster.name or AMBIENT_CLUSTER}/"
+        prefix = f"{cluster_label(cluster.name)}/"
         shared = cluster.owned_by(FEDERATION)
         namespaces = [m for m in shared if m["kind"] == "Namespace"]
         self.resources: list[pulumi.Resource] = [

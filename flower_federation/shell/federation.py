@@ -16,7 +16,7 @@ from typing import Optional
 
 import pulumi
 
-from flower_federation.build.manifests import (
+from flower_federation.builders.manifests import (
     APPIO,
     FEDERATION,
     REGISTRATION,
@@ -27,8 +27,8 @@ from flower_federation.build.manifests import (
     node_keys_owner,
     pool_owner,
 )
+from flower_federation.config.derived import cluster_label
 from flower_federation.plan import FederationPlan
-from flower_federation.rules.sites import AMBIENT as AMBIENT_CLUSTER
 from flower_federation.shell.appio import AppIoComponent
 from flower_federation.shell.cluster import ClusterComponent
 from flower_federation.shell.kubernetes import register
@@ -83,7 +83,7 @@ class FederationComponent(pulumi.ComponentResource):
         self.clusters = {}
         for cluster in others:
             component = ClusterComponent(
-                f"{name}-cluster-{cluster.name or AMBIENT_CLUSTER}",
+                f"{name}-cluster-{cluster_label(cluster.name)}",
                 cluster,
                 self.tls.ca_pem if self.tls else None,
                 in_cluster(cluster.name, [self.tls] if self.tls else []),

@@ -12,7 +12,7 @@ from typing import Optional
 import pulumi
 import pulumi_tls as tls
 
-from flower_federation.build import node_auth as nodeauth
+from flower_federation.builders import node_auth as nodeauth
 from flower_federation.config import Pool
 from flower_federation.flower import public_keys as sshkeys
 from flower_federation.kube.objects import Manifest

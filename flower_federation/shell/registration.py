@@ -1,5 +1,5 @@
 """RegistrationComponent: the Jobs that register exactly the trusted SuperNode keys with
-the SuperLink (flower_federation/build/registration.py: register first, revoke once the pools rolled),
+the SuperLink (flower_federation/builders/registration.py: register first, revoke once the pools rolled),
 with their ConfigMap filled in here: the pools' public keys exist only at deploy time. The
 Jobs are named after the keys' digest, so a changed set runs new Jobs and an unchanged one
 changes nothing."""
@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import pulumi
 
-from flower_federation.build import registration
+from flower_federation.builders import registration
 from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan
 from flower_federation.shell.kubernetes import register

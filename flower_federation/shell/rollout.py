@@ -14,10 +14,10 @@ from typing import Optional
 
 import pulumi
 
-from flower_federation.build import appio, trust
-from flower_federation.build import node_auth as nodeauth
-from flower_federation.build.manifests import volume_sources
-from flower_federation.kube.objects import Manifest, pod_template
+from flower_federation.builders import appio, trust
+from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders.manifests import volume_sources
+from flower_federation.kube.objects import Manifest, pod_template_of
 from flower_federation.plan.tls_sources import Trust
 
 
@@ -32,7 +32,7 @@ class Rollout:
     runtime: dict[str, pulumi.Output[str]] = field(default_factory=dict)
 
     def annotations(self, m: Manifest) -> Optional[dict[str, pulumi.Output[str]]]:
-        template = pod_template(m)
+        template = pod_template_of(m)
         if template is None:
             return None
         secrets = {name for kind, name in volume_sources(template["spec"].get("volumes", [])) if kind == "Secret"}

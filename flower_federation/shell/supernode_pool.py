@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import pulumi
 
-from flower_federation.build import node_auth as nodeauth
+from flower_federation.builders import node_auth as nodeauth
 from flower_federation.config import Pool
 from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan

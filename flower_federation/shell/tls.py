@@ -1,5 +1,5 @@
 """TlsTrustComponent: the SuperLink's server certificate and the trust its clients
-mount, from one of three sources (see flower_federation/build/trust.py for the plain-data side).
+mount, from one of three sources (see flower_federation/builders/trust.py for the plain-data side).
 
 - generate: pulumi-tls makes a CA and a server certificate; keys and certificates live
   in Pulumi state as secrets, and in a kubernetes.io/tls Secret for the SuperLink.
@@ -19,7 +19,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_tls as tls
 
-from flower_federation.build import trust
+from flower_federation.builders import trust
 from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan
 from flower_federation.plan.tls_sources import Trust

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flower_federation.build import state_guard
+from flower_federation.builders import state_guard
 from tests.e2e import scenarios as base
 from tests.e2e.faults import Kept, node_ids
 from tests.e2e.harness import NotReady

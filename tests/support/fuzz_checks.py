@@ -25,9 +25,9 @@ from typing import Any
 import jsonschema
 import referencing
 
-from flower_federation.build import manifests
+from flower_federation.builders import manifests
 from flower_federation.kube import pod_security as pss
-from flower_federation.kube.objects import ObjectKey, pod_template
+from flower_federation.kube.objects import ObjectKey, pod_template_of
 from flower_federation.kube.openapi import _load
 from flower_federation.kube.quantity import parse_quantity
 
@@ -137,7 +137,7 @@ def pod_problems(template: dict[str, Any], claims: tuple[str, ...] = ()) -> list
 def api_problems(obj: dict[str, Any]) -> list[str]:
     """Rules the API server applies to an object beyond its OpenAPI schema."""
     found = []
-    template = pod_template(obj)
+    template = pod_template_of(obj)
     if template is not None:
         claims = tuple((c.get("metadata") or {}).get("name") for c in obj["spec"].get("volumeClaimTemplates", []))
         found += pod_problems(template, claims)
@@ -163,7 +163,7 @@ def security_problems(objects: list[dict[str, Any]]) -> list[str]:
     enforced = namespaces[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
     found = []
     for obj in objects:
-        template = pod_template(obj)
+        template = pod_template_of(obj)
         if template is not None and pss.LEVELS.index(pss.level(template)) > pss.LEVELS.index(enforced):
             found.append(f"{ObjectKey.of(obj)}: its pods are {pss.level(template)}; the namespace enforces {enforced}")
     return found

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from flower_federation.build.node_auth import CHECKSUM_ANNOTATION as NODE_KEYS_ANNOTATION
-from flower_federation.build.trust import CHECKSUM_ANNOTATION
+from flower_federation.builders.node_auth import CHECKSUM_ANNOTATION as NODE_KEYS_ANNOTATION
+from flower_federation.builders.trust import CHECKSUM_ANNOTATION
 
 
 def without_generated(manifests: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

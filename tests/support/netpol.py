@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from flower_federation.build.network_links import POD_NAME_LABEL
+from flower_federation.builders.network_links import POD_NAME_LABEL
 from tests.support.manifests import by_kind, workloads
 from tests.support.security_matrix import executor_configs
 

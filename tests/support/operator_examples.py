@@ -19,7 +19,7 @@ from typing import Any, Optional
 import pytest
 import yaml
 
-from flower_federation.build.pods import merge_resources
+from flower_federation.builders.pods import merge_resources
 from tests.support.defaults import PRESETS, role_preset
 from tests.support.operator_fragments import (
     GPU_AMD,

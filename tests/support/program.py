@@ -15,7 +15,7 @@ import pytest
 from cryptography import x509
 
 from flower_federation import program
-from flower_federation.build import trust
+from flower_federation.builders import trust
 from flower_federation.cli.offline import SECRET_TYPE, Registration, Run, reveal, run_program
 from flower_federation.plan import FederationPlan
 from tests.support.manifests import workloads

@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Optional
 
-from flower_federation.build import manifests, trust
-from flower_federation.build import node_auth as nodeauth
+from flower_federation.builders import manifests, trust
+from flower_federation.builders import node_auth as nodeauth
 from flower_federation.plan import FederationPlan, load_plan
 from flower_federation.plan.outputs import stack_outputs
 

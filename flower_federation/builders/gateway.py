@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flower_federation.build import fleet_proxy
+from flower_federation.builders import fleet_proxy
 from flower_federation.config import Gateway
 from flower_federation.kube.naming import SUPERLINK
 from flower_federation.kube.objects import Manifest

@@ -10,7 +10,7 @@ import hashlib
 import ipaddress
 from collections.abc import Iterable
 
-from flower_federation.build import gateway
+from flower_federation.builders import gateway
 from flower_federation.kube.naming import SUPERLINK
 from flower_federation.kube.objects import Manifest, ObjectMeta
 from flower_federation.plan import FederationPlan

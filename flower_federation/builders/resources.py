@@ -42,7 +42,7 @@ import copy
 import typing
 from typing import Any, Optional
 
-from flower_federation.build import pods
+from flower_federation.builders import pods
 from flower_federation.config import Pool, ResourcesPreset
 from flower_federation.plan import FederationPlan
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flower_federation.build import pods, resources
+from flower_federation.builders import pods, resources
 from flower_federation.config import FleetProxy
 from flower_federation.config.images import reference
 from flower_federation.flower.layout import (

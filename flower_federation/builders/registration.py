@@ -30,9 +30,10 @@ from pathlib import Path
 
 import tomli_w
 
-from flower_federation.build import pod_settings, resources
-from flower_federation.build.access import service_account
-from flower_federation.build.workload_parts import ca_mounts, ca_volumes, managed_container, template
+from flower_federation.builders import resources
+from flower_federation.builders.access import service_account
+from flower_federation.builders.pod_pipeline import PodRecipe, finish_pod
+from flower_federation.builders.workload_parts import ca_mounts, ca_volumes, managed_container
 from flower_federation.flower.layout import REGISTRATION_DIR, REGISTRATION_VOLUME, WRITABLE_PATHS
 from flower_federation.kube.naming import NODE_REGISTRATION, REGISTRATION_DIGEST_LENGTH
 from flower_federation.kube.objects import Manifest
@@ -126,10 +127,18 @@ def job(plan: FederationPlan, phase: str = REGISTER) -> Manifest:
     volumes = ca_volumes(plan) + [
         {"name": REGISTRATION_VOLUME, "configMap": {"name": names.node_registration, "defaultMode": 0o444}}
     ]
-    pod = template(plan, plan.labels(NODE_REGISTRATION), [container], volumes, service_account=names.node_registration)
-    pod["spec"]["restartPolicy"] = "Never"
-    # A Job's pod has nobody to spread from: the node settings only.
-    pod = pod_settings.apply_to_pod(plan, pod, None, {}, spread=False)
+    pod = finish_pod(
+        plan,
+        PodRecipe(
+            labels=plan.labels(NODE_REGISTRATION),
+            containers=[container],
+            volumes=volumes,
+            service_account=names.node_registration,
+            selector={},
+            restart_policy="Never",
+            spread=False,  # a Job's pod has nobody to spread from: the federation's node settings only
+        ),
+    )
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import yaml
 
-from flower_federation.build import network_links, pod_settings, pods, resources
+from flower_federation.builders import network_links, pod_settings, pods, resources
 from flower_federation.config import ServiceAccountSettings
 from flower_federation.config.images import reference
 from flower_federation.flower.layout import EXECUTOR_CONFIG_DIR, EXECUTOR_CONFIG_FILE, WRITABLE_PATHS

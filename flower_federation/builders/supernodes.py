@@ -8,17 +8,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from flower_federation.build import access, appio, gpus, pod_settings, pods, pool_superexec, resources
-from flower_federation.build import node_auth as nodeauth
-from flower_federation.build.workload_parts import (
+from flower_federation.builders import access, appio, pods, pool_superexec, resources
+from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders.pod_pipeline import PodRecipe, claims_used_by, finish_pod
+from flower_federation.builders.workload_parts import (
     ExecutorWiring,
     ca_mounts,
     ca_volumes,
-    claims_used_by,
-    keep_used_volumes,
     managed_container,
     statefulset,
-    template,
     workload_meta,
 )
 from flower_federation.config import Pool
@@ -123,6 +121,8 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
                 plan, pool, f"{LOOPBACK}:{plan.supernode_appio_port(pool)}", [], ExecutorWiring(False)
             )
         )
+    # The container that runs ClientApps takes the pool's GPUs (distributed: the SuperExecs' own pods do).
+    clientapps = containers[-1] if plan.process_isolation else supernode
     volumes = (
         ca_volumes(plan)
         + appio.runtime_tls_volumes(plan, pool)
@@ -130,34 +130,24 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
         + ([nodeauth.key_volume(plan, pool)] if plan.node_auth else [])
         + list(pool.volumes)
     )
-    pod = template(plan, plan.labels(SUPERNODE, pool.name), containers, volumes, service_account=workload)
-    if not plan.distributed:  # else the GPU goes to the SuperExec's own pods
-        gpus.apply(pool, containers[-1] if plan.process_isolation else supernode, pod)
-    # A DaemonSet has one pod per node already: no spreading preset.
-    pod = pod_settings.apply_to_pod(
+    return finish_pod(
         plan,
-        pod,
-        pool,
-        selector_labels(plan.name, SUPERNODE, pool.name),
-        spread=plan.stateful,
-        main_container=SUPERNODE,
+        PodRecipe(
+            labels=plan.labels(SUPERNODE, pool.name),
+            containers=containers,
+            volumes=volumes,
+            service_account=workload,
+            selector=selector_labels(plan.name, SUPERNODE, pool.name),
+            settings=pool,
+            spread=plan.stateful,  # a DaemonSet has one pod per node already
+            main_container=SUPERNODE,
+            gpus_for=None if plan.distributed else (pool, clientapps["name"]),
+            user_template=pool.pod_template,
+            user_volumes=list(pool.volumes),
+            shared_template=plan.distributed,
+            only_nodes=nodeauth.slots(plan, pool) if not plan.stateful and plan.node_auth else None,
+        ),
     )
-    pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
-    pod = keep_used_volumes(pod, pool.volumes, pool.pod_template, shared_template=plan.distributed)
-    if not plan.stateful and plan.node_auth:
-        _only_nodes_with_keys(pod, nodeauth.slots(plan, pool))
-    return pod
-
-
-def _only_nodes_with_keys(pod: PodTemplate, node_names: list[str]) -> None:
-    """A DaemonSet SuperNode finds its key by node name: keep it off nodes without one
-    (it would crash-loop). ANDed into every required node selector term the user set."""
-    match = {"key": "metadata.name", "operator": "In", "values": sorted(node_names)}
-    affinity = pod["spec"].setdefault("affinity", {})
-    node_affinity = affinity.setdefault("nodeAffinity", {})
-    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
-    terms = required.get("nodeSelectorTerms") or [{}]
-    required["nodeSelectorTerms"] = [{**t, "matchFields": [*t.get("matchFields", []), match]} for t in terms]
 
 
 # A rolling update (StatefulSet or DaemonSet) replaces one SuperNode, then the next once
@@ -169,11 +159,10 @@ def _disruption_budget(plan: FederationPlan, pool: Pool, workload: str) -> list[
     budget = pool.disruption_budget
     if not budget.enabled:
         return []
-    spec: dict[str, Any] = {"selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)}}
-    if budget.min_available is not None:
-        spec["minAvailable"] = budget.min_available
-    else:
-        spec["maxUnavailable"] = budget.max_unavailable if budget.max_unavailable is not None else 1
+    spec: dict[str, Any] = {
+        "selector": {"matchLabels": selector_labels(plan.name, SUPERNODE, pool.name)},
+        **budget.effective,
+    }
     return [
         {
             "apiVersion": "policy/v1",

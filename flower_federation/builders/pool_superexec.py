@@ -6,17 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from flower_federation.build import access, appio, gpus, pod_settings, pods, resources
-from flower_federation.build.workload_parts import (
+from flower_federation.builders import access, appio, pods, resources
+from flower_federation.builders.pod_pipeline import PodRecipe, claims_used_by, finish_pod
+from flower_federation.builders.workload_parts import (
     ExecutorWiring,
     ca_mounts,
     ca_volumes,
-    claims_used_by,
     executor_wiring,
-    keep_used_volumes,
     statefulset,
     superexec_container,
-    template,
 )
 from flower_federation.config import Pool
 from flower_federation.flower.dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT
@@ -95,20 +93,23 @@ def _pod(
     host = f"{supernode_workload}-$({POD_INDEX_ENV}).{plan.service_host(supernode_workload)}"
     env = [pods.pod_index_env(), {"name": SUPERNODE_HOST_ENV, "value": host}]
     c = clientapp_superexec(plan, pool, f"$({SUPERNODE_HOST_ENV}):{plan.supernode_appio_port(pool)}", env, wiring)
-    pod = template(
+    return finish_pod(
         plan,
-        {**plan.labels(SUPEREXEC_CLIENTAPP, pool.name), **extra_labels},
-        [c],
-        (ca_volumes(plan) if plan.runtime_trust else [])
-        + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
-        + list(pool.volumes)
-        + wiring.volumes,
-        service_account=plan.names.pool_superexec(pool.name),
-        api_token=wiring.enabled,
+        PodRecipe(
+            labels={**plan.labels(SUPEREXEC_CLIENTAPP, pool.name), **extra_labels},
+            containers=[c],
+            volumes=(ca_volumes(plan) if plan.runtime_trust else [])
+            + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
+            + list(pool.volumes)
+            + wiring.volumes,
+            service_account=plan.names.pool_superexec(pool.name),
+            api_token=wiring.enabled,
+            # Spread among all of the pool's SuperExecs, whichever StatefulSet they belong to.
+            selector=selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name),
+            settings=pool.superexec,
+            gpus_for=(pool, c["name"]),
+            user_template=pool.pod_template,
+            user_volumes=list(pool.volumes),
+            shared_template=True,
+        ),
     )
-    gpus.apply(pool, c, pod)
-    # Spread among all of the pool's SuperExecs, whichever StatefulSet they belong to.
-    selector = selector_labels(plan.name, SUPEREXEC_CLIENTAPP, pool.name)
-    pod = pod_settings.apply_to_pod(plan, pod, pool.superexec, selector)
-    pod = pods.apply_pod_template(pod, pool.pod_template, resources.added_container(plan))
-    return keep_used_volumes(pod, pool.volumes, pool.pod_template, shared_template=True)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from flower_federation.build import access, appio, fleet_proxy, gateway, pod_settings, pods, resources, state_guard
-from flower_federation.build.workload_parts import (
+from flower_federation.builders import access, appio, fleet_proxy, gateway, resources, state_guard
+from flower_federation.builders.pod_pipeline import PodRecipe, finish_pod
+from flower_federation.builders.workload_parts import (
     ExecutorWiring,
     Mount,
-    Volume,
     ca_mounts,
     ca_volumes,
     executor_wiring,
@@ -20,7 +20,6 @@ from flower_federation.build.workload_parts import (
     secret_volume,
     statefulset,
     superexec_container,
-    template,
     workload_meta,
 )
 from flower_federation.flower.dialects import (
@@ -35,7 +34,7 @@ from flower_federation.flower.dialects import (
 from flower_federation.flower.layout import STATE_DIR, STATE_FILE, STATE_VOLUME, TLS_DIR, TLS_VOLUME
 from flower_federation.flower.superlink_state import superlink_command
 from flower_federation.kube.naming import SUPEREXEC_SERVERAPP, SUPERLINK, selector_labels
-from flower_federation.kube.objects import Container, Manifest
+from flower_federation.kube.objects import Container, Manifest, Volume
 from flower_federation.plan import FederationPlan, probes
 
 
@@ -208,11 +207,21 @@ def objects(plan: FederationPlan) -> list[Manifest]:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
     if plan.fleet_proxy:
         containers.append(fleet_proxy.container(plan))
-    pod = template(plan, plan.labels(SUPERLINK), containers, _volumes(plan), service_account=names.superlink)
-    if sl.persistence.enabled:  # back up before an upgrade migrates the state; refuse a downgrade
-        pod["spec"]["initContainers"] = [state_guard.container(plan, containers[0])]
-    pod = pod_settings.apply_to_pod(plan, pod, sl, selector_labels(plan.name, SUPERLINK), main_container=SUPERLINK)
-    pod = pods.apply_pod_template(pod, sl.pod_template, resources.added_container(plan))
+    pod = finish_pod(
+        plan,
+        PodRecipe(
+            labels=plan.labels(SUPERLINK),
+            containers=containers,
+            volumes=_volumes(plan),
+            service_account=names.superlink,
+            selector=selector_labels(plan.name, SUPERLINK),
+            settings=sl,
+            # Back up before an upgrade migrates the state; refuse a downgrade.
+            init_containers=[state_guard.container(plan, containers[0])] if sl.persistence.enabled else [],
+            main_container=SUPERLINK,
+            user_template=sl.pod_template,
+        ),
+    )
     service: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -338,16 +347,20 @@ def _distributed_superexec(plan: FederationPlan) -> list[Manifest]:
         + appio.auth_volumes(plan, appio.superlink_auth_secret_name(plan))
         + wiring.volumes
     )
-    pod = template(
-        plan,
-        plan.labels(SUPEREXEC_SERVERAPP),
-        [_serverapp_superexec(plan, wiring)],
-        volumes,
-        service_account=names.superexec_serverapp,
-        api_token=wiring.enabled,
-    )
     settings = plan.spec.superlink.superexec
-    pod = pod_settings.apply_to_pod(plan, pod, settings, selector_labels(plan.name, SUPEREXEC_SERVERAPP))
+    # The SuperLink's podTemplate patches the SuperLink's pod, not this one (it has a Deployment of its own).
+    pod = finish_pod(
+        plan,
+        PodRecipe(
+            labels=plan.labels(SUPEREXEC_SERVERAPP),
+            containers=[_serverapp_superexec(plan, wiring)],
+            volumes=volumes,
+            service_account=names.superexec_serverapp,
+            api_token=wiring.enabled,
+            selector=selector_labels(plan.name, SUPEREXEC_SERVERAPP),
+            settings=settings,
+        ),
+    )
     out += wiring.objects
     out.append(
         access.service_account(

@@ -140,7 +140,7 @@ def container(
     return c
 
 
-def pod_template(
+def base_pod_template(
     labels: dict[str, str],
     containers: list[Container],
     volumes: list[dict[str, Any]],
@@ -218,7 +218,7 @@ def _merge_container(base: Item, patch: Item) -> Item:
     return out
 
 
-def apply_pod_template(
+def overlay_pod_template(
     template: PodTemplate, user: Optional[dict[str, Any]], added_resources: Optional[dict[str, Any]] = None
 ) -> PodTemplate:
     """Overlay a user `podTemplate` (the operator's PodTemplateSpec) on a generated one.

@@ -8,7 +8,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from flower_federation.build import access, pods
+from flower_federation.builders import access, pods
 from flower_federation.config import PodSettings, Probes, SuperExecSettings
 from flower_federation.flower.dialects import health_server_args
 from flower_federation.flower.layout import (
@@ -16,13 +16,11 @@ from flower_federation.flower.layout import (
     CA_VOLUME,
     EXECUTOR_CONFIG_DIR,
     EXECUTOR_CONFIG_VOLUME,
-    RESERVED_VOLUMES,
 )
 from flower_federation.kube.naming import selector_labels
-from flower_federation.kube.objects import Container, Manifest, ObjectMeta, PodTemplate
+from flower_federation.kube.objects import Container, Manifest, ObjectMeta, PodTemplate, Volume
 from flower_federation.plan import FederationPlan, probes
 
-Volume = dict[str, Any]
 Mount = dict[str, Any]
 
 
@@ -55,25 +53,6 @@ def managed_container(
     )
     c.update(health or {})  # type: ignore[typeddict-item]  # probe keys only
     return c
-
-
-def template(
-    plan: FederationPlan,
-    labels: dict[str, str],
-    containers: list[Container],
-    volumes: list[Volume],
-    *,
-    service_account: str,
-    api_token: bool = False,
-) -> PodTemplate:
-    return pods.pod_template(
-        labels,
-        containers,
-        volumes,
-        service_account=service_account,
-        api_token=api_token,
-        security_overrides=plan.spec.pod_security_context,
-    )
 
 
 def secret_volume(name: str, secret: str, items: dict[str, str], mode: int) -> Volume:
@@ -225,34 +204,3 @@ def workload_meta(
     if settings is None:
         return plan.meta(name, component, pool)
     return plan.meta(name, component, pool, extra_labels=settings.labels, extra_annotations=settings.annotations)
-
-
-def _used_volumes(pod: PodTemplate) -> set[Any]:
-    """The volumes a pod's containers and init containers mount or use as a block device."""
-    spec = pod["spec"]
-    containers = [*spec.get("initContainers", []), *spec["containers"]]
-    return {u.get("name") for c in containers for key in ("volumeMounts", "volumeDevices") for u in c.get(key, [])}
-
-
-def claims_used_by(claims: list[dict[str, Any]], pod: PodTemplate) -> list[dict[str, Any]]:
-    """The volumeClaimTemplates a pod's containers mount (a claim template per workload);
-    podTemplate patches included, so the pod's mounts are its own."""
-    used = _used_volumes(pod)
-    return [copy.deepcopy(c) for c in claims if c.get("metadata", {}).get("name") in used]
-
-
-def keep_used_volumes(
-    pod: PodTemplate, volumes: list[Volume], pod_template: Optional[dict[str, Any]], *, shared_template: bool
-) -> PodTemplate:
-    """The pod without those of the user's `volumes` (a pool's, which reach its SuperNode pods and its distributed
-    SuperExec pods alike) that none of its containers mounts or uses as a device, podTemplate patches included: a
-    PVC a pod lists is attached to it, mounted or not, so a ReadWriteOnce claim only the SuperExec mounts would keep
-    the SuperNode's pod from starting (multi-attach). Where the podTemplate reaches two kinds of pod
-    (`shared_template`: distributed SuperExecs) the volumes it declares go the same way; where it patches one pod
-    they are taken as given, as the rest of it. Our own volumes stay."""
-    declared = {v.get("name") for v in ((pod_template or {}).get("spec") or {}).get("volumes") or []}
-    names = {v.get("name") for v in volumes}
-    candidates = (names | declared) - RESERVED_VOLUMES if shared_template else names - declared
-    unused = candidates - _used_volumes(pod)
-    pod["spec"]["volumes"] = [v for v in pod["spec"].get("volumes", []) if v.get("name") not in unused]
-    return pod

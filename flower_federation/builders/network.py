@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from flower_federation.build.network_links import POD_NAME_LABEL, Component, Link, Peer, components_and_links
+from flower_federation.builders.network_links import POD_NAME_LABEL, Component, Link, Peer, components_and_links
 from flower_federation.config import Pool
 from flower_federation.kube.naming import POOL_LABEL
 from flower_federation.kube.objects import Manifest

@@ -20,11 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
-from flower_federation.build import access, appio, network, network_links, registration, superlink, supernodes, trust
-from flower_federation.build import node_auth as nodeauth
+from flower_federation.builders import access, appio, network, network_links, registration, superlink, supernodes, trust
+from flower_federation.builders import node_auth as nodeauth
 from flower_federation.kube import pod_security as pss
 from flower_federation.kube.naming import SERVERAPP_ROLE
-from flower_federation.kube.objects import WORKLOAD_KINDS, Manifest, ObjectKey, ObjectMeta, PodTemplate, pod_template
+from flower_federation.kube.objects import WORKLOAD_KINDS, Manifest, ObjectKey, ObjectMeta, PodTemplate, pod_template_of
 from flower_federation.plan import FederationPlan
 
 # The stack's own cluster (its ambient Kubernetes provider).
@@ -96,7 +96,7 @@ class Manifests:
         return [m for c in self.clusters for m in c.owned_by(owner)]
 
     def pod_templates(self) -> list[PodTemplate]:
-        return [t for m in self.objects() if (t := pod_template(m)) is not None]
+        return [t for m in self.objects() if (t := pod_template_of(m)) is not None]
 
 
 class InvariantError(Exception):
@@ -127,7 +127,7 @@ def render(plan: FederationPlan) -> Manifests:
         own = [*superlink_side, *registering] if here else []
         own += [m for p in pools_here for m in pools[p.name]]
         if plan.spec.create_namespace:
-            templates = [t for m in own if (t := pod_template(m)) is not None]
+            templates = [t for m in own if (t := pod_template_of(m)) is not None]
             entries.append(Entry(FEDERATION, namespace(plan, templates)))
         entries += [Entry(TLS, m) for m in _trust_objects(plan, here)]
         entries += [Entry(FEDERATION, m) for m in access.federation_objects(plan)]
@@ -197,7 +197,7 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
 
 
 def _selectors(plan: FederationPlan, objects: list[Manifest]) -> list[str]:
-    pod_labels = [t["metadata"]["labels"] for m in objects if (t := pod_template(m)) is not None]
+    pod_labels = [t["metadata"]["labels"] for m in objects if (t := pod_template_of(m)) is not None]
     # What the StatefulSet controller adds to each pod (pair policies select by it).
     pod_labels += [
         {**m["spec"]["template"]["metadata"]["labels"], network_links.POD_NAME_LABEL: f"{m['metadata']['name']}-{k}"}
@@ -213,7 +213,7 @@ def _selectors(plan: FederationPlan, objects: list[Manifest]) -> list[str]:
         selector = _selector_of(m)
         if selector is None:
             continue
-        template = pod_template(m)
+        template = pod_template_of(m)
         if template is not None:
             if not _matches(selector, template["metadata"]["labels"]):
                 broken.append(f"{ObjectKey.of(m)}: its selector {selector} does not select its own pods")
@@ -245,7 +245,7 @@ def _mounted_sources(plan: FederationPlan, objects: list[Manifest]) -> list[str]
     external |= set(volume_sources(_config_volumes(plan)))
     broken = []
     for m in objects:
-        template = pod_template(m)
+        template = pod_template_of(m)
         if template is None:
             continue
         for kind, name in volume_sources(template["spec"].get("volumes", [])):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from flower_federation.config import NETWORK_POLICY_DEFAULTS, NetworkPolicy, Pool
+from flower_federation.config.derived import network_policy_settings
 from flower_federation.kube.naming import (
     NODE_REGISTRATION,
     SERVERAPP_ROLE,
@@ -25,9 +26,6 @@ from flower_federation.kube.naming import (
 from flower_federation.plan import FederationPlan
 
 DNS_PORT = 53
-# Where in-cluster clients reach the Kubernetes API (the Service port and the usual
-# apiserver ports behind it).
-API_SERVER_PORTS = (443, 6443)
 # Package indexes for runtime dependency installation (`uv sync`).
 PACKAGE_INDEX_PORTS = (443,)
 # Set by the StatefulSet controller on every pod it makes: `<statefulset>-<ordinal>`.
@@ -97,11 +95,10 @@ def _thaw(value: Any) -> Any:
 
 
 def effective(*layers: NetworkPolicy) -> NetworkPolicy:
-    """Later layers' set fields win over earlier ones; the config's defaults fill the rest."""
-    merged = NETWORK_POLICY_DEFAULTS.model_dump(by_alias=False)
-    for layer in layers:
-        merged.update({k: v for k, v in layer.model_dump(by_alias=False).items() if v is not None})
-    return NetworkPolicy.model_construct(**merged)
+    """Later layers' set fields win over earlier ones; the config's defaults fill the rest (the same
+    layering the rules check: config/derived.py)."""
+    merged = network_policy_settings(*(layer.model_dump(by_alias=True, exclude_none=True) for layer in layers))
+    return NetworkPolicy.model_validate(merged)
 
 
 ANYWHERE = Peer()
@@ -228,7 +225,14 @@ def _superlink_side(
             )
             components.append(tasks)
             links.append(Link(tasks, superlink, _tcp(appio_port), "ServerApp pods dial the ServerAppIo/Runtime API"))
-            links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
+            links.append(
+                Link(
+                    superexec,
+                    API_SERVER,
+                    _tcp(*superexec.settings.api_server_ports or ()),
+                    "the Kubernetes executor starts pods",
+                )
+            )
     if spec.allow_runtime_dependency_installation:
         links += [
             Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in serverapp_side
@@ -305,7 +309,14 @@ def _pool(plan: FederationPlan, pool: Pool, comp: Callable[..., Component]) -> t
             tasks = comp(names.task_policy(pool.name), task_labels(plan, pool.name), *layers, pool=pool.name)
             components.append(tasks)
             links.append(Link(tasks, supernode, appio, "ClientApp pods dial the SuperNode"))
-            links.append(Link(superexec, API_SERVER, _tcp(*API_SERVER_PORTS), "the Kubernetes executor starts pods"))
+            links.append(
+                Link(
+                    superexec,
+                    API_SERVER,
+                    _tcp(*superexec.settings.api_server_ports or ()),
+                    "the Kubernetes executor starts pods",
+                )
+            )
     if spec.allow_runtime_dependency_installation:
         links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in components]
     return components, links

@@ -1,0 +1,70 @@
+"""Facts derived from settings, stated once: the plan (from the validated model) and the
+rules (from raw config, before or despite type errors) call these same functions, so the
+meaning a rule checks is the meaning the render gets.
+
+Each function takes plain values, and tolerates wrong types where rules pass raw config
+(a wrong type is pydantic's to report; here it falls back to the default)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from flower_federation.config import NETWORK_POLICY_DEFAULTS, Federation
+from flower_federation.config.supernodes import SuperNodeService
+
+_DEFAULTS = Federation()
+# What `render --cluster`, its `# cluster:` headers and resource names call the stack's ambient cluster
+# (the one its default provider reaches); inside the plan it is the key "".
+AMBIENT_CLUSTER = "default"
+
+
+def federation_name(name: Any, stack: str) -> str:
+    """`N`: the `name` setting (an empty one too, which the rules refuse), else the stack's name."""
+    return name if isinstance(name, str) else stack
+
+
+def cluster_key(cluster: Optional[str]) -> str:
+    """The plan's key of a component's cluster: "" for the ambient one."""
+    return cluster or ""
+
+
+def cluster_label(key: str) -> str:
+    """The name a user reads for a cluster key."""
+    return key or AMBIENT_CLUSTER
+
+
+@dataclass(frozen=True)
+class SuperExecLayout:
+    """Where SuperExecs run: none (subprocess isolation), beside each SuperNode and the SuperLink
+    (sidecar), or in pods of their own (distributed)."""
+
+    process_isolation: bool
+    distributed: bool
+
+    @property
+    def sidecar(self) -> bool:
+        return self.process_isolation and not self.distributed
+
+
+def superexec_layout(isolation: Any, placement: Any) -> SuperExecLayout:
+    isolation = isolation if isinstance(isolation, str) else _DEFAULTS.isolation_mode
+    placement = placement if isinstance(placement, str) else _DEFAULTS.superexec_placement
+    process = isolation == "process"
+    return SuperExecLayout(process_isolation=process, distributed=process and placement == "distributed")
+
+
+def network_policy_settings(*layers: Any) -> dict[str, Any]:
+    """A component's effective networkPolicy, camelCase as config writes it: each layer (top level, then
+    `superlink`/`supernodes`, then a pool, ...) a mapping or None; a later layer's set key wins, the defaults
+    fill the rest."""
+    merged = NETWORK_POLICY_DEFAULTS.model_dump(by_alias=True)
+    for layer in layers:
+        if isinstance(layer, Mapping):
+            merged.update({k: v for k, v in layer.items() if k in merged and v is not None})
+    return merged
+
+
+# A pool's `service` as the model defaults it.
+POOL_SERVICE_DEFAULTS = SuperNodeService()
