@@ -10,13 +10,14 @@ import pytest
 import yaml
 
 from flower_federation.flower.versions import DEFAULT_VERSION
+from tests.support.certificates import ca_pem
 from tests.support.manifests import by_kind, get, pod_spec, workloads
 from tests.support.render import core_objects, plan_of
 from tests.support.validation import assert_valid, cfg, problems, process_cfg, sts_pool
 
 DIGEST = "sha256:" + "ab" * 32
 REGISTRY = "registry.example.org:5000"
-PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+PEM = ca_pem()
 UNKNOWN_VERSION = (
     "pinned by a digest without a version tag, so the Flower version (the dialect of every command line) is unknown: "
     "set `version`, or give the tag too"

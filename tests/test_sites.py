@@ -16,6 +16,7 @@ import yaml
 
 from flower_federation.builders import registration
 from flower_federation.cli.offline import Run, run_program
+from tests.support.certificates import ca_pem
 from tests.support.manifests import by_kind, get
 from tests.support.tls_provider import RealTlsProvider
 
@@ -78,7 +79,7 @@ def test_a_site_from_chart_values_dials_the_hub_and_trusts_its_ca_from_the_exist
 
 def test_a_site_reads_the_hubs_address_and_ca_through_a_stack_reference() -> None:
     hub_outputs = json.loads((GOLDEN / "hub.outputs.json").read_text())
-    hub_outputs["caCertificate"] = "-----BEGIN CERTIFICATE-----\nREAL\n-----END CERTIFICATE-----\n"
+    hub_outputs["caCertificate"] = ca_pem()
     result = run(settings("site-from-hub"), "site-b", stack_outputs={HUB_STACK: hub_outputs})
     refs = [r for r in result.registrations if r.type == "pulumi:pulumi:StackReference"]
     assert [r.name for r in refs] == [HUB_STACK]
@@ -292,8 +293,8 @@ def test_a_site_reading_the_hub_takes_its_two_ca_bundle_and_rolls_onto_it() -> N
     """The CA overlap (docs/operations.md): a hub's `caCertificate` holds both CAs between steps
     1 and 3; a site reading it with fromStack trusts both, and its pods roll onto the bundle."""
     hub_outputs = json.loads((GOLDEN / "hub.outputs.json").read_text())
-    one = "-----BEGIN CERTIFICATE-----\nCA0\n-----END CERTIFICATE-----\n"
-    both = one + "-----BEGIN CERTIFICATE-----\nCA1\n-----END CERTIFICATE-----\n"
+    one = ca_pem("hub CA 0", seed=1)
+    both = one + ca_pem("hub CA 1", seed=2)
 
     def site(ca: str) -> Any:
         return run(settings("site-from-hub"), "site-b", stack_outputs={HUB_STACK: {**hub_outputs, "caCertificate": ca}})

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.certificates import ca_pem
 from tests.support.stacks import HTTP_ERA, base
 from tests.support.validation import assert_problems, config_error
 
-PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+PEM = ca_pem()
 KEY = (
     "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzODQAAABhBIirZgKjeR0m5MgxKUn8eFbLryve2CNpA1qLQGM82bvzl"
     "HpxQW84o24AYn2SP9/GEzmBsxRtAfZWaCQ+e9nb5567JpaFy0swNW9qBtOGJ15NUURyR1hZ7dHLOehaaoG/jg== lab-c/0"

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from flower_federation.config import Federation
 from flower_federation.config.errors import PathPart, Problem, format_path, problem
+from flower_federation.flower.certificates import certificate_problem
 from flower_federation.flower.dialects import dialect_for
 from flower_federation.flower.public_keys import is_deploy_time_placeholder, public_key_problem, slot_order
 from flower_federation.flower.versions import FlowerVersion
@@ -131,9 +132,12 @@ def remote_superlink(
                 )
             )
         ca_pem = _output(outputs, stack, HUB_CA_OUTPUT)
-        certificate = isinstance(ca_pem, str) and ("BEGIN CERTIFICATE" in ca_pem or is_deploy_time_placeholder(ca_pem))
-        if not spec.insecure and not certificate:
+        if not spec.insecure and not (isinstance(ca_pem, str) and ca_pem):
             problems.append(problem(at, f"stack '{stack}' has no output caCertificate (a hub with TLS exports it)"))
+        elif not spec.insecure and not is_deploy_time_placeholder(ca_pem):
+            why = certificate_problem(ca_pem)
+            if why:
+                problems.append(problem(at, f"stack '{stack}' exports a caCertificate that {why}"))
     if problems or not host:
         return problems, None
     return [], RemoteSuperLink(Endpoint(host, port or fleet_port), ca_pem, tuple(remote.cidrs))

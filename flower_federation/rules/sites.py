@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from flower_federation.config.derived import AMBIENT_CLUSTER
 from flower_federation.config.errors import Problem, problem
+from flower_federation.flower.certificates import certificate_problem
 from flower_federation.flower.dialects import HTTP_PORT, Dialect
 from flower_federation.flower.public_keys import public_key_problem
 from flower_federation.kube.naming import DNS_LABEL_MAX
@@ -279,8 +280,9 @@ def _site(raw: Raw) -> Iterator[Problem]:
             f"set exactly one of pem, existingSecret, fromStack (the hub's CA certificate); found: {found}",
         )
     pem = cert.get("pem")
-    if isinstance(pem, str) and "-----BEGIN CERTIFICATE-----" not in pem:
-        yield problem(at + ("certificate", "pem"), "must be a PEM certificate (-----BEGIN CERTIFICATE----- ...)")
+    why = certificate_problem(pem) if isinstance(pem, str) else None
+    if why:
+        yield problem(at + ("certificate", "pem"), f"must be the hub's CA certificate in PEM; this one {why}")
     secret = cert.get("existingSecret")
     if isinstance(secret, str) and not (DNS_NAME.match(secret) and len(secret) <= 253):
         yield problem(at + ("certificate", "existingSecret"), f"'{secret}' is not a Secret name")

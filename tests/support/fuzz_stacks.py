@@ -12,9 +12,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from flower_federation.flower import public_keys as sshkeys
+from tests.support.certificates import ca_pem
 from tests.support.fuzz_fragments import Draw, chance, one, pick
 
-PEM = "-----BEGIN CERTIFICATE-----\nMIIBfzCCASWgAwIBAgIUZnV6emVyIGh1YiBDQQ==\n-----END CERTIFICATE-----\n"
+PEM = ca_pem("fuzzer hub CA")
 HUB = "acme/flower-federation/hub"
 GRPC_HUB = "acme/flower-federation/hub-grpc"
 PLAIN_HUB = "acme/flower-federation/hub-plain"
