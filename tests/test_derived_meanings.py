@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pytest
 
-from flower_federation.builders import network_links
+from flower_federation.builders import appio, network_links
 from flower_federation.config.derived import network_policy_settings
 from flower_federation.config.errors import ConfigError
 from flower_federation.rules.raw import effective_name, superexecs_of
@@ -109,3 +109,22 @@ def test_default_ports_are_stated_once() -> None:
     assert found == {}
     # Negative control: a restated default is found.
     assert port_literals('description="Unset: 9094."') == ["9094"]
+
+
+def test_the_runtime_secret_rule_asks_for_the_sans_the_render_certifies() -> None:
+    # The same pool with TLS made here (the render's certificate) and with the user's Secrets (the rule's ask).
+    raw = base(HTTP_ERA, isolation="process", placement="distributed")
+    raw["supernodes"]["pools"][1]["service"] = {
+        "type": "NodePort",
+        "externalNames": ["edge.example.org", "203.0.113.7"],
+    }
+    raw["supernodes"]["pools"][1]["networkPolicy"] = {"allowExternal": True}
+    plan = plan_of(raw)
+    pool = plan.spec.supernodes.pools[1]
+    certified = appio.pool_dns_names(plan, pool) + appio.pool_ip_addresses(plan, pool)
+    raw["tls"] = {"source": "existingSecret", "existingSecret": "sl-tls"}
+    with pytest.raises(ConfigError) as err:
+        plan_of(raw)
+    (asked,) = [p.message for p in err.value.problems if p.path == "federation.supernodes.pools[1].runtimeApiSecret"]
+    assert asked.endswith("with SANs " + ", ".join(certified))
+    assert "*.sec-supernode-beta.flower-sec" in certified and "203.0.113.7" in certified

@@ -101,7 +101,7 @@ def test_a_nodeport_service_exposes_one_supernode_to_superexecs_outside(k8s_vali
     # SuperExecs outside dial (tests/test_appio.py checks the generated certificate).
     plan = plan_of(raw)
     assert "edge.example.org" in appio.pool_dns_names(plan, plan.spec.supernodes.pools[0])
-    assert appio.pool_ip_addresses(plan.spec.supernodes.pools[0]) == ["127.0.0.1", "203.0.113.7"]
+    assert appio.pool_ip_addresses(plan, plan.spec.supernodes.pools[0]) == ["127.0.0.1", "203.0.113.7"]
     assert any("over TLS" in w and "edge" in w for w in warnings(plan))
     for o in objects:
         k8s_validate(o)

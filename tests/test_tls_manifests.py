@@ -107,7 +107,7 @@ def test_certificate_names_cover_every_address_clients_dial(sid):
             host = host.replace("$(FLOWER_SUPERNODE_HOST)", env.get("FLOWER_SUPERNODE_HOST", "")).replace(
                 "$(FLOWER_POD_INDEX)", "0"
             )
-            assert _covered(host, appio.pool_dns_names(plan, pool), appio.pool_ip_addresses(pool)), host
+            assert _covered(host, appio.pool_dns_names(plan, pool), appio.pool_ip_addresses(plan, pool)), host
         elif "--root-certificates" in args:
             flag = "--superlink" if "--superlink" in args else "--runtime-api-address"
             dialled.append(arg_after(args, flag).rsplit(":", 1)[0])

@@ -16,11 +16,11 @@ Key material never appears here: Secrets are rendered without data.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any, Optional
 
 from flower_federation.config import Pool
-from flower_federation.flower.dialects import LOOPBACK, ServerTls
+from flower_federation.config.derived import runtime_api_sans
+from flower_federation.flower.dialects import ServerTls
 from flower_federation.flower.layout import (
     RUNTIME_TLS_DIR,
     RUNTIME_TLS_VOLUME,
@@ -34,9 +34,6 @@ from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan
 from flower_federation.plan.tls_sources import RuntimeTrust
 
-# What a sidecar SuperExec dials (its pod's loopback).
-RUNTIME_LOOPBACK_NAMES = ("localhost",)
-RUNTIME_LOOPBACK_IPS = (LOOPBACK,)
 # A new pool certificate or CA rolls the pool's pods (Flower reads the files at start).
 RUNTIME_CHECKSUM_ANNOTATION = "flower.flwr.ai/runtime-tls-checksum"
 # Length of a generated auth secret (letters and digits: ~285 bits).
@@ -49,30 +46,15 @@ def _runtime(plan: FederationPlan) -> RuntimeTrust:
 
 
 def pool_dns_names(plan: FederationPlan, pool: Pool) -> list[str]:
-    """Every name a SuperExec may dial a pool's SuperNode by: localhost (sidecar), the
-    pool's headless Service and, by wildcard, each pod's stable name behind it
-    (`N-supernode-P-k.N-supernode-P.NS.svc.<domain>`, what a distributed SuperExec dials),
-    and what SuperExecs outside the cluster dial an exposed Service by (`service.externalNames`).
-    A wildcard rather than one name per ordinal, so scaling a pool re-issues nothing."""
-    svc, ns, domain = plan.names.pool(pool.name), plan.namespace, plan.spec.cluster_domain
-    services = [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.{domain}"]
-    pods = [f"*.{svc}.{ns}.svc.{domain}", f"*.{svc}.{ns}.svc", f"*.{svc}.{ns}"]
-    # SuperExecs outside the cluster, through a NodePort or LoadBalancer Service.
-    outside = [n for n in pool.service.external_names if not _is_ip(n)]
-    return list(dict.fromkeys([*RUNTIME_LOOPBACK_NAMES, *services, *pods, *outside]))
+    return _sans(plan, pool)[0]
 
 
-def pool_ip_addresses(pool: Pool) -> list[str]:
-    outside = [n for n in pool.service.external_names if _is_ip(n)]
-    return list(dict.fromkeys([*RUNTIME_LOOPBACK_IPS, *outside]))
+def pool_ip_addresses(plan: FederationPlan, pool: Pool) -> list[str]:
+    return _sans(plan, pool)[1]
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return False
+def _sans(plan: FederationPlan, pool: Pool) -> tuple[list[str], list[str]]:
+    return runtime_api_sans(plan.name, pool.name, plan.namespace, plan.spec.cluster_domain, pool.service.external_names)
 
 
 def pool_common_name(plan: FederationPlan, pool: Pool) -> str:
@@ -112,7 +94,7 @@ def pool_certificate(plan: FederationPlan, pool: Pool) -> Manifest:
             "renewBefore": cm.renew_before,
             "commonName": pool_common_name(plan, pool),
             "dnsNames": pool_dns_names(plan, pool),
-            "ipAddresses": pool_ip_addresses(pool),
+            "ipAddresses": pool_ip_addresses(plan, pool),
             "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
             "usages": ["server auth", "digital signature", "key encipherment"],
             "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": issuer.group},

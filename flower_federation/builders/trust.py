@@ -7,18 +7,16 @@ built here (without data) when it registers them.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 from collections.abc import Iterable
 
 from flower_federation.builders import gateway
-from flower_federation.kube.naming import SUPERLINK
+from flower_federation.config.derived import LOCALHOST
+from flower_federation.flower.dialects import LOOPBACK
+from flower_federation.kube.naming import SUPERLINK, is_ip_address, service_dns_names
 from flower_federation.kube.objects import Manifest, ObjectMeta
 from flower_federation.plan import FederationPlan
 from flower_federation.plan.tls_sources import Trust
 
-# What the HTTP-era SuperExec sidecar dials, and what a `kubectl port-forward` user dials.
-LOOPBACK_NAMES = ("localhost",)
-LOOPBACK_IPS = ("127.0.0.1",)
 # Server keys: ECDSA P-256 is what every gRPC / TLS stack Flower uses accepts.
 SERVER_KEY_ALGORITHM = "ECDSA"
 SERVER_KEY_CURVE = "P256"
@@ -36,33 +34,20 @@ def _external_hosts(plan: FederationPlan) -> list[str]:
     return hosts + ([plan.external.host] if plan.external else [])
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return False
-
-
 def superlink_dns_names(plan: FederationPlan) -> list[str]:
     """Every name the SuperLink's Service answers to in-cluster, then localhost, the
     configured names and the external ones; ordered and without duplicates."""
-    ns = plan.namespace
     services = [plan.names.superlink] + ([plan.names.superlink_control] if plan.fleet_proxy else [])
-    names = [
-        n
-        for svc in services
-        for n in (svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.{plan.spec.cluster_domain}")
-    ]
-    names += LOOPBACK_NAMES
+    names = [n for svc in services for n in service_dns_names(svc, plan.namespace, plan.spec.cluster_domain)]
+    names.append(LOCALHOST)
     names += plan.spec.tls.dns_names
-    names += [h for h in _external_hosts(plan) if not _is_ip(h)]
+    names += [h for h in _external_hosts(plan) if not is_ip_address(h)]
     return list(dict.fromkeys(names))
 
 
 def superlink_ip_addresses(plan: FederationPlan) -> list[str]:
-    external = [h for h in _external_hosts(plan) if _is_ip(h)]
-    return list(dict.fromkeys([*LOOPBACK_IPS, *plan.spec.tls.ip_addresses, *external]))
+    external = [h for h in _external_hosts(plan) if is_ip_address(h)]
+    return list(dict.fromkeys([LOOPBACK, *plan.spec.tls.ip_addresses, *external]))
 
 
 def common_name(plan: FederationPlan) -> str:

@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 from flower_federation.config import NETWORK_POLICY_DEFAULTS, Federation
 from flower_federation.config.supernodes import SuperNodeService
+from flower_federation.flower.dialects import LOOPBACK
+from flower_federation.kube.naming import Names, is_ip_address, pod_wildcards, service_dns_names
 
 _DEFAULTS = Federation()
 # What `render --cluster`, its `# cluster:` headers and resource names call the stack's ambient cluster
@@ -68,3 +70,25 @@ def network_policy_settings(*layers: Any) -> dict[str, Any]:
 
 # A pool's `service` as the model defaults it.
 POOL_SERVICE_DEFAULTS = SuperNodeService()
+
+
+# What a sidecar dials on its pod's loopback, and a `kubectl port-forward` user.
+LOCALHOST = "localhost"
+
+
+def runtime_api_sans(
+    federation: str, pool: str, namespace: str, cluster_domain: str, external_names: list[str]
+) -> tuple[list[str], list[str]]:
+    """The DNS names and IP addresses a pool's Runtime API certificate carries: every name a SuperExec may dial
+    its SuperNode by: localhost (sidecar), the pool's headless Service and, by wildcard, each pod's stable name
+    behind it (what a distributed SuperExec dials), and what SuperExecs outside the cluster dial an exposed
+    Service by (`service.externalNames`)."""
+    svc = Names(federation).pool(pool)
+    outside_names = [n for n in external_names if not is_ip_address(n)]
+    outside_ips = [n for n in external_names if is_ip_address(n)]
+    dns = [
+        LOCALHOST,
+        *service_dns_names(svc, namespace, cluster_domain),
+        *pod_wildcards(svc, namespace, cluster_domain),
+    ]
+    return list(dict.fromkeys(dns + outside_names)), list(dict.fromkeys([LOOPBACK, *outside_ips]))

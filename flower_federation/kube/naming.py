@@ -3,6 +3,7 @@ and selectors never change when config changes."""
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 MANAGED_BY = "pulumi"
@@ -174,3 +175,27 @@ def common_labels(
     )
     labels.update(selector_labels(federation, component, pool))
     return labels
+
+
+def service_dns_names(service: str, namespace: str, cluster_domain: str) -> list[str]:
+    """The names a Service answers to in the cluster, shortest first."""
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.{cluster_domain}",
+    ]
+
+
+def pod_wildcards(service: str, namespace: str, cluster_domain: str) -> list[str]:
+    """One wildcard per form of a headless Service's pod names (`<pod>.<service>...`): a certificate with these
+    covers every pod of a StatefulSet behind it, however many, so scaling re-issues nothing."""
+    return [f"*.{service}.{namespace}.svc.{cluster_domain}", f"*.{service}.{namespace}.svc", f"*.{service}.{namespace}"]
+
+
+def is_ip_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False

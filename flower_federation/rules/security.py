@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from flower_federation.config.derived import runtime_api_sans
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import Dialect
 from flower_federation.flower.versions import APPIO_PROTECTION_SINCE
@@ -143,15 +144,13 @@ def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Di
         at = ("supernodes", "pools", i, "runtimeApiSecret")
         secret = pool.get("runtimeApiSecret")
         if needed and not secret:
-            svc = f"{name}-supernode-{pool.get('name')}"
             outside = [str(n) for n in as_list(get(pool, "service", "externalNames"))]
+            dns, ips = runtime_api_sans(str(name), str(pool.get("name")), str(namespace), str(domain), outside)
             yield problem(
                 at,
                 "required with tls.source existingSecret and isolationMode process (Flower 1.40+): the "
                 "kubernetes.io/tls Secret this pool's SuperNodes serve their Runtime API with, signed by the CA "
-                f"the federation trusts, with SANs localhost, 127.0.0.1, {svc}, {svc}.{namespace}, "
-                f"{svc}.{namespace}.svc, {svc}.{namespace}.svc.{domain} and *.{svc}.{namespace}.svc.{domain}"
-                + (f" and its service.externalNames ({', '.join(outside)})" if outside else ""),
+                f"the federation trusts, with SANs {', '.join(dns + ips)}",
             )
         elif secret and not needed:
             yield problem(

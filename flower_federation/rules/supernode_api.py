@@ -5,7 +5,6 @@ is made for it, the names outside SuperExecs dial it by."""
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterator
 from typing import Any, Optional
@@ -14,6 +13,7 @@ from flower_federation.config.derived import POOL_SERVICE_DEFAULTS, network_poli
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, Dialect
 from flower_federation.flower.versions import APPIO_PROTECTION_SINCE
+from flower_federation.kube.naming import is_ip_address
 from flower_federation.rules.raw import DEFAULTS, Pools, Raw, as_dict, get, superexecs_of
 from flower_federation.rules.security import DNS_NAME
 
@@ -86,7 +86,7 @@ def _external_names(raw: Raw, service: Raw, at: tuple[Any, ...], kind: str, prot
     if names and kind not in ("NodePort", "LoadBalancer"):
         yield problem(where, "only with service.type NodePort or LoadBalancer (what SuperExecs outside dial)")
     for j, name in enumerate(names if isinstance(names, list) else []):
-        if isinstance(name, str) and not (_is_ip(name) or (DNS_NAME.match(name) and not name.startswith("*"))):
+        if isinstance(name, str) and not (is_ip_address(name) or (DNS_NAME.match(name) and not name.startswith("*"))):
             yield problem(where + (j,), f"'{name}' is not a DNS name or an IP address")
     made_here = get(raw, "tls", "source", default=DEFAULTS.tls.source) in ("generate", "certManager")
     tls = raw.get("insecure") is not True and raw.get("role", DEFAULTS.role) != "site"
@@ -96,14 +96,6 @@ def _external_names(raw: Raw, service: Raw, at: tuple[Any, ...], kind: str, prot
             f"name the DNS names or IPs SuperExecs outside the cluster dial the {kind} Service by: the pool's Runtime "
             "API is served over TLS with a certificate made here for the in-cluster names, which must carry them too",
         )
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-        return True
-    except ValueError:
-        return False
 
 
 def _ports(pool: Raw, at: tuple[Any, ...], sidecar: bool) -> Iterator[Problem]:

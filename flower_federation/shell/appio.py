@@ -75,7 +75,7 @@ class AppIoComponent(pulumi.ComponentResource):
             f"{name}-runtime",
             common_name=appio.pool_common_name(plan, pool),
             dns_names=appio.pool_dns_names(plan, pool),
-            ip_addresses=appio.pool_ip_addresses(pool),
+            ip_addresses=appio.pool_ip_addresses(plan, pool),
             signer=signer,
             validity=plan.spec.tls.generate,
             opts=pulumi.ResourceOptions(parent=self),
