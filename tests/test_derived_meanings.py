@@ -128,3 +128,24 @@ def test_the_runtime_secret_rule_asks_for_the_sans_the_render_certifies() -> Non
     (asked,) = [p.message for p in err.value.problems if p.path == "federation.supernodes.pools[1].runtimeApiSecret"]
     assert asked.endswith("with SANs " + ", ".join(certified))
     assert "*.sec-supernode-beta.flower-sec" in certified and "203.0.113.7" in certified
+
+
+@pytest.mark.parametrize(
+    "version,isolation,insecure",
+    list(itertools.product(["1.26.1", HTTP_ERA], ["subprocess", "process"], [False, True])),
+)
+def test_the_rule_asks_for_a_runtime_secret_exactly_where_the_plan_protects_the_runtime_api(
+    version: str, isolation: str, insecure: bool
+) -> None:
+    raw = base(version, isolation=isolation, placement="distributed" if isolation == "process" else "sidecar")
+    if insecure:
+        raw["insecure"] = True
+    protected = plan_of(raw).runtime_trust is not None
+    if not insecure:
+        raw["tls"] = {"source": "existingSecret", "existingSecret": "sl-tls"}
+    try:
+        plan_of(raw)
+        asked = False
+    except ConfigError as err:
+        asked = any(p.path.endswith("runtimeApiSecret") for p in err.problems)
+    assert asked == protected

@@ -14,6 +14,7 @@ from typing import Any, Optional
 from flower_federation.config import NETWORK_POLICY_DEFAULTS, Federation
 from flower_federation.config.supernodes import SuperNodeService
 from flower_federation.flower.dialects import LOOPBACK
+from flower_federation.flower.versions import APPIO_PROTECTION_SINCE, FlowerVersion
 from flower_federation.kube.naming import Names, is_ip_address, pod_wildcards, service_dns_names
 
 _DEFAULTS = Federation()
@@ -92,3 +93,15 @@ def runtime_api_sans(
         *pod_wildcards(svc, namespace, cluster_domain),
     ]
     return list(dict.fromkeys(dns + outside_names)), list(dict.fromkeys([LOOPBACK, *outside_ips]))
+
+
+def runtime_api_tls(insecure: Any, role: Any, isolation: Any, version: Optional[FlowerVersion]) -> bool:
+    """Whether each pool's SuperNodes serve their Runtime API over TLS (with a certificate of the pool's): a stack
+    with TLS that runs its SuperLink, in process isolation, on Flower 1.40+ (the gRPC era's hop cannot carry TLS)."""
+    return (
+        insecure is not True
+        and (role if isinstance(role, str) else _DEFAULTS.role) != "site"
+        and superexec_layout(isolation, None).process_isolation
+        and version is not None
+        and version >= APPIO_PROTECTION_SINCE
+    )

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from flower_federation.config import Federation
-from flower_federation.flower.versions import APPIO_PROTECTION_SINCE, FlowerVersion
+from flower_federation.config.derived import runtime_api_tls
+from flower_federation.flower.versions import FlowerVersion
 from flower_federation.kube.naming import Names
 
 
@@ -87,7 +88,7 @@ def resolve_runtime_trust(
 ) -> Optional[RuntimeTrust]:
     # A site never gets here: the operator's rule wants superlink.superexecImage for
     # process isolation, and a site has no `superlink`.
-    if trust is None or not trust.serves or spec.isolation_mode != "process" or version < APPIO_PROTECTION_SINCE:
+    if trust is None or not runtime_api_tls(spec.insecure, spec.role, spec.isolation_mode, version):
         return None
     pools = spec.supernodes.pools
     if trust.source == "existingSecret":

@@ -7,10 +7,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from flower_federation.config.derived import runtime_api_sans
+from flower_federation.config.derived import runtime_api_sans, runtime_api_tls
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import Dialect
-from flower_federation.flower.versions import APPIO_PROTECTION_SINCE
 from flower_federation.rules.fragments import list_fragment
 from flower_federation.rules.labels import label_problems, our_labels
 from flower_federation.rules.raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, effective_name, get
@@ -129,13 +128,8 @@ def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Di
     """`pools[].runtimeApiSecret`: each pool's Runtime API certificate when the user
     manages TLS (tls.source existingSecret) and the hop can carry TLS (process
     isolation, Flower 1.40+); anywhere else it would be ignored, so it is an error."""
-    needed = (
-        raw.get("insecure") is not True
-        and raw.get("role", DEFAULTS.role) != "site"
-        and get(raw, "tls", "source", default=DEFAULTS.tls.source) == "existingSecret"
-        and raw.get("isolationMode", DEFAULTS.isolation_mode) == "process"
-        and dialect is not None
-        and dialect.version >= APPIO_PROTECTION_SINCE
+    needed = get(raw, "tls", "source", default=DEFAULTS.tls.source) == "existingSecret" and runtime_api_tls(
+        raw.get("insecure"), raw.get("role"), raw.get("isolationMode"), dialect.version if dialect else None
     )
     name = effective_name(raw, stack)
     namespace = raw.get("namespace", DEFAULTS.namespace)
