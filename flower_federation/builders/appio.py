@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from flower_federation.builders import trust
 from flower_federation.config import Pool
 from flower_federation.config.derived import runtime_api_sans
 from flower_federation.flower.dialects import ServerTls
@@ -74,32 +75,15 @@ def pool_tls_secret(plan: FederationPlan, pool: Pool) -> Manifest:
 
 
 def pool_certificate(plan: FederationPlan, pool: Pool) -> Manifest:
-    """cert-manager Certificate of a pool's Runtime API (source certManager), from the
-    federation's issuer, so the CA clients trust signs it too. Pulumi waits until Ready."""
-    cm = plan.spec.tls.cert_manager
-    issuer = cm.issuer_ref
-    assert issuer is not None, "rules require an issuerRef for certManager"
-    return {
-        "apiVersion": "cert-manager.io/v1",
-        "kind": "Certificate",
-        "metadata": plan.meta(
-            plan.names.runtime_tls_secret(pool.name),
-            SUPERNODE,
-            pool.name,
-            annotations={"pulumi.com/waitFor": "condition=Ready"},
-        ),
-        "spec": {
-            "secretName": _runtime(plan).pool_secret(pool.name),
-            "duration": cm.duration,
-            "renewBefore": cm.renew_before,
-            "commonName": pool_common_name(plan, pool),
-            "dnsNames": pool_dns_names(plan, pool),
-            "ipAddresses": pool_ip_addresses(plan, pool),
-            "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
-            "usages": ["server auth", "digital signature", "key encipherment"],
-            "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": issuer.group},
-        },
-    }
+    """cert-manager Certificate of a pool's Runtime API (source certManager)."""
+    return trust.cert_manager_certificate(
+        plan,
+        plan.meta(plan.names.runtime_tls_secret(pool.name), SUPERNODE, pool.name),
+        _runtime(plan).pool_secret(pool.name),
+        pool_common_name(plan, pool),
+        pool_dns_names(plan, pool),
+        pool_ip_addresses(plan, pool),
+    )
 
 
 def auth_secret(plan: FederationPlan, owner: str, component: str, pool: Optional[str]) -> Manifest:

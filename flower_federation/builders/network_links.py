@@ -119,6 +119,13 @@ def _tcp(*ports: int) -> tuple[tuple[int, str], ...]:
     return tuple((p, "TCP") for p in ports)
 
 
+def _starts_pods(superexec: Component) -> Link:
+    """A SuperExec with the Kubernetes executor calls the API server to start its task pods."""
+    return Link(
+        superexec, API_SERVER, _tcp(*superexec.settings.api_server_ports or ()), "the Kubernetes executor starts pods"
+    )
+
+
 def _sources(settings: NetworkPolicy) -> list[Peer]:
     """Configured sources allowed to reach a component's API ports (the chart's
     ingress*MatchLabels)."""
@@ -225,14 +232,7 @@ def _superlink_side(
             )
             components.append(tasks)
             links.append(Link(tasks, superlink, _tcp(appio_port), "ServerApp pods dial the ServerAppIo/Runtime API"))
-            links.append(
-                Link(
-                    superexec,
-                    API_SERVER,
-                    _tcp(*superexec.settings.api_server_ports or ()),
-                    "the Kubernetes executor starts pods",
-                )
-            )
+            links.append(_starts_pods(superexec))
     if spec.allow_runtime_dependency_installation:
         links += [
             Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in serverapp_side
@@ -309,14 +309,7 @@ def _pool(plan: FederationPlan, pool: Pool, comp: Callable[..., Component]) -> t
             tasks = comp(names.task_policy(pool.name), task_labels(plan, pool.name), *layers, pool=pool.name)
             components.append(tasks)
             links.append(Link(tasks, supernode, appio, "ClientApp pods dial the SuperNode"))
-            links.append(
-                Link(
-                    superexec,
-                    API_SERVER,
-                    _tcp(*superexec.settings.api_server_ports or ()),
-                    "the Kubernetes executor starts pods",
-                )
-            )
+            links.append(_starts_pods(superexec))
     if spec.allow_runtime_dependency_installation:
         links += [Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in components]
     return components, links

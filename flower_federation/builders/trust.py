@@ -19,7 +19,8 @@ from flower_federation.plan.tls_sources import Trust
 
 # Server keys: ECDSA P-256 is what every gRPC / TLS stack Flower uses accepts.
 SERVER_KEY_ALGORITHM = "ECDSA"
-SERVER_KEY_CURVE = "P256"
+SERVER_KEY_CURVE = "P256"  # pulumi-tls's name
+SERVER_KEY_BITS = 256  # cert-manager's: the same curve
 CHECKSUM_ANNOTATION = "flower.flwr.ai/tls-checksum"
 # stakater/Reloader (if installed) restarts pods when a Secret changes outside Pulumi,
 # e.g. after cert-manager renews a certificate.
@@ -98,23 +99,38 @@ def ca_bundle(plan: FederationPlan) -> Manifest:
 
 
 def certificate(plan: FederationPlan) -> Manifest:
-    """cert-manager Certificate for source=certManager. Pulumi waits until it is Ready
-    (pulumi.com/waitFor), so the Secret exists before anything reads or mounts it."""
+    """cert-manager Certificate of the SuperLink for source=certManager."""
+    return cert_manager_certificate(
+        plan,
+        _meta(plan, plan.names.certificate),
+        _trust(plan).server_secret,
+        common_name(plan),
+        superlink_dns_names(plan),
+        superlink_ip_addresses(plan),
+    )
+
+
+def cert_manager_certificate(
+    plan: FederationPlan, meta: ObjectMeta, secret: str, common: str, dns_names: list[str], ip_addresses: list[str]
+) -> Manifest:
+    """A server's cert-manager Certificate from the federation's issuer (so the CA clients trust signs it), with a
+    new key at each renewal. Pulumi waits until it is Ready (pulumi.com/waitFor), so the Secret exists before
+    anything reads or mounts it."""
     cm = plan.spec.tls.cert_manager
     issuer = cm.issuer_ref
     assert issuer is not None, "rules require an issuerRef for certManager"
     return {
         "apiVersion": "cert-manager.io/v1",
         "kind": "Certificate",
-        "metadata": _meta(plan, plan.names.certificate, {"pulumi.com/waitFor": "condition=Ready"}),
+        "metadata": {**meta, "annotations": {**meta.get("annotations", {}), "pulumi.com/waitFor": "condition=Ready"}},
         "spec": {
-            "secretName": _trust(plan).server_secret,
+            "secretName": secret,
             "duration": cm.duration,
             "renewBefore": cm.renew_before,
-            "commonName": common_name(plan),
-            "dnsNames": superlink_dns_names(plan),
-            "ipAddresses": superlink_ip_addresses(plan),
-            "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+            "commonName": common,
+            "dnsNames": dns_names,
+            "ipAddresses": ip_addresses,
+            "privateKey": {"algorithm": SERVER_KEY_ALGORITHM, "size": SERVER_KEY_BITS, "rotationPolicy": "Always"},
             "usages": ["server auth", "digital signature", "key encipherment"],
             "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": issuer.group},
         },
