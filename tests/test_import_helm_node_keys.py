@@ -41,7 +41,8 @@ def _public(key) -> str:
 def _secret_commands(out: str) -> list[str]:
     lines = out.split("\nconfig:", 1)[0].splitlines()
     start = lines.index("# Secret config, never in this file: set it with")
-    return [line.removeprefix("#   ") for line in lines[start + 1 :]]
+    end = next(i for i, line in enumerate(lines) if line.startswith("# Its offline form"))  # then the offline form
+    return [line.removeprefix("#   ") for line in lines[start + 1 : end]]
 
 
 def _run_commands(commands: list[str], key_text: str, tmp_path: Path) -> str:

@@ -242,11 +242,12 @@ def test_what_means_otherwise_here_is_said(tmp_path, capsys):
     assert "the chart runs superexec.replicas SuperExec pods in total" in notes
     assert "supernode.env reaches the SuperExec containers too here, where ClientApp code runs" in notes
     assert "by name): LOG_LEVEL; the chart" in notes  # A is the SuperExecs' own
-    # In-process training: the SuperNode's preset and its memory limit, and how to lift it.
+    # In-process training: the SuperNode's preset and its memory limit, as rendered, and how to lift it
+    # (tests/test_new_user_import.py checks every figure against the render).
     code, out, err = run_import(capsys, "helm", write(tmp_path, "w.yaml", BASE))
     text = header(out)
-    assert "the SuperNode container, where ClientApps train in-process, requests cpu 500m, memory 512Mi" in text
-    assert "a memory limit of 768Mi (preset small)" in text
+    assert "-supernode-supernode: requests cpu 500m and memory 512Mi, limits memory 768Mi." in text
+    assert "OOM-killed at its container's limit: raise it with supernode.resources (supernodeResources here)" in text
     assert "--preserve-behaviour sets resourcesPreset: none." in text
 
 

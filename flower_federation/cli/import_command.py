@@ -45,7 +45,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _command(args: argparse.Namespace) -> str:
-    words = ["python", "-m", "flower_federation", "import", args.source, args.file]
+    # The file by its name: the stack file is shared, the importer's disk is not.
+    words = ["python", "-m", "flower_federation", "import", args.source, Path(args.file).name]
     for flag, value in (
         ("--release", getattr(args, "release", None)),
         ("--namespace", getattr(args, "namespace", None)),
@@ -83,7 +84,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                     f"error: {args.file}: a values file is one YAML document, found {len(documents)}", file=sys.stderr
                 )
                 return 2
-            origin = f"the SuperNode Helm chart's values in {args.file}"
+            origin = f"the SuperNode Helm chart's values in {Path(args.file).name}"
             stacks = [
                 helm.import_values(
                     documents[0] if documents else None,
@@ -98,7 +99,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         else:
             stacks = operator.import_documents(
                 documents,
-                source=args.file,
+                source=Path(args.file).name,
                 command=command,
                 allow_drop=args.allow_drop,
                 preserve=args.preserve_behaviour,
@@ -120,6 +121,7 @@ def _emit(stacks: list[Stack], output_dir: str | None) -> int:
     if output_dir is None:
         sys.stdout.write(stack_files(stacks))
         return 0
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
     for s in stacks:
         path = Path(output_dir) / f"Pulumi.{s.stack}.yaml"
         path.write_text(stack_file(s), encoding="utf-8")

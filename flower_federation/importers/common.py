@@ -100,8 +100,8 @@ class ImportRefused(Exception):
         count = len(self.refusals)
         head = f"cannot import {source} ({count} problem{'s' if count != 1 else ''}):"
         lines = [head] + [f"  - {r}" for r in self.refusals]
-        if any(r.droppable for r in self.refusals):
-            lines.append("(rerun with --allow-drop to leave the droppable ones out; the output lists each)")
+        if self.refusals and all(r.droppable for r in self.refusals):  # else a rerun with it would fail too
+            lines.append("(rerun with --allow-drop to leave these out; the output lists each)")
         super().__init__("\n".join(lines))
 
 
@@ -122,6 +122,11 @@ class Stack:
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
+    # The secret config's offline form (YAML lines under `config:`), for `validate`/`render` of a copy of the file.
+    offline_secrets: list[str] = field(default_factory=list)
+    # The source's settings that name the federation and a pool (`{pool}`: the pool's index), which an object name
+    # too long is shortened with.
+    name_settings: tuple[str, str] = ("", "")
     dropped: list[Refusal] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
 
@@ -178,9 +183,20 @@ def problems(stack: Stack, refused: frozenset[str] = frozenset()) -> list[Refusa
             if source and _comes_of(source, refused):
                 continue
             where = f"{p.path} (from {source})" if source else p.path
-            found.append(Refusal(where, p.message, droppable=False))
+            found.append(Refusal(where, p.message + _shorten(stack, p.path, p.message), droppable=False))
         return found
     return []
+
+
+def _shorten(stack: Stack, path: str, message: str) -> str:
+    """For an object name too long: which of the source's settings shortens it."""
+    federation, pool = stack.name_settings
+    if not _NAME_LENGTH.match(message) or not federation:
+        return ""
+    if m := _POOL.match(path):
+        setting = pool.format(pool=m.group(1))
+        return f": set {federation} (the federation's name) or {setting} (the pool's) shorter"
+    return f": set {federation} (the federation's name) shorter"
 
 
 def _comes_of(source: str, refused: frozenset[str]) -> bool:

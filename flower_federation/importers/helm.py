@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Optional
 
-from flower_federation.importers import helm_pods, helm_steps
+from flower_federation.importers import helm_defaults, helm_pods, helm_steps
 from flower_federation.importers.chart import CHART, Param, Values, known_prefixes
 from flower_federation.importers.common import Stack, problems, validate
 
@@ -99,6 +99,7 @@ def import_values(
     _copy_plain(vals, stack, steps)
     helm_pods.our_labels(steps)
     _refuse_listed(vals, stack, steps)
+    helm_defaults.closing(steps)
     stack.settle(allow_drop, problems)
     validate(stack)
     return stack

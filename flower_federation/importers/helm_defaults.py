@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flower_federation.builders import resources
+from flower_federation.importers import resources_note
 from flower_federation.importers.chart import POOL
 from flower_federation.importers.common import TELEMETRY, telemetry_set_in
 
@@ -28,7 +28,8 @@ PROXY_VARIABLES = {"https_proxy", "http_proxy", "grpc_proxy", "all_proxy"}
 
 
 def differences(steps: ChartImport) -> list[str]:
-    return [*_egress(steps), *_ingress(steps), *_tokens(steps), *_telemetry(steps), _resources(steps), _kept()]
+    """The differences said while the steps run; `closing` says the rest once the stack is complete."""
+    return [*_egress(steps), *_ingress(steps), *_tokens(steps), *_telemetry(steps)]
 
 
 def exposure(steps: ChartImport) -> None:
@@ -238,34 +239,21 @@ def _tokens(steps: ChartImport) -> list[str]:
     ]
 
 
-def _preset_text(role: str, *, process: bool) -> str:
-    name = resources.role_preset(role, process_isolation=process, kubernetes_executor=False)
-    size = resources.PRESETS[name]
-    return (
-        f"requests cpu {size['requests']['cpu']}, memory {size['requests']['memory']} and a memory limit of "
-        f"{size['limits']['memory']} (preset {name})"
-    )
-
-
-def _resources(steps: ChartImport) -> str:
+def closing(steps: ChartImport) -> None:
+    """The last differences, said once the stack is complete: its resources as the render of the written stack
+    gives them (resources_note.py; with --preserve-behaviour, without presets), then what is kept; and a note
+    where ClientApps train on a GPU under a preset's memory limit."""
     if steps.process:
-        sizes = (
-            f"the SuperNode container {_preset_text(resources.SUPERNODE, process=True)}; the SuperExec container, "
-            f"where ClientApps train, {_preset_text(resources.CLIENTAPP_SUPEREXEC, process=True)}"
-        )
         lift = "supernode.resources / superexec.resources (supernodeResources / superexecResources here)"
     else:
-        sizes = (
-            f"the SuperNode container, where ClientApps train in-process, "
-            f"{_preset_text(resources.SUPERNODE, process=False)}"
-        )
         lift = "supernode.resources (supernodeResources here)"
-    return (
-        "Resources: the chart gives a container only the requests and limits of its values (none by default); "
-        f"here every container starts from its role's preset (docs/what-it-creates.md, 'Resources'): {sizes}. "
-        f"A ClientApp that needs more memory is OOM-killed at that limit: raise it with {lift}, taken key by key over "
-        "the preset, or run without presets as the chart does. " + steps.set_preserved("resourcesPreset", "none")
+    preserved = steps.set_preserved("resourcesPreset", "none")
+    does = "gives a container only the requests and limits of its values (none by default)"
+    text = resources_note.difference(
+        steps.stack, source="the chart", does=does, own="the values'", lift=lift, preserved=preserved
     )
+    steps.stack.differences += [text, _kept()] if text else [_kept()]
+    steps.stack.notes += resources_note.gpu_notes(steps.stack, "the chart")
 
 
 def _telemetry(steps: ChartImport) -> list[str]:

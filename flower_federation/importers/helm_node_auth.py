@@ -11,6 +11,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from flower_federation.flower.public_keys import (
+    CONFIG_KEY,
     OPENSSH_HEADER,
     PEM_TO_OPENSSH,
     key_problem,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from flower_federation.importers.helm_state import ChartImport
 
 PRIVATE = "global.nodeAuth.authSupernodePrivateKey"
+NODE_KEYS_CONFIG_KEY = f"flower-federation:{CONFIG_KEY}"
 PUBLIC = "global.nodeAuth.authSupernodePublicKey"
 HANDOVER = "hand the hub this stack's public keys: `pulumi stack output nodeAuth --json | jq '[.publicKeys[][]]'`"
 
@@ -73,6 +75,13 @@ def run(imp: ChartImport) -> None:
     s.secrets += [
         f"# first write the key of {PRIVATE} (its text, as in the values file) to supernode-0.key, then:",
         "pulumi config set --secret --path " + shlex.quote(f"nodeAuthKeys.{imp.pool}.0") + " " + command,
+    ]
+    in_openssh = "in OpenSSH format, as the command above converts it" if converted else "its text"
+    s.offline_secrets += [
+        f"{NODE_KEYS_CONFIG_KEY}:",
+        f"  {imp.pool}:",
+        '    "0": |',
+        f"      <the key of supernode-0.key, {in_openssh}, every line>",
     ]
     if converted:
         s.notes.append(

@@ -90,6 +90,7 @@ class Steps(ChartImport):
         release = self.release or chart_name or CHART_NAME
         self.name = fullname(release, chart_name, override)
         s.stack = release
+        s.name_settings = ("fullnameOverride", "supernode.name")
         source = "fullnameOverride" if override else ("--release, nameOverride" if self.release else "nameOverride")
         s.set("name", self.name, source)
         s.set("namespace", self.namespace or "default", "--namespace" if self.namespace else "helm's default namespace")

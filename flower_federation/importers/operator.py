@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from flower_federation.importers import resources_note
 from flower_federation.importers.common import (
     TELEMETRY,
     ImportRefused,
@@ -153,6 +154,7 @@ def _metadata(doc: dict[str, Any], stack: Stack) -> None:
         stack.refuse("metadata.name", "missing: the Federation's name names every object", droppable=False)
         return
     stack.set(("name",), meta["name"], "metadata.name")
+    stack.name_settings = ("metadata.name", "spec.supernodes.pools[{pool}].name")
     namespace: Optional[str] = meta.get("namespace")
     if namespace:
         stack.set(("namespace",), namespace, "metadata.namespace")
@@ -230,8 +232,19 @@ def differences(spec: dict[str, Any], stack: Stack, preserve: bool) -> list[str]
     envs += [p.get("env") for p in pools if isinstance(p, dict)]
     if not telemetry_set_in(envs):
         out.append(TELEMETRY.format(where="the operator") + preserved(("telemetry",), True))
+    # Last, as the config is complete here: the render of the written stack is what the figures are.
+    resources = resources_note.difference(
+        stack,
+        source="the operator",
+        does="gives a container only the resources the CR sets (none by default)",
+        own="the CR's",
+        lift="supernodeResources / superexecResources (superlink.resources / superexecResources)",
+        preserved=preserved(("resourcesPreset",), "none"),
+    )
+    out += [resources] if resources else []
     out.append(
         "Kept, as nothing is lost by them: probes on Flower's health endpoints, a PodDisruptionBudget per pool "
-        "(maxUnavailable 1), resource requests of 100m CPU and 256Mi where the CR sets none (`defaultResources`)."
+        "(maxUnavailable 1)."
     )
+    stack.notes += resources_note.gpu_notes(stack, "the operator")
     return out

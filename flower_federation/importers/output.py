@@ -64,10 +64,7 @@ def stack_file(stack: Stack) -> str:
     head = [
         f"# Pulumi.{stack.stack}.yaml",
         *_comment(f"{stack.origin[0].upper()}{stack.origin[1:]}, imported by `{stack.command}`."),
-        *_comment(
-            "Check it with `python -m flower_federation validate --config-file Pulumi."
-            f"{stack.stack}.yaml` and look at its objects with `python -m flower_federation render --config-file ...`."
-        ),
+        *_comment(_check(stack)),
     ]
     head += _section("Names:", stack.names)
     head += _section("Where flower-federation's defaults differ from the source's:", stack.differences)
@@ -76,6 +73,12 @@ def stack_file(stack: Stack) -> str:
     if stack.secrets:
         head += ["#", *_comment("Secret config, never in this file: set it with")]
         head += [f"#   {line}" for line in stack.secrets]
+    if stack.offline_secrets:
+        head += _comment(
+            "Its offline form, for `validate` and `render` (which cannot decrypt secrets) of a copy of this file that "
+            "is never committed: these lines under `config:`, the key in place of <...>:"
+        )
+        head += [f"#     {line}" for line in stack.offline_secrets]
     # Quoted where Pulumi (YAML 1.2) or a YAML 1.1 reader would take a string for something else (`'1e-3'`).
     body = yaml.dump(
         {"config": {CONFIG_KEY: ordered(stack.config)}},
@@ -86,6 +89,17 @@ def stack_file(stack: Stack) -> str:
         width=120,
     )
     return "\n".join(head) + "\n" + body
+
+
+def _check(stack: Stack) -> str:
+    validate = f"`python -m flower_federation validate --config-file Pulumi.{stack.stack}.yaml`"
+    render = "`python -m flower_federation render --config-file ...`"
+    if not stack.offline_secrets:
+        return f"Check it with {validate} and look at its objects with {render}."
+    return (
+        f"Check it with {validate} once its secret config (below) is set, and look at its objects with {render}: "
+        "offline, the secret cannot be decrypted, so check a copy of this file with the secret's offline form (below)."
+    )
 
 
 def stack_files(stacks: list[Stack]) -> str:
