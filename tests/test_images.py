@@ -212,7 +212,7 @@ def test_bad_parts_are_reported_each_at_its_path():
         ),
         (
             "federation.supernodes.image",
-            "must be an image reference (a string) or a mapping (registry, repository, tag, digest, pullPolicy)",
+            "must be an image reference (a string) or a mapping (registry, repository, tag, digest, pullPolicy), not 7",
         ),
         (
             "federation.supernodes.pools[0].images.supernode",

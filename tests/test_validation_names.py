@@ -27,7 +27,7 @@ def test_duplicate_pool_name_reported_at_the_second():
 
 @pytest.mark.parametrize("name", ["Pool", "a_b", "a.b", "-a", "a-", "", "gpu pool"])
 def test_pool_name_must_be_dns_label(name):
-    assert problems(cfg(sts_pool(name))) == [("federation.supernodes.pools[0].name", POOL_NAME_MSG)]
+    assert problems(cfg(sts_pool(name))) == [("federation.supernodes.pools[0].name", POOL_NAME_MSG.format(name))]
 
 
 def test_at_most_16_pools():

@@ -7,14 +7,16 @@ import pytest
 
 from tests.support.validation import assert_valid, cfg, pool, problems, sts_pool
 
+DS = "; pool 'a' has mode DaemonSet (one SuperNode per node, no ordinal)"
+
 
 def test_index_and_replicas_placeholders_only_in_statefulset_mode():
     node_config = {"i": "{index}", "r": "of-{replicas}", "p": "{pool}", "n": "{node}"}
     assert_valid(cfg(sts_pool("a", nodeConfig=node_config)))
     raw = cfg(pool("a", nodeConfig=node_config), mode="DaemonSet")
     assert problems(raw) == [
-        ("federation.supernodes.pools[0].nodeConfig.i", "{index} is only available when mode is StatefulSet"),
-        ("federation.supernodes.pools[0].nodeConfig.r", "{replicas} is only available when mode is StatefulSet"),
+        ("federation.supernodes.pools[0].nodeConfig.i", "{index} is only available when mode is StatefulSet" + DS),
+        ("federation.supernodes.pools[0].nodeConfig.r", "{replicas} is only available when mode is StatefulSet" + DS),
     ]
 
 

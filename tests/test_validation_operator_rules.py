@@ -182,7 +182,9 @@ def test_unknown_key_without_close_match_lists_valid_keys():
         pytest.param(None, ("federation", "missing: set the flower-federation:federation config key"), id="missing"),
         pytest.param([1], ("federation", "must be a mapping, not list"), id="list"),
         pytest.param("x", ("federation", "must be a mapping, not str"), id="str"),
-        pytest.param(cfg(sts_pool("a"), "oops"), ("federation.supernodes.pools[1]", "must be a mapping"), id="pool"),
+        pytest.param(
+            cfg(sts_pool("a"), "oops"), ("federation.supernodes.pools[1]", "must be a mapping, not 'oops'"), id="pool"
+        ),
     ],
 )
 def test_not_a_mapping(raw, expected):

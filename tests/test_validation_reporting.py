@@ -57,7 +57,7 @@ MANY_EXPECTED = [
     ("federation.superlink.podTemplate.spec", not_a_field("nodeSelectr")),
     ("federation.supernodes.pools[0].replicas", CEL_STS_REPLICAS),
     ("federation.supernodes.pools[1].name", "duplicate pool name 'a' (also supernodes.pools[0])"),
-    ("federation.supernodes.pools[1].replicas", "Input should be a valid integer"),
+    ("federation.supernodes.pools[1].replicas", "Input should be a valid integer, not 'many'"),
     # Sorted by path: `.x` sorts before `["a b"]`.
     ("federation.supernodes.pools[2].nodeConfig.x", "must be a string, integer, float or boolean, not null"),
     ('federation.supernodes.pools[2].nodeConfig["a b"]', "keys may only hold letters, digits, '_' and '-'"),
@@ -112,7 +112,7 @@ def test_type_error_does_not_hide_cel_rule_elsewhere():
     assert problems(raw) == [
         ("federation.superlink.superexecImage", CEL_SUPEREXEC_REQUIRED),
         ("federation.supernodes.pools[0].images.superexecClientApp", CEL_CLIENTAPP_REQUIRED),
-        ("federation.supernodes.pools[0].replicas", "Input should be a valid integer"),
+        ("federation.supernodes.pools[0].replicas", "Input should be a valid integer, not 'many'"),
     ]
 
 

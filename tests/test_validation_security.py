@@ -212,7 +212,7 @@ CONFIG_CASES = {
     ),
     "security-context-not-a-mapping": (
         base(securityContext="restricted"),
-        ["federation.securityContext: must be a mapping"],
+        ["federation.securityContext: must be a mapping, not 'restricted'"],
     ),
     "security-contexts-wrong-types": (
         base(securityContext={"runAsUser": "root"}, podSecurityContext={"runAsNonRoot": "yes"}),

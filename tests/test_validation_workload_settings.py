@@ -170,7 +170,7 @@ def test_presets_take_only_the_charts_words():
 def test_wrong_types_are_reported_by_path():
     raw = cfg(sts_pool("a", tolerations={"key": "x"}, podAnnotations={"a": 1}), nodeSelector=["x"])
     assert problems(raw) == [
-        ("federation.nodeSelector", "must be a mapping"),
-        ("federation.supernodes.pools[0].podAnnotations.a", "Input should be a valid string"),
-        ("federation.supernodes.pools[0].tolerations", "Input should be a valid list"),
+        ("federation.nodeSelector", "must be a mapping, not ['x']"),
+        ("federation.supernodes.pools[0].podAnnotations.a", "Input should be a valid string, not 1"),
+        ("federation.supernodes.pools[0].tolerations", "Input should be a valid list, not {'key': 'x'}"),
     ]

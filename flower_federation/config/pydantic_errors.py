@@ -23,15 +23,40 @@ def pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
         if e["type"] == "extra_forbidden":
             out.append(problem(loc, _unknown_key_message(loc)))
         else:
-            msg = e["msg"]
-            if e["type"] in ("model_type", "dict_type"):
-                msg = "must be a mapping"
-            elif e["type"] == "literal_error":  # say what was found, not only what was expected
-                msg = f"{msg}, not {e['input']!r}"
-            elif loc == ("version",) and e["type"] == "string_type":
-                msg = f'must be a string; quote it in YAML, e.g. version: "{e["input"]}.0"'
-            out.append(problem(loc, msg))
+            out.append(problem(loc, _message(loc, e["type"], e["msg"], e.get("input"))))
     return out
+
+
+# What YAML 1.1 (PyYAML, Helm's go-yaml v2) reads as booleans and YAML 1.2, which Pulumi reads stack files with,
+# as strings.
+YAML_1_1_BOOLEANS = {"yes", "no", "on", "off", "y", "n"}
+# Longest value a message quotes whole.
+QUOTED = 60
+
+
+def shown(value: Any) -> str:
+    """A value given, quoted as Python would (short ones whole, long ones cut)."""
+    text = repr(value)
+    return text if len(text) <= QUOTED else f"{text[: QUOTED - 3]}..."
+
+
+def _message(loc: tuple[Any, ...], kind: str, msg: str, given: Any) -> str:
+    """Pydantic's message, saying what was found besides what was expected."""
+    if loc == ("version",) and kind == "string_type":
+        return f'must be a string; quote it in YAML, e.g. version: "{given}.0"'
+    if kind in ("model_type", "dict_type"):
+        return f"must be a mapping, not {shown(given)}"
+    if kind in ("bool_type", "bool_parsing"):
+        msg = f"must be true or false, not {shown(given)}"
+        if isinstance(given, str) and given.lower() in YAML_1_1_BOOLEANS:
+            msg += (
+                f" (a string: Pulumi reads stack files as YAML 1.2, where yes, no, on and off are strings, not "
+                f"booleans; write {'true' if given.lower() in ('yes', 'on', 'y') else 'false'})"
+            )
+        return msg
+    if kind == "literal_error" or kind.endswith(("_type", "_parsing")) or kind == "int_from_float":
+        return f"{msg}, not {shown(given)}"
+    return msg
 
 
 def _unknown_key_message(loc: tuple[Any, ...]) -> str:

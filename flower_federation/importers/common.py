@@ -135,6 +135,11 @@ class Stack:
         set_path(self.config, parts, value)
         self.provenance.setdefault(parts, source)
 
+    def left_unset(self, path: str, source: str) -> None:
+        """A config path left unset because `source` was refused: a problem there (a required value missing) comes
+        of that refusal, and is not said besides it."""
+        self.provenance.setdefault(parts_of(path), source)
+
     def refuse(self, path: str, reason: str, droppable: bool = True) -> None:
         self.refusals.append(Refusal(path, reason, droppable))
 

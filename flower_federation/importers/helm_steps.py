@@ -268,6 +268,7 @@ class Steps(ChartImport):
         cert = CERTIFICATE
         if not isinstance(enabled, bool):
             s.refuse("tls.enabled", f"must be true or false, not {enabled!r}", droppable=False)
+            s.left_unset("supernodes.superlink.certificate", "tls.enabled")  # its CA source is unknown
             return
         if not enabled:
             s.set("insecure", True, "tls.enabled")

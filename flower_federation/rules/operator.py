@@ -113,7 +113,7 @@ def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
         if not isinstance(pname, str):
             continue
         if not DNS1123.match(pname):
-            yield problem(at, "pool names must be DNS labels: lowercase letters, digits and '-'")
+            yield problem(at, f"'{pname}': pool names must be DNS labels: lowercase letters, digits and '-'")
             continue
         if pname in seen:
             yield problem(at, f"duplicate pool name '{pname}' (also supernodes.pools[{seen[pname]}])")
@@ -166,7 +166,11 @@ def node_config(pool: Raw, i: int, mode: str) -> Iterator[Problem]:
         if mode == "DaemonSet" and isinstance(value, str):
             for ph in nodeconfig.STATEFULSET_ONLY:
                 if ph in value:
-                    yield problem(at + (key,), f"{ph} is only available when mode is StatefulSet")
+                    yield problem(
+                        at + (key,),
+                        f"{ph} is only available when mode is StatefulSet; pool '{pool.get('name')}' has mode "
+                        "DaemonSet (one SuperNode per node, no ordinal)",
+                    )
 
 
 def gpu(pool: Raw, i: int) -> Iterator[Problem]:

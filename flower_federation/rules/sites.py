@@ -271,9 +271,10 @@ def _site(raw: Raw) -> Iterator[Problem]:
         yield problem(at + ("address",), f"'{address}' is not a host name or IP address (the port goes in `port`)")
     sources = [k for k in ("pem", "existingSecret", "fromStack") if cert.get(k)]
     insecure = raw.get("insecure") is True
+    typed = isinstance(raw.get("insecure", False), bool)  # else its type error is the problem: no guess at the CA
     if insecure and sources and sources != ["fromStack"]:
         yield problem(at + ("certificate",), "a certificate has no use with insecure: true; remove one of the two")
-    elif not insecure and len(sources) != 1:
+    elif typed and not insecure and len(sources) != 1:
         found = ", ".join(sources) if sources else "none"
         yield problem(
             at + ("certificate",),
