@@ -245,7 +245,7 @@ def test_unreadable_input_is_a_usage_error(tmp_path, capsys):
     code, out, err = run_import(capsys, "operator", str(tmp_path / "missing.yaml"))
     assert code == 2 and out == "" and err.startswith("error: cannot read ")
     code, out, err = run_import(capsys, "operator", write(tmp_path, "bad.yaml", "a: [b"))
-    assert code == 2 and "is not valid YAML" in err
+    assert code == 2 and f"{tmp_path / 'bad.yaml'}:2:1: not valid YAML" in err
 
 
 def test_seed_copies_are_current():

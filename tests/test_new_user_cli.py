@@ -156,3 +156,74 @@ def test_unreadable_stack_outputs_are_reported_with_the_rest(tmp_path):
     assert code == 2
     problems = _problems(err)
     assert len(problems) == 2 and "is not JSON" in problems[0] and "'203.0.113.7' is not a CIDR" in problems[1]
+
+
+# --- the stack file: its shape, its YAML; what validate and render print ---------------------------------------
+
+
+def _file(tmp_path: Path, text: str, name: str = "Pulumi.dev.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+FEDERATION = "    name: demo\n    supernodes:\n      pools:\n        - name: a\n          replicas: 1\n"
+
+
+def test_a_stack_file_without_config_says_what_it_found(tmp_path):
+    dedented = "".join(line[2:] + "\n" for line in FEDERATION.splitlines())
+    path = _file(tmp_path, "flower-federation:federation:\n" + dedented)
+    for command in ("validate", "render"):
+        code, out, err = cli(command, "--config-file", path)
+        assert (code, out) == (1, ""), err
+        (problem,) = _problems(err)
+        assert "has no `config:`" in problem and "flower-federation:federation" in problem, problem
+        assert "put it under `config:`" in problem
+
+
+def test_a_misspelt_config_key_gets_a_did_you_mean(tmp_path):
+    path = _file(tmp_path, "config:\n  flower-federation:federaton:\n" + FEDERATION)
+    code, _, err = cli("validate", "--config-file", path)
+    assert code == 1
+    (problem,) = _problems(err)
+    assert "flower-federation:federaton" in problem
+    assert "did you mean 'flower-federation:federation'?" in problem
+
+
+def test_an_unknown_key_of_this_project_beside_the_federation_is_a_problem(tmp_path):
+    text = "config:\n  flower-federation:nodeAuthKey: {}\n  kubernetes:context: kind\n  flower-federation:federation:\n"
+    code, _, err = cli("validate", "--config-file", _file(tmp_path, text + FEDERATION))
+    assert code == 1
+    (problem,) = _problems(err)  # another namespace's key (kubernetes:) is the provider's, not ours
+    assert problem.startswith("config.flower-federation:nodeAuthKey: ")
+    assert "did you mean 'flower-federation:nodeAuthKeys'?" in problem
+
+
+def test_a_yaml_syntax_error_names_file_line_and_column(tmp_path):
+    path = _file(tmp_path, "config:\n  flower-federation:federation:\n    name: demo\n   bad: [\n")
+    code, out, err = cli("validate", "--config-file", path)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {path}:4:4: not valid YAML: ")
+    assert "<unicode string>" not in err and "\n" not in err.strip()
+
+
+def test_import_names_the_line_and_column_of_a_yaml_error_too(tmp_path, capsys):
+    from tests.support.importing import run_import
+
+    path = _file(tmp_path, "supernode:\n  image: {tag: 1\n", "values.yaml")
+    code, out, err = run_import(capsys, "helm", path)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {path}:3:1: not valid YAML: ") and "<unicode string>" not in err
+
+
+def test_validate_on_a_hub_says_it_runs_no_supernodes():
+    code, out, _ = cli("validate", "--config-file", str(GOLDEN / "Pulumi.hub.yaml"))
+    assert code == 0
+    assert out.rstrip().endswith("StatefulSet pools: none (a hub runs no SuperNodes)")
+
+
+def test_warnings_say_they_are_warnings():
+    code, _, err = cli("render", "--config-file", str(GOLDEN / "Pulumi.site-chart.yaml"))
+    assert code == 0
+    said = [line for line in err.splitlines() if "SuperNodes may reach port 9092 at any address" in line]
+    assert said and all(line.startswith("warning: ") for line in said), err

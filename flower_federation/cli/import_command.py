@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from flower_federation.cli.stack_file import yaml_error
 from flower_federation.importers.common import ImportRefused, Stack
 from flower_federation.importers.output import stack_file, stack_files
 from flower_federation.kube.goyaml import load_helm_values
@@ -74,7 +75,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"error: cannot read {args.file}: {err}", file=sys.stderr)
         return 2
     except yaml.YAMLError as err:
-        print(f"error: {args.file} is not valid YAML: {err}", file=sys.stderr)
+        print(f"error: {yaml_error(args.file, err)}", file=sys.stderr)
         return 2
     command = _command(args)
     try:

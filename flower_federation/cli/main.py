@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from flower_federation.cli.render import cmd_render
-from flower_federation.cli.stack_file import PROJECT_ROOT, UsageError, check, read_stack_file
+from flower_federation.cli.stack_file import PROJECT_ROOT, UsageError, check, read, read_stack_file
 
 # The reader bench/registrations.py uses.
 _read_stack_file = read_stack_file
@@ -29,11 +29,11 @@ _read_stack_file = read_stack_file
 def cmd_validate(args: argparse.Namespace) -> int:
     from flower_federation.config.errors import ConfigError
 
-    plan, problems = check(*read_stack_file(args))
+    plan, problems = check(read(args))
     if plan is None:
         print(ConfigError(problems), file=sys.stderr)
         return 1
-    pools = ", ".join(f"{p.name}" for p in plan.spec.supernodes.pools)
+    pools = ", ".join(f"{p.name}" for p in plan.spec.supernodes.pools) or f"none (a {plan.role} runs no SuperNodes)"
     print(
         f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
         f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}"

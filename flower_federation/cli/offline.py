@@ -13,6 +13,8 @@ import base64
 import concurrent.futures
 import contextvars
 import json
+import logging
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -83,6 +85,8 @@ class Run:
     existing: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # Other stacks' outputs, by stack name, for StackReferences.
     stack_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What the program logged as warnings (`pulumi.log.warn`), which `pulumi preview` prints as such.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def kubernetes(self) -> list[Registration]:
@@ -214,7 +218,9 @@ def _run(
     asyncio.set_event_loop(loop)
     recorder = _Recorder(result, provider)
     try:
-        pulumi.runtime.set_mocks(recorder, project=program.PROJECT, stack=stack, preview=preview)
+        pulumi.runtime.set_mocks(
+            recorder, project=program.PROJECT, stack=stack, preview=preview, logger=_logger(result)
+        )
         # The engine hands structured config to programs as JSON strings.
         qualified = {_qualified(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
         secret = {_qualified(program.NODE_KEYS_KEY), *(_qualified(k) for k in secret_config)}
@@ -237,6 +243,25 @@ def _run(
             if not thread_loop.is_closed():
                 thread_loop.close()
     return result
+
+
+class _Warnings(logging.Handler):
+    def __init__(self, into: list[str]):
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno == logging.WARNING:
+            self.into.append(record.getMessage())
+        else:  # errors: as the mocks would print them, with what they are
+            print(f"{record.levelname.lower()}: {record.getMessage()}", file=sys.stderr)
+
+
+def _logger(result: Run) -> logging.Logger:
+    """The mocks' log (pulumi.log.* under mocks): warnings kept in `result.warnings`, for the caller to print."""
+    logger = logging.Logger(f"{__name__}.run")  # not registered: one per run, nothing propagates
+    logger.addHandler(_Warnings(result.warnings))
+    return logger
 
 
 def _qualified(key: str) -> str:

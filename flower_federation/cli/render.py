@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flower_federation.cli.stack_file import UsageError, check, federation_value, read_stack_file
+from flower_federation.cli.stack_file import UsageError, check, federation_value, read
 from flower_federation.config.errors import ConfigError, Problem
 
 
@@ -87,17 +87,19 @@ def cmd_render(args: argparse.Namespace) -> int:
     from flower_federation.cli.offline import run_program
     from flower_federation.kube.documents import dump_all
 
-    config, stack = read_stack_file(args)
-    usage, outputs = stack_outputs(args.stack_outputs or [], federation_value(config))
-    _, problems = check(config, stack)
+    found = read(args)
+    usage, outputs = stack_outputs(args.stack_outputs or [], federation_value(found.config))
+    _, problems = check(found)
     if usage or problems:
         print(report(usage, problems), file=sys.stderr)
         return 2 if usage else 1
     try:
-        result = run_program(config, stack, stack_outputs=outputs)
+        result = run_program(found.config, found.stack, stack_outputs=outputs)
     except pulumi.RunError as err:
         print(err, file=sys.stderr)
         return 1
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.outputs:
         text = json.dumps(result.stack_outputs_json(args.show_secrets), indent=2, sort_keys=True) + "\n"
         Path(args.outputs).write_text(text)

@@ -5,18 +5,21 @@ them before it runs the program."""
 from __future__ import annotations
 
 import argparse
+import difflib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import yaml
 
-from flower_federation.config.errors import ConfigError, Problem
+from flower_federation.config.errors import ROOT, ConfigError, Problem
 from flower_federation.kube.goyaml import load_stack_file
 
 if TYPE_CHECKING:
     from flower_federation.plan import FederationPlan
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "flower-federation"
 CONFIG_KEYS = ("flower-federation:federation", "federation")
 NODE_KEYS_KEYS = ("flower-federation:nodeAuthKeys", "nodeAuthKeys")
 
@@ -25,8 +28,23 @@ class UsageError(Exception):
     """The command line, or a file it names, is wrong: exit code 2."""
 
 
+@dataclass(frozen=True)
+class StackFile:
+    """A stack settings file read: its `config:` map, the stack's name, and what is wrong with the file's shape
+    (no `config:`, keys of this project it does not know), said with the config's problems."""
+
+    config: dict[str, Any]
+    stack: str
+    problems: tuple[Problem, ...] = ()
+
+
 def read_stack_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """(config map, stack name) from --config-file or Pulumi.<stack>.yaml."""
+    found = read(args)
+    return found.config, found.stack
+
+
+def read(args: argparse.Namespace) -> StackFile:
     if args.config_file:
         path = Path(args.config_file)
         stack = args.stack or _stack_from_filename(path)
@@ -39,7 +57,7 @@ def read_stack_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     except FileNotFoundError:
         raise UsageError(f"no such stack settings file: {path}") from None
     except yaml.YAMLError as err:
-        raise UsageError(f"{path}: not valid YAML: {err}") from None
+        raise UsageError(yaml_error(path, err)) from None
     config = settings.get("config") if isinstance(settings, dict) else None
     if config is None:
         config = {}
@@ -51,7 +69,58 @@ def read_stack_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             f"{path}: encrypted (secure:) values cannot be decrypted offline: {', '.join(encrypted)}. "
             "Render a copy of the file with plain test values instead."
         )
-    return config, stack
+    return StackFile(config, stack, tuple(_key_problems(path, settings, config)))
+
+
+def yaml_error(path: Union[Path, str], err: yaml.YAMLError) -> str:
+    """`FILE:LINE:COLUMN: not valid YAML: what (where it started)`, one line, as editors and compilers say it."""
+    if not isinstance(err, yaml.MarkedYAMLError) or err.problem_mark is None:
+        return f"{path}: not valid YAML: {' '.join(str(err).split())}"
+    mark = err.problem_mark
+    text = f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {err.problem}"
+    if err.context and err.context_mark is not None:
+        at = err.context_mark
+        text += f" ({err.context} at line {at.line + 1}, column {at.column + 1})"
+    return text
+
+
+def _ours(key: str) -> bool:
+    """A key of this project's config namespace (`flower-federation:x`, or `x`, which Pulumi puts there)."""
+    return key.startswith(f"{PROJECT}:") or ":" not in key
+
+
+def _key_problems(path: Path, settings: Any, config: dict[str, Any]) -> list[Problem]:
+    """What the file holds instead of (or beside) the keys this project reads, with the nearest of those."""
+    if not isinstance(settings, dict):
+        return [
+            Problem(ROOT, f"missing: {path.name} is not a mapping with `config:`, it holds {type(settings).__name__}")
+        ]
+    known = [CONFIG_KEYS[0], NODE_KEYS_KEYS[0]]
+    problems = []
+    if "config" not in settings and any(str(k) in CONFIG_KEYS for k in settings):
+        keys = ", ".join(str(k) for k in settings)
+        return [
+            Problem(
+                ROOT,
+                f"missing: {path.name} has no `config:`; its top level holds {keys}. A stack settings file holds the "
+                "stack's config under `config:`: put it under `config:` (a `config:` line, the rest indented below)",
+            )
+        ]
+    unknown = [str(k) for k in config if _ours(str(k)) and str(k) not in (*CONFIG_KEYS, *NODE_KEYS_KEYS)]
+    for key in unknown:
+        qualified = key if ":" in key else f"{PROJECT}:{key}"
+        near = difflib.get_close_matches(qualified, known, n=1, cutoff=0.6)
+        hint = f"did you mean '{near[0]}'?" if near else f"it reads {' and '.join(known)}"
+        if federation_value(config) is None and near == [CONFIG_KEYS[0]]:
+            problems.append(Problem(ROOT, f"missing: config has no {CONFIG_KEYS[0]} but {key}: {hint}"))
+        else:
+            problems.append(Problem(f"config.{key}", f"not a config key of this project; {hint}"))
+    if federation_value(config) is None and not any(p.path == ROOT for p in problems):
+        found = ", ".join(str(k) for k in config) or "nothing"
+        problems.append(
+            Problem(ROOT, f"missing: set the {CONFIG_KEYS[0]} config key (config: in {path.name} holds {found})")
+        )
+    return problems
 
 
 def _stack_from_filename(path: Path) -> str:
@@ -78,12 +147,16 @@ def federation_value(config: dict[str, Any], keys: tuple[str, ...] = CONFIG_KEYS
     return None
 
 
-def check(config: dict[str, Any], stack: str) -> tuple[Optional[FederationPlan], list[Problem]]:
-    """(the plan, []) or (None, every problem of the stack's config), as `validate` reports them; the outputs
-    of stacks read with fromStack aside (those are checked once they are read)."""
+def check(found: StackFile) -> tuple[Optional[FederationPlan], list[Problem]]:
+    """(the plan, []) or (None, every problem of the stack file and its config), as `validate` reports them; the
+    outputs of stacks read with fromStack aside (those are checked once they are read)."""
     from flower_federation.plan import load_plan
 
+    config = found.config
+    if any(p.path == ROOT for p in found.problems):  # no federation config to check
+        return None, list(found.problems)
     try:
-        return load_plan(federation_value(config), stack, federation_value(config, NODE_KEYS_KEYS)), []
+        plan = load_plan(federation_value(config), found.stack, federation_value(config, NODE_KEYS_KEYS))
     except ConfigError as err:
-        return None, err.problems
+        return None, [*found.problems, *err.problems]
+    return (None, list(found.problems)) if found.problems else (plan, [])
