@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.certificates import ca_pem
 from tests.support.validation import (
     DNS_NAME_MSG,
     POOL_NAME_MSG,
@@ -117,4 +118,22 @@ def test_same_pool_name_passes_in_daemonset_mode_up_to_63():
             "federation.supernodes.pools[0].name",
             f"object name 'dev-supernode-{pname}' has 64 characters; a DaemonSet name may have at most 63",
         ),
+    ]
+
+
+def test_a_site_is_not_held_to_the_length_of_superlink_objects_it_never_creates():
+    # A name whose `-superlink` StatefulSet would be too long, but a site runs no SuperLink; its pools' names still count.
+    name = "s" * 45
+    site = cfg(sts_pool("a"), name=name)
+    site["role"] = "site"
+    site["supernodes"]["superlink"] = {"address": "hub.example.org", "certificate": {"pem": ca_pem()}}
+    pool_too_long = (
+        "federation.supernodes.pools[0].name",
+        f"object name '{name}-supernode-a' has 57 characters; {STS_LIMIT}",
+    )
+    assert problems(site) == [pool_too_long]
+    # The same name on a federation: its SuperLink's StatefulSet is refused too.
+    assert problems(cfg(sts_pool("a"), name=name)) == [
+        ("federation.name", f"object name '{name}-superlink' has 55 characters; {STS_LIMIT}"),
+        pool_too_long,
     ]

@@ -28,6 +28,11 @@ def federation_name(name: Any, stack: str) -> str:
     return name if isinstance(name, str) else stack
 
 
+def runs_superlink(role: Any) -> bool:
+    """A hub or a plain federation runs its SuperLink; a site dials another's."""
+    return (role if isinstance(role, str) else _DEFAULTS.role) != "site"
+
+
 def cluster_key(cluster: Optional[str]) -> str:
     """The plan's key of a component's cluster: "" for the ambient one."""
     return cluster or ""
@@ -100,7 +105,7 @@ def runtime_api_tls(insecure: Any, role: Any, isolation: Any, version: Optional[
     with TLS that runs its SuperLink, in process isolation, on Flower 1.40+ (the gRPC era's hop cannot carry TLS)."""
     return (
         insecure is not True
-        and (role if isinstance(role, str) else _DEFAULTS.role) != "site"
+        and runs_superlink(role)
         and superexec_layout(isolation, None).process_isolation
         and version is not None
         and version >= APPIO_PROTECTION_SINCE

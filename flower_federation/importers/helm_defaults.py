@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from flower_federation.config.operations import DEFAULT_MAX_UNAVAILABLE
+from flower_federation.flower.dialects import SUPERNODE_APPIO_PORT
 from flower_federation.importers import resources_note
 from flower_federation.importers.chart import POOL
 from flower_federation.importers.common import TELEMETRY, telemetry_set_in
@@ -211,8 +213,9 @@ def _ingress(steps: ChartImport) -> list[str]:
     if steps.exposed:
         return []  # helm_steps set allowExternal: true for the exposed Service and said so
     text = (
-        "Ingress: the chart admits its ClientAppIo API (9094) from anywhere (networkPolicy.allowExternal: "
-        "true) through a ClusterIP Service; here the pool's Service is headless (stable pod names) and the API "
+        f"Ingress: the chart admits its ClientAppIo API ({SUPERNODE_APPIO_PORT}) from anywhere "
+        "(networkPolicy.allowExternal: true) through a ClusterIP Service; here the pool's Service is headless "
+        "(stable pod names) and the API "
     )
     if steps.distributed:
         text += "takes only the pool's own SuperExecs. " + steps.set_preserved(f"{NETPOL}.allowExternal", True)
@@ -267,5 +270,6 @@ def _telemetry(steps: ChartImport) -> list[str]:
 def _kept() -> str:
     return (
         "Kept, as nothing is lost by them: SuperNodes run as a StatefulSet (stable names, one node key per ordinal), "
-        "with a PodDisruptionBudget (maxUnavailable 1) and a startup probe. TLS is on by default in both."
+        f"with a PodDisruptionBudget (maxUnavailable {DEFAULT_MAX_UNAVAILABLE}) and a startup probe. TLS is on by "
+        "default in both."
     )

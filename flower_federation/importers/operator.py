@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from flower_federation.config.operations import DEFAULT_MAX_UNAVAILABLE
 from flower_federation.importers import resources_note
 from flower_federation.importers.common import (
     TELEMETRY,
@@ -244,7 +245,7 @@ def differences(spec: dict[str, Any], stack: Stack, preserve: bool) -> list[str]
     out += [resources] if resources else []
     out.append(
         "Kept, as nothing is lost by them: probes on Flower's health endpoints, a PodDisruptionBudget per pool "
-        "(maxUnavailable 1)."
+        f"(maxUnavailable {DEFAULT_MAX_UNAVAILABLE})."
     )
     stack.notes += resources_note.gpu_notes(stack, "the operator")
     return out

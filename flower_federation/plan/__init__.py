@@ -17,7 +17,13 @@ import pydantic
 
 from flower_federation import rules
 from flower_federation.config import Federation, Image, ImageRef, Pool, Probes
-from flower_federation.config.derived import SuperExecLayout, cluster_key, federation_name, superexec_layout
+from flower_federation.config.derived import (
+    SuperExecLayout,
+    cluster_key,
+    federation_name,
+    runs_superlink,
+    superexec_layout,
+)
 from flower_federation.config.errors import ConfigError, Problem
 from flower_federation.config.images import reference
 from flower_federation.config.pydantic_errors import pydantic_problems
@@ -68,7 +74,7 @@ class FederationPlan:
 
     @property
     def runs_superlink(self) -> bool:
-        return self.role != "site"
+        return runs_superlink(self.role)
 
     @property
     def superlink_cluster(self) -> str:

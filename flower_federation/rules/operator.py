@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from flower_federation.config.derived import runs_superlink
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower import node_config as nodeconfig
 from flower_federation.kube.naming import (
@@ -92,11 +93,14 @@ def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
         yield problem(("namespace",), "must be a DNS label of at most 63 characters")
 
     names = Names(name if name_ok else "x")
-    fixed = [(names.superlink, STATEFULSET_NAME_MAX, "StatefulSet")]
-    if get(raw, "nodeAuth", "enabled") is True:  # the registration Job, named after its keys' digest
+    fixed = []
+    superlink_here = runs_superlink(raw.get("role"))  # a site creates none of the SuperLink's objects
+    if superlink_here:
+        fixed.append((names.superlink, STATEFULSET_NAME_MAX, "StatefulSet"))
+    if superlink_here and get(raw, "nodeAuth", "enabled") is True:  # the registration Job, named after its keys
         fixed.append((f"{names.node_registration}-{'0' * REGISTRATION_DIGEST_LENGTH}", DNS_LABEL_MAX, "Job"))
     distributed = superexecs_of(raw).distributed
-    if distributed:  # objects that exist only then
+    if superlink_here and distributed:  # objects that exist only then
         fixed += [
             (names.superlink_appio_service, DNS_LABEL_MAX, "Service"),
             (names.superexec_serverapp, DNS_LABEL_MAX, "Deployment"),
