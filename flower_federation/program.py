@@ -10,10 +10,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi.runtime import config as runtime_config
 
-from flower_federation.builders import manifests, registration
-from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders import manifests, node_auth, registration
 from flower_federation.config.errors import ConfigError, Problem, problem
-from flower_federation.flower import public_keys as sshkeys
+from flower_federation.flower import public_keys
 from flower_federation.plan import FederationPlan, load_plan
 from flower_federation.plan.outputs import connection_name, stack_outputs, warnings
 from flower_federation.plan.sites import referenced_stacks
@@ -22,7 +21,7 @@ from flower_federation.shell.federation import FederationComponent
 
 PROJECT = "flower-federation"
 CONFIG_KEY = "federation"
-NODE_KEYS_KEY = sshkeys.CONFIG_KEY
+NODE_KEYS_KEY = public_keys.CONFIG_KEY
 # The Kubernetes provider of a named cluster is `cluster-<name>` (offline.py reads it back).
 CLUSTER_PROVIDER_PREFIX = "cluster-"
 
@@ -118,12 +117,12 @@ def run() -> FederationComponent:
         pulumi.export("caCertificate", federation.tls.ca_pem)
     if plan.node_auth:
         public = federation.public_keys()
-        node_auth: dict[str, Any] = {"publicKeys": public}
+        exported: dict[str, Any] = {"publicKeys": public}
         if plan.runs_superlink:
-            node_auth["registerScript"] = public.apply(
-                lambda keys: nodeauth.register_script(connection_name(plan), registration.trusted_slots(plan, keys))
+            exported["registerScript"] = public.apply(
+                lambda keys: node_auth.register_script(connection_name(plan), registration.trusted_slots(plan, keys))
             )
         if federation.registration is not None:
-            node_auth["registrationJob"] = federation.registration.job_name
-        pulumi.export("nodeAuth", node_auth)
+            exported["registrationJob"] = federation.registration.job_name
+        pulumi.export("nodeAuth", exported)
     return federation

@@ -17,10 +17,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from flower_federation.builders import node_auth as nodeauth
-from flower_federation.builders import trust
+from flower_federation.builders import node_auth, trust
 from flower_federation.cli.offline import run_program
-from flower_federation.kube import pod_security as pss
+from flower_federation.kube import pod_security
 from flower_federation.kube.objects import pod_template_of
 
 K8S = "1.34.0"
@@ -205,7 +204,7 @@ def test_every_pod_is_restricted_and_the_namespace_enforces_it(rendered: tuple[s
     templates = [t for o in objects if (t := pod_template_of(o)) is not None]  # type: ignore[arg-type]
     # SuperLink, ServerApp SuperExec, per pool a SuperNode and a SuperExec, node registration and revocation
     assert len(templates) == 8
-    assert all(pss.restricted_violations(t) == [] for t in templates)
+    assert all(pod_security.restricted_violations(t) == [] for t in templates)
     assert _by(objects, "Namespace", NS)["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
@@ -226,7 +225,7 @@ def test_pod_template_patches_arrive_next_to_the_checksums(rendered: tuple[str, 
         if name != "all-superexec-gpu":  # the SuperExec mounts no certificate of ours
             assert len(template["metadata"]["annotations"][trust.CHECKSUM_ANNOTATION]) == 64
     node_template = _by(objects, "StatefulSet", "all-supernode-gpu")["spec"]["template"]
-    assert len(node_template["metadata"]["annotations"][nodeauth.CHECKSUM_ANNOTATION]) == 64
+    assert len(node_template["metadata"]["annotations"][node_auth.CHECKSUM_ANNOTATION]) == 64
 
 
 def test_volumes_env_probes_gpu_and_executor_reach_their_containers(rendered: tuple[str, list[dict[str, Any]]]) -> None:
@@ -300,7 +299,7 @@ def test_the_helm_charts_settings_arrive_next_to_the_checksums(rendered: tuple[s
         assert template["spec"]["tolerations"][0]["key"] == ("gpu" if patched else "dedicated"), name
     supernode = _by(objects, "StatefulSet", "all-supernode-gpu")
     annotations = supernode["spec"]["template"]["metadata"]["annotations"]
-    assert annotations["example.org/pod"] == "supernode" and len(annotations[nodeauth.CHECKSUM_ANNOTATION]) == 64
+    assert annotations["example.org/pod"] == "supernode" and len(annotations[node_auth.CHECKSUM_ANNOTATION]) == 64
     assert supernode["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
     containers = {c["name"]: c for c in supernode["spec"]["template"]["spec"]["containers"]}
     assert containers["supernode"]["image"] == f"registry.example.org/flwr/supernode:1.41.0@{DIGEST}"

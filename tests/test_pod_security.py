@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from flower_federation.kube import pod_security as pss
+from flower_federation.kube import pod_security
 from tests.support.defaults import RESTRICTED_CONTAINER_SC, RESTRICTED_POD_SC
 from tests.support.manifests import get, workloads
 from tests.support.render import namespace_of, plan_objects, plan_of, pod_templates_of
@@ -33,7 +33,7 @@ def test_every_pod_template_is_restricted_and_the_namespace_enforces_it(sid):
     templates = pod_templates_of(plan)
     assert len(templates) == len(workloads(security_objects(sid))) >= 2
     for t in templates:
-        assert pss.restricted_violations(t) == [], t["metadata"]["labels"]
+        assert pod_security.restricted_violations(t) == [], t["metadata"]["labels"]
         assert t["spec"]["securityContext"] == RESTRICTED_POD_SC
         for c in t["spec"]["containers"]:
             assert c["securityContext"] == RESTRICTED_CONTAINER_SC
@@ -60,7 +60,7 @@ def test_task_pods_of_the_kubernetes_executor_are_restricted(sid):
                 "volumes": cfg["volumes"],
             },
         }
-        assert pss.restricted_violations(template) == [], name
+        assert pod_security.restricted_violations(template) == [], name
         assert cfg["pod-security-context"] == RESTRICTED_POD_SC
         assert cfg["container-security-context"] == RESTRICTED_CONTAINER_SC
         assert {m["mountPath"] for m in cfg["volume-mounts"]} >= {"/tmp", "/app/.flwr"}
@@ -70,7 +70,7 @@ def _template() -> dict:
     """A deep copy of a real restricted pod template (SuperNode + sidecar SuperExec)."""
     objects = security_objects("grpc-process-sidecar-nodeauth")
     t = copy.deepcopy(get(objects, "StatefulSet", f"{NAME}-supernode-alpha")["spec"]["template"])
-    assert pss.level(t) == "restricted" and len(t["spec"]["containers"]) == 2
+    assert pod_security.level(t) == "restricted" and len(t["spec"]["containers"]) == 2
     return t
 
 
@@ -177,9 +177,9 @@ NEGATIVE_CONTROLS = [
 def test_pss_checker_catches(mutate, violation, expected_level):
     t = _template()
     mutate(t)
-    assert violation in pss.restricted_violations(t)
-    assert pss.level(t) == expected_level
-    assert pss.namespace_level([_template(), t]) == expected_level
+    assert violation in pod_security.restricted_violations(t)
+    assert pod_security.level(t) == expected_level
+    assert pod_security.namespace_level([_template(), t]) == expected_level
 
 
 def test_pss_checker_accepts_what_restricted_allows():
@@ -189,8 +189,8 @@ def test_pss_checker_accepts_what_restricted_allows():
     _sc(t)["capabilities"] = {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}
     _sc(t)["readOnlyRootFilesystem"] = False  # not a PSS control
     t["spec"]["volumes"].append({"name": "data", "persistentVolumeClaim": {"claimName": "data"}})
-    assert pss.restricted_violations(t) == []
-    assert pss.namespace_level([]) == "restricted"
+    assert pod_security.restricted_violations(t) == []
+    assert pod_security.namespace_level([]) == "restricted"
 
 
 def test_pss_checker_catches_pod_level_run_as_non_root_false():
@@ -200,8 +200,10 @@ def test_pss_checker_catches_pod_level_run_as_non_root_false():
     labelled restricted and its pods are refused."""
     t = _template()
     t["spec"]["securityContext"]["runAsNonRoot"] = False
-    assert any(v.startswith("running as non-root") for v in pss.restricted_violations(t)), pss.restricted_violations(t)
-    assert pss.level(t) == "baseline"
+    assert any(v.startswith("running as non-root") for v in pod_security.restricted_violations(t)), (
+        pod_security.restricted_violations(t)
+    )
+    assert pod_security.level(t) == "baseline"
 
 
 def _namespace_level(raw: dict) -> str:
@@ -216,7 +218,7 @@ def test_namespace_is_privileged_only_for_an_amd_mount_all_pool():
     plan = plan_of(raw)
     assert _namespace_level(raw) == "privileged"
     levels = {
-        t["metadata"]["labels"].get(POOL, t["metadata"]["labels"][COMPONENT]): pss.level(t)
+        t["metadata"]["labels"].get(POOL, t["metadata"]["labels"][COMPONENT]): pod_security.level(t)
         for t in pod_templates_of(plan)
     }
     assert levels == {"superlink": "restricted", "alpha": "restricted", "beta": "privileged"}

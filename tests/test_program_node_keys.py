@@ -20,10 +20,9 @@ from cryptography.hazmat.primitives.serialization import load_ssh_private_key, l
 from pulumi.runtime import rpc
 
 from flower_federation import program
-from flower_federation.builders import node_auth as nodeauth
-from flower_federation.builders import trust
+from flower_federation.builders import node_auth, trust
 from flower_federation.cli.offline import Run, run_program
-from flower_federation.flower import public_keys as sshkeys
+from flower_federation.flower import public_keys
 from flower_federation.flower.layout import NODE_KEY_DIR
 from tests.support.kube import container_argv, pod_for
 from tests.support.manifests import arg_after, container
@@ -56,7 +55,7 @@ def test_each_replica_resolves_a_key_of_its_own():
     assert len(set(files.values())) == 3
     keys = {}
     for name, text in files.items():
-        assert text.startswith(sshkeys.OPENSSH_HEADER)
+        assert text.startswith(public_keys.OPENSSH_HEADER)
         key = load_ssh_private_key(text.encode(), None)
         assert isinstance(key, ec.EllipticCurvePrivateKey) and isinstance(key.curve, ec.SECP384R1)
         keys[name] = key
@@ -157,8 +156,10 @@ def test_supplied_keys_for_a_daemonset_land_in_the_secret_and_are_exported(previ
     for pool, slots in supplied.items():
         reg = secrets[plan.names.node_keys_secret(pool)]
         assert rpc.is_rpc_secret(reg.inputs["stringData"])
-        assert secret_files(reg) == {nodeauth.key_file(slot): text for slot, text in slots.items()}
-        assert public[pool] == {slot: sshkeys.public_key(text, f"sec/{pool}/{slot}") for slot, text in slots.items()}
+        assert secret_files(reg) == {node_auth.key_file(slot): text for slot, text in slots.items()}
+        assert public[pool] == {
+            slot: public_keys.public_key(text, f"sec/{pool}/{slot}") for slot, text in slots.items()
+        }
         ds = manifest(run, "DaemonSet", plan.names.pool(pool))
         for node in slots:
             argv = container_argv(container(ds, "supernode"), pod_for(ds, node=node))
@@ -177,7 +178,7 @@ def test_supplied_keys_for_a_statefulset_give_each_ordinal_its_key(preview):
     assert rpc.is_rpc_secret(alpha.inputs["stringData"])
     assert secret_files(alpha) == {f"node-{i}.key": supplied["alpha"][str(i)] for i in range(3)}
     assert run.outputs["nodeAuth"]["publicKeys"]["alpha"] == {
-        slot: sshkeys.public_key(text, f"sec/alpha/{slot}") for slot, text in supplied["alpha"].items()
+        slot: public_keys.public_key(text, f"sec/alpha/{slot}") for slot, text in supplied["alpha"].items()
     }
     sts = manifest(run, "StatefulSet", plan.names.pool("alpha"))
     for i in range(3):
@@ -186,7 +187,7 @@ def test_supplied_keys_for_a_statefulset_give_each_ordinal_its_key(preview):
     assert not [
         r
         for r in run.registrations
-        if r.type == "tls:index/privateKey:PrivateKey" and r.inputs["ecdsaCurve"] == nodeauth.KEY_CURVE
+        if r.type == "tls:index/privateKey:PrivateKey" and r.inputs["ecdsaCurve"] == node_auth.KEY_CURVE
     ]
 
 

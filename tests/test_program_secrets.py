@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from pulumi.runtime import rpc
 
 from flower_federation.cli.offline import SECRET_PLACEHOLDER, run_program
-from flower_federation.flower import public_keys as sshkeys
+from flower_federation.flower import public_keys
 from tests.support.program import (
     PREVIEW,
     STACKS,
@@ -106,7 +106,7 @@ def test_every_secret_the_program_creates_holds_its_data_as_a_pulumi_secret(stac
     # Key material really is in there (not vacuous): node keys and the server key.
     for pool in plan.spec.supernodes.pools if plan.spec.node_auth.enabled else []:
         files = secret_files(secrets[plan.names.node_keys_secret(pool.name)])
-        assert all(sshkeys.OPENSSH_HEADER in v for v in files.values())
+        assert all(public_keys.OPENSSH_HEADER in v for v in files.values())
     if plan.trust.source == "generate":
         assert "-----BEGIN PRIVATE KEY-----" in secret_files(secrets[plan.trust.server_secret])["tls.key"]
 

@@ -1,7 +1,7 @@
 """The whole federation rendered once: every object, grouped per cluster, each with the
 component that owns (registers) it.
 
-The builders (`superlink`, `supernodes`, `trust`, `nodeauth`, `access`, `network`) each
+The builders (`superlink`, `supernodes`, `trust`, `node_auth`, `access`, `network`) each
 build their objects once; what depends on several of them is derived here from what they
 built (the namespace's Pod Security level from the rendered pod templates), never by
 building again. The result is plain data: Pulumi Outputs (generated certificates, keys,
@@ -20,9 +20,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
-from flower_federation.builders import access, appio, network, network_links, registration, superlink, supernodes, trust
-from flower_federation.builders import node_auth as nodeauth
-from flower_federation.kube import pod_security as pss
+from flower_federation.builders import (
+    access,
+    appio,
+    network,
+    network_links,
+    node_auth,
+    registration,
+    superlink,
+    supernodes,
+    trust,
+)
+from flower_federation.kube import pod_security
 from flower_federation.kube.naming import SERVERAPP_ROLE
 from flower_federation.kube.objects import WORKLOAD_KINDS, Manifest, ObjectKey, ObjectMeta, PodTemplate, pod_template_of
 from flower_federation.plan import FederationPlan
@@ -139,7 +148,7 @@ def render(plan: FederationPlan) -> Manifests:
             entries += [Entry(REGISTRATION, m) for pool, m in policies if pool is None and _registration(plan, m)]
         for pool in pools_here:
             if plan.node_auth:
-                entries.append(Entry(node_keys_owner(pool.name), nodeauth.key_secret(plan, pool)))
+                entries.append(Entry(node_keys_owner(pool.name), node_auth.key_secret(plan, pool)))
             entries += [Entry(appio_owner(pool.name), m) for m in appio.pool_objects(plan, pool)]
             entries += [Entry(pool_owner(pool.name), m) for m in pools[pool.name]]
             entries += [Entry(pool_owner(pool.name), m) for owner_pool, m in policies if owner_pool == pool.name]
@@ -165,7 +174,7 @@ def _trust_objects(plan: FederationPlan, superlink_here: bool) -> list[Manifest]
 def namespace(plan: FederationPlan, templates: list[PodTemplate]) -> Manifest:
     """Enforces the strictest Pod Security level every pod of the federation meets:
     `restricted` unless something (AMD mountAll, a weakened securityContext) needs more."""
-    level = pss.namespace_level(templates)
+    level = pod_security.namespace_level(templates)
     labels = {
         **plan.spec.labels,
         "app.kubernetes.io/managed-by": "pulumi",

@@ -1,15 +1,14 @@
 """One SuperNode pool's objects: its StatefulSet (with a headless Service) or DaemonSet,
 ServiceAccount and PodDisruptionBudget and, with distributed SuperExec, the paired
 ClientApp SuperExec StatefulSet. NetworkPolicies come from `network.py`, the node-keys
-Secret from `nodeauth.py`; `manifests.py` puts them all together."""
+Secret from `node_auth.py`; `manifests.py` puts them all together."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from flower_federation.builders import access, appio, pods, pool_superexec, resources
-from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders import access, appio, node_auth, pods, pool_superexec, resources
 from flower_federation.builders.pod_pipeline import PodRecipe, claims_used_by, finish_pod
 from flower_federation.builders.workload_parts import (
     ExecutorWiring,
@@ -57,8 +56,8 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
     )
     mounts = ca_mounts(plan) + appio.runtime_tls_mounts(plan) + appio.auth_mounts(plan)
     if plan.node_auth:
-        args += ["--auth-supernode-private-key", nodeauth.private_key_path(plan)]
-        mounts.append(nodeauth.key_mount())
+        args += ["--auth-supernode-private-key", node_auth.private_key_path(plan)]
+        mounts.append(node_auth.key_mount())
     node_config = render_node_config(pool.node_config, pool.name, pool.replicas)
     if node_config:
         args += ["--node-config", node_config]
@@ -127,7 +126,7 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
         ca_volumes(plan)
         + appio.runtime_tls_volumes(plan, pool)
         + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
-        + ([nodeauth.key_volume(plan, pool)] if plan.node_auth else [])
+        + ([node_auth.key_volume(plan, pool)] if plan.node_auth else [])
         + list(pool.volumes)
     )
     return finish_pod(
@@ -145,7 +144,7 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
             user_template=pool.pod_template,
             user_volumes=list(pool.volumes),
             shared_template=plan.distributed,
-            only_nodes=nodeauth.slots(plan, pool) if not plan.stateful and plan.node_auth else None,
+            only_nodes=node_auth.slots(plan, pool) if not plan.stateful and plan.node_auth else None,
         ),
     )
 

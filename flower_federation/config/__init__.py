@@ -4,7 +4,7 @@
 Field-level shape (types, enums, unknown keys) is checked here by pydantic; rules that
 span fields (the operator's CEL rules, versions, names) live in `rules/`. Kubernetes
 fragments (`podTemplate`, `env`, `resources`, volumes, ...) are plain data here and are
-checked against the Kubernetes OpenAPI schema by `k8s_schema.py`.
+checked against the Kubernetes OpenAPI schema by `kube/openapi.py`.
 
 Field descriptions and model docstrings are the config reference in docs/config-reference.md
 (`make docs`, `reference.py`): they say what the code does. `N` stands for the federation's

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from flower_federation.config.derived import runs_superlink
 from flower_federation.config.errors import Problem, problem
-from flower_federation.flower import node_config as nodeconfig
+from flower_federation.flower.node_config import KEY_RE, STATEFULSET_ONLY, value_problem
 from flower_federation.kube.naming import (
     DNS_LABEL_MAX,
     REGISTRATION_DIGEST_LENGTH,
@@ -162,13 +162,13 @@ def node_config(pool: Raw, i: int, mode: str) -> Iterator[Problem]:
         return
     at = ("supernodes", "pools", i, "nodeConfig")
     for key, value in config.items():
-        if not nodeconfig.KEY_RE.match(str(key)):
+        if not KEY_RE.match(str(key)):
             yield problem(at + (key,), "keys may only hold letters, digits, '_' and '-'")
-        why = nodeconfig.value_problem(value)
+        why = value_problem(value)
         if why:
             yield problem(at + (key,), why)
         if mode == "DaemonSet" and isinstance(value, str):
-            for ph in nodeconfig.STATEFULSET_ONLY:
+            for ph in STATEFULSET_ONLY:
                 if ph in value:
                     yield problem(
                         at + (key,),

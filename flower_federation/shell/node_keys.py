@@ -12,9 +12,9 @@ from typing import Optional
 import pulumi
 import pulumi_tls as tls
 
-from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders import node_auth
 from flower_federation.config import Pool
-from flower_federation.flower import public_keys as sshkeys
+from flower_federation.flower import public_keys
 from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan
 from flower_federation.shell.kubernetes import register
@@ -36,15 +36,15 @@ class NodeKeysComponent(pulumi.ComponentResource):
         private: dict[str, pulumi.Output[str]] = {}
         public: dict[str, pulumi.Output[str]] = {}
         self.keys: list[tls.PrivateKey] = []
-        for slot in nodeauth.slots(plan, pool):
-            comment = nodeauth.key_comment(plan, pool.name, slot)
+        for slot in node_auth.slots(plan, pool):
+            comment = node_auth.key_comment(plan, pool.name, slot)
             if plan.node_auth_keys is None:
                 # A new generation is a new resource: pulumi-tls makes the key, the old one goes at the end of the up.
                 generation = f"-g{pool.node_key_generation}" if pool.node_key_generation else ""
                 key = tls.PrivateKey(
                     f"{name}-{slot}{generation}",
-                    algorithm=nodeauth.KEY_ALGORITHM,
-                    ecdsa_curve=nodeauth.KEY_CURVE,
+                    algorithm=node_auth.KEY_ALGORITHM,
+                    ecdsa_curve=node_auth.KEY_CURVE,
                     opts=child,
                 )
                 self.keys.append(key)
@@ -53,7 +53,7 @@ class NodeKeysComponent(pulumi.ComponentResource):
             else:
                 text = plan.node_auth_keys[pool.name][slot]
                 private[slot] = pulumi.Output.secret(text)
-                public[slot] = pulumi.Output.from_input(sshkeys.public_key(text, comment))
+                public[slot] = pulumi.Output.from_input(public_keys.public_key(text, comment))
         self._key_secret, self._private = key_secret, private
         self.public_keys = pulumi.Output.all(**public) if public else pulumi.Output.from_input({})
 
@@ -63,7 +63,7 @@ class NodeKeysComponent(pulumi.ComponentResource):
         self.secret = register(
             self._key_secret,
             pulumi.ResourceOptions(parent=self, depends_on=after, additional_secret_outputs=["data", "stringData"]),
-            fields={"stringData": nodeauth.key_files(self._private)},
+            fields={"stringData": node_auth.key_files(self._private)},
         )
         self.register_outputs({"publicKeys": self.public_keys})
         return self.secret

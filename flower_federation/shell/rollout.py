@@ -14,8 +14,7 @@ from typing import Optional
 
 import pulumi
 
-from flower_federation.builders import appio, trust
-from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders import appio, node_auth, trust
 from flower_federation.builders.manifests import volume_sources
 from flower_federation.kube.objects import Manifest, pod_template_of
 from flower_federation.plan.tls_sources import Trust
@@ -44,7 +43,7 @@ class Rollout:
                 out[trust.CHECKSUM_ANNOTATION] = self.client_checksum
         for secret, checksum in self.node_keys.items():
             if secret in secrets:
-                out[nodeauth.CHECKSUM_ANNOTATION] = checksum
+                out[node_auth.CHECKSUM_ANNOTATION] = checksum
         for secret, checksum in self.runtime.items():
             if secret in secrets:
                 out.setdefault(appio.RUNTIME_CHECKSUM_ANNOTATION, checksum)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import pulumi
 
-from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders import node_auth
 from flower_federation.config import Pool
 from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan
@@ -54,7 +54,7 @@ class SuperNodePoolComponent(pulumi.ComponentResource):
                 f"{name}-node-keys", plan, pool, key_secret, pulumi.ResourceOptions(parent=self)
             )
             self.public_keys = self.keys.public_keys
-            checksum = self.keys.public_keys.apply(nodeauth.keys_checksum)
+            checksum = self.keys.public_keys.apply(node_auth.keys_checksum)
             rollout = dataclasses.replace(rollout, node_keys={key_secret["metadata"]["name"]: checksum})
         if appio_objects:
             hop = AppIoComponent(

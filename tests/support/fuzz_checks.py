@@ -26,7 +26,7 @@ import jsonschema
 import referencing
 
 from flower_federation.builders import manifests
-from flower_federation.kube import pod_security as pss
+from flower_federation.kube import pod_security
 from flower_federation.kube.objects import ObjectKey, pod_template_of
 from flower_federation.kube.openapi import _load
 from flower_federation.kube.quantity import parse_quantity
@@ -164,8 +164,12 @@ def security_problems(objects: list[dict[str, Any]]) -> list[str]:
     found = []
     for obj in objects:
         template = pod_template_of(obj)
-        if template is not None and pss.LEVELS.index(pss.level(template)) > pss.LEVELS.index(enforced):
-            found.append(f"{ObjectKey.of(obj)}: its pods are {pss.level(template)}; the namespace enforces {enforced}")
+        if template is not None and pod_security.LEVELS.index(pod_security.level(template)) > pod_security.LEVELS.index(
+            enforced
+        ):
+            found.append(
+                f"{ObjectKey.of(obj)}: its pods are {pod_security.level(template)}; the namespace enforces {enforced}"
+            )
     return found
 
 

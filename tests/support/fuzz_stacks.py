@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from flower_federation.flower import public_keys as sshkeys
+from flower_federation.flower.public_keys import public_key
 from tests.support.certificates import ca_pem
 from tests.support.fuzz_fragments import Draw, chance, one, pick
 
@@ -40,7 +40,7 @@ def private_keys() -> tuple[str, ...]:
 
 @functools.cache
 def public_keys() -> tuple[str, ...]:
-    return tuple(sshkeys.public_key(k, f"fuzz/{i}") for i, k in enumerate(private_keys()))
+    return tuple(public_key(k, f"fuzz/{i}") for i, k in enumerate(private_keys()))
 
 
 def stack_outputs() -> dict[str, dict[str, Any]]:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Optional
 
-from flower_federation.builders import manifests, trust
-from flower_federation.builders import node_auth as nodeauth
+from flower_federation.builders import manifests, node_auth, trust
 from flower_federation.plan import FederationPlan, load_plan
 from flower_federation.plan.outputs import stack_outputs
 
@@ -86,9 +85,9 @@ def certificate_of(plan: FederationPlan) -> Manifest:
 
 def node_key_slots(plan: FederationPlan, pool: Pool) -> list[str]:
     """The slots (ordinals, or node names for a DaemonSet) a pool needs a node key for."""
-    return nodeauth.slots(plan, pool)
+    return node_auth.slots(plan, pool)
 
 
 def node_key_secret_of(plan: FederationPlan, pool: Pool, private_keys: dict[str, Any]) -> Manifest:
     """A pool's node-key Secret holding `private_keys` ({slot: key})."""
-    return {**nodeauth.key_secret(plan, pool), "stringData": nodeauth.key_files(private_keys)}
+    return {**node_auth.key_secret(plan, pool), "stringData": node_auth.key_files(private_keys)}
