@@ -36,6 +36,8 @@ class StackFile:
     config: dict[str, Any]
     stack: str
     problems: tuple[Problem, ...] = ()
+    # Config paths of `secure:` values, read as placeholders (`validate` only: it checks everything else).
+    encrypted: tuple[str, ...] = ()
 
 
 def read_stack_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
@@ -44,7 +46,9 @@ def read_stack_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return found.config, found.stack
 
 
-def read(args: argparse.Namespace) -> StackFile:
+def read(args: argparse.Namespace, *, encrypted_as_placeholders: bool = False) -> StackFile:
+    """`encrypted_as_placeholders`: `secure:` values (which only Pulumi decrypts) stand in as placeholders, for
+    `validate`; otherwise they are a usage error, since a render would print placeholders as if they were values."""
     if args.config_file:
         path = Path(args.config_file)
         stack = args.stack or _stack_from_filename(path)
@@ -64,6 +68,9 @@ def read(args: argparse.Namespace) -> StackFile:
     if not isinstance(config, dict):
         raise UsageError(f"{path}: `config:` must be a mapping")
     encrypted = list(_secure_paths(config))
+    if encrypted and encrypted_as_placeholders:
+        config = _placeholders(config)
+        return StackFile(config, stack, tuple(_key_problems(path, settings, config)), tuple(encrypted))
     if encrypted:
         raise UsageError(
             f"{path}: encrypted (secure:) values cannot be decrypted offline: {', '.join(encrypted)}. "
@@ -140,6 +147,19 @@ def _secure_paths(value: Any, path: str = "config") -> Any:
             yield from _secure_paths(v, f"{path}[{i}]")
 
 
+SECURE_PLACEHOLDER = "[secure: decrypted by pulumi]"
+
+
+def _placeholders(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return SECURE_PLACEHOLDER
+        return {k: _placeholders(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_placeholders(v) for v in value]
+    return value
+
+
 def federation_value(config: dict[str, Any], keys: tuple[str, ...] = CONFIG_KEYS) -> Optional[Any]:
     for key in keys:
         if key in config:
@@ -150,13 +170,14 @@ def federation_value(config: dict[str, Any], keys: tuple[str, ...] = CONFIG_KEYS
 def check(found: StackFile) -> tuple[Optional[FederationPlan], list[Problem]]:
     """(the plan, []) or (None, every problem of the stack file and its config), as `validate` reports them; the
     outputs of stacks read with fromStack aside (those are checked once they are read)."""
-    from flower_federation.plan import load_plan
+    from flower_federation.plan import ENCRYPTED, load_plan
 
     config = found.config
     if any(p.path == ROOT for p in found.problems):  # no federation config to check
         return None, list(found.problems)
+    keys = federation_value(config, NODE_KEYS_KEYS)
     try:
-        plan = load_plan(federation_value(config), found.stack, federation_value(config, NODE_KEYS_KEYS))
+        plan = load_plan(federation_value(config), found.stack, ENCRYPTED if keys == SECURE_PLACEHOLDER else keys)
     except ConfigError as err:
         return None, [*found.problems, *err.problems]
     return (None, list(found.problems)) if found.problems else (plan, [])

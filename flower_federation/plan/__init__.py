@@ -4,7 +4,7 @@ listing every problem). Nothing here touches Pulumi.
 The plan is where every later step looks things up: the Flower version and its dialect,
 ports, names, labels, images, probe settings, TLS trust (tls_sources.py) and node keys are resolved here
 once, so builders never re-read raw config or restate a default (defaults live in the
-config model, `config.py`)."""
+config model, `config/`)."""
 
 from __future__ import annotations
 
@@ -315,13 +315,22 @@ def _sort_key(p: Problem) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.path)] + [p.message]
 
 
+class _Encrypted:
+    def __repr__(self) -> str:
+        return "ENCRYPTED"
+
+
+# A secret config value only Pulumi can decrypt (`secure:` in a stack file read offline): present, not checkable.
+ENCRYPTED: Any = _Encrypted()
+
+
 def load_plan(
     raw: Any, stack: str, node_auth_keys: Any = None, stack_outputs: Optional[StackOutputs] = None
 ) -> FederationPlan:
     """Validate `raw` (the `federation` config value) and resolve it, or raise
     ConfigError with every problem found. `node_auth_keys` is the `nodeAuthKeys` secret
-    config value (only read when nodeAuth.keySource is config). `stack_outputs` holds the
-    outputs of every stack the config names with `fromStack` (see `referenced_stacks`)."""
+    config value (only read when nodeAuth.keySource is config; ENCRYPTED: present, not checked). `stack_outputs`
+    holds the outputs of every stack the config names with `fromStack` (see `referenced_stacks`)."""
     if raw is None:
         raise ConfigError([Problem("federation", "missing: set the flower-federation:federation config key")])
     if not isinstance(raw, dict):
@@ -336,6 +345,8 @@ def load_plan(
     found, dialect = rules.check(raw, stack)
     problems += found
     uses_supplied_keys = spec is not None and spec.node_auth.enabled and spec.node_auth.key_source == "config"
+    if node_auth_keys is ENCRYPTED:  # `validate` of a stack file whose keys only Pulumi can decrypt
+        uses_supplied_keys = False
     if spec is not None and uses_supplied_keys and not problems:
         problems += rules.supplied_key_problems(spec, node_auth_keys)
     if problems:
