@@ -13,8 +13,8 @@ monitor's side of each registration runs on executor threads, use py-spy for tho
   (isinstance, len, ...) is charged to their callers' origins;
 - the top functions by cumulative and by own time, and the callers of isinstance.
 
-`--after-imports` imports what the render imports at start (the CLI, components.offline,
-federation.documents) before profiling, to see the work itself.
+`--after-imports` imports what the render imports at start (the CLI, flower_federation.cli.offline,
+flower_federation.kube.documents) before profiling, to see the work itself.
 
 Profiled times are inflated by cProfile's own overhead (roughly 2x here): read them as
 shares and call counts, and `make bench` for wall time.
@@ -81,12 +81,8 @@ PHASES = (
         "plan/__init__.py",
         "load_plan",
     ),
-    (
-        "program: FederationComponent (core builds manifests + SDK registers)",
-        "shell/federation.py",
-        "__init__",
-    ),
-    ("  of which builders/* (core manifests)", "builders/manifests.py", "render"),
+    ("core: builders/manifests.py render (every object, plain data)", "builders/manifests.py", "render"),
+    ("shell: FederationComponent (the Pulumi SDK registers them)", "shell/federation.py", "__init__"),
     (
         "run_program (all of the above under the mock runtime, and the waits)",
         "cli/offline.py",

@@ -3,7 +3,7 @@ for `bench/floor.py` to replay.
 
     python bench/registrations.py STACK_FILE OUT.json
 
-It runs `components.offline.run_program` (what `python -m flower_federation render` runs) on
+It runs `flower_federation.cli.offline.run_program` (what `python -m flower_federation render` runs) on
 the file's config and writes, in the order the mock monitor saw them:
 
     {"project", "stack",
@@ -89,9 +89,9 @@ def is_lazy(module: Any) -> bool:
 def registrations(stack_file: Path) -> dict[str, Any]:
     import argparse
 
-    from flower_federation.cli.main import _read_stack_file  # the CLI's own reader
+    from flower_federation.cli.stack_file import read_stack_file  # the CLI's own reader
 
-    config, stack = _read_stack_file(argparse.Namespace(config_file=str(stack_file), stack=None))
+    config, stack = read_stack_file(argparse.Namespace(config_file=str(stack_file), stack=None))
     seen = _record_parents()
     from flower_federation import program
     from flower_federation.cli.offline import run_program

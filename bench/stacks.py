@@ -1,6 +1,6 @@
 """The benchmark's stacks: one stack settings file per row of `make bench`.
 
-    python bench/stacks.py [DIR]     (default builders/bench/stacks) writes ROW.yaml files
+    python bench/stacks.py [DIR]     (default build/bench/stacks) writes ROW.yaml files
 
 Every generated stack: HTTP-era Flower 1.41.0, StatefulSet pools, process isolation
 (SuperExec sidecars, so `superlink.superexecImage` and each pool's

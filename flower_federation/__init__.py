@@ -1,7 +1,8 @@
 """flower-federation: a Flower federation on Kubernetes from Pulumi stack config.
 
 The package reads top-down; each layer imports only the layers listed before it
-(tests/test_layers.py keeps it so):
+(tests/test_layers.py keeps it so). "The core" is kube/ to builders/: config in, plain
+Kubernetes objects out, no Pulumi; the shell and the program register what it made.
 
 - `kube/`      Kubernetes vocabulary: object types, names and labels, quantities, Pod Security,
                the OpenAPI schema checks, YAML read as Go reads it, deterministic YAML out.

@@ -1,6 +1,6 @@
 """Bad input, at scale: hypothesis draws whole stack configs (tests/support/fuzz_configs.py)
 and runs each through the real Pulumi program under the Pulumi mocks
-(`components.offline.run_program`), as `pulumi preview` or `pulumi up` would. Every example must end in
+(`flower_federation.cli.offline.run_program`), as `pulumi preview` or `pulumi up` would. Every example must end in
 one of two ways (tests/support/fuzz_checks.py):
 
 - refused: one validation report, each problem by its config path, no traceback, nothing

@@ -1,12 +1,15 @@
 """The package reads top-down: each layer imports only itself and the layers before it, so a
-newcomer can follow config -> rules -> plan -> build -> shell -> program from the folder names,
+newcomer can follow config -> rules -> plan -> builders -> shell -> program from the folder names,
 and nothing in the core reaches up into Pulumi, the CLI or the importers. No module grows past
 what one reading holds."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "flower_federation"
@@ -35,7 +38,10 @@ def imported(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level:
             raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno}: a relative import; write it absolute")
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("flower_federation"):
+        if isinstance(node, ast.ImportFrom) and node.module == "flower_federation":
+            # `from flower_federation import program`: each name is a module of the package.
+            out += [(node.lineno, f"flower_federation.{a.name}") for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("flower_federation"):
             out.append((node.lineno, node.module or ""))
         elif isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names if a.name.startswith("flower_federation")]
@@ -49,8 +55,6 @@ def violations() -> list[str]:
             continue
         own = LAYERS.index(layer_of(module))
         for line, target in imported(path):
-            if target == "flower_federation":
-                continue  # `from flower_federation import <layer>`: checked through what it names below
             if LAYERS.index(layer_of(target)) > own:
                 found.append(f"{path.relative_to(ROOT)}:{line}: {layer_of(module)} imports {target} (a layer above it)")
     return found
@@ -65,11 +69,20 @@ def test_no_layer_imports_a_layer_above_it() -> None:
     assert violations() == []
 
 
-def test_the_layer_check_fails_on_an_upward_import(tmp_path: Path) -> None:
-    # Negative control: a builder that reached into the Pulumi shell would be reported.
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from flower_federation.shell.federation import FederationComponent",
+        "from flower_federation import program",
+        "from flower_federation.cli import main",
+        "import flower_federation.shell.tls",
+    ],
+)
+def test_the_layer_check_fails_on_an_upward_import(tmp_path: Path, statement: str) -> None:
+    # Negative control: a builder that reached into the shell, the program or the CLI would be reported.
     bad = tmp_path / "bad.py"
-    bad.write_text("from flower_federation.shell.federation import FederationComponent\n", encoding="utf-8")
-    ((line, target),) = imported(bad)
+    bad.write_text(statement + "\n", encoding="utf-8")
+    ((_, target),) = imported(bad)
     assert LAYERS.index(layer_of(target)) > LAYERS.index(layer_of("flower_federation.builders.superlink"))
 
 
@@ -80,3 +93,38 @@ def test_no_module_is_longer_than_one_reading() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+# What the package was called before it moved (federation/ and components/): a name a newcomer would search for in
+# vain. Only module names that are not also config keys (`federation.probes` is a config path).
+OLD_NAMES = re.compile(
+    r"(?<![\w/.-])(?:federation|components)/\w+\.py"
+    r"|(?<![\w.])components\.(?:offline|program|federation|tls|cluster|kubernetes|supernode_pool|node_keys|certs|rollout)\b"
+    r"|(?<![\w.])federation\.(?:pss|sshkeys|nodeauth|k8s_schema|config_errors|goyaml|documents|tls_sources|nodeconfig"
+    r"|workload_parts|pod_settings|superlink_state|pool_superexec|helm_parameters|fleet_proxy|state_guard|dialects"
+    r"|naming|layout|plan|rules|reference|manifests)\b"
+)
+# Rendered into every registration ConfigMap and Fleet-only proxy config: kept byte for byte (see the comments there).
+RENDERED_AS_BEFORE = {"flower_federation/flower/scripts/register_nodes.py", "flower_federation/builders/fleet_proxy.py"}
+
+
+def old_names(text: str) -> list[str]:
+    return [m.group(0) for m in OLD_NAMES.finditer(text)]
+
+
+def test_no_code_or_comment_names_the_package_before_it_moved() -> None:
+    found = {
+        str(p.relative_to(ROOT)): names
+        for folder in ("flower_federation", "tests", "bench")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        if p.name not in ("test_layers.py", "test_docs.py")
+        and str(p.relative_to(ROOT)) not in RENDERED_AS_BEFORE
+        and (names := old_names(p.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_the_old_names_are_found() -> None:
+    # Negative control; and config paths that share a module's old name are left alone.
+    text = "(components.offline.run_program) reads federation/plan.py and `federation.pss`; federation.probes.x"
+    assert old_names(text) == ["components.offline", "federation/plan.py", "federation.pss"]

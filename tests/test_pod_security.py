@@ -1,6 +1,6 @@
 """Pod Security: every pod template of every stack (and the Kubernetes executor's task
 pods) meets `restricted`, the namespace enforces the strictest level its pods meet, and
-the checker (`federation.pss`) catches each control it is meant to (negative controls)."""
+the checker (`flower_federation.kube.pod_security`) catches each control it is meant to (negative controls)."""
 
 from __future__ import annotations
 

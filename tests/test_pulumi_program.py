@@ -1,4 +1,4 @@
-"""The real Pulumi program (`components.program.run`, what __main__.py runs) under the
+"""The real Pulumi program (`flower_federation.program.run`, what __main__.py runs) under the
 Pulumi mock runtime, once with preview=True and once with preview=False. Each run has
 its own event loop and context (flower_federation/cli/offline.py)."""
 

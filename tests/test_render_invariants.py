@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from flower_federation.builders import manifests
+from flower_federation.config.derived import cluster_key
 from flower_federation.config.errors import ConfigError
 from flower_federation.kube.objects import ObjectKey
 from flower_federation.plan import load_plan
@@ -25,7 +26,7 @@ def test_every_object_has_one_owner_and_components_partition_the_render(stack: s
     keys = daemonset_node_keys(new_openssh_key) if raw.get("nodeAuth", {}).get("keySource") == "config" else None
     plan = load_plan(raw, "dev", keys)
     rendered = manifests.render(plan)
-    assert [c.name for c in rendered.clusters] == [manifests.DEFAULT_CLUSTER]
+    assert [c.name for c in rendered.clusters] == [cluster_key(None)]
     owners = {manifests.FEDERATION, manifests.TLS, manifests.SUPERLINK, manifests.REGISTRATION, manifests.APPIO}
     for pool in plan.spec.supernodes.pools:
         owners |= {

@@ -1,11 +1,11 @@
 """The whole federation rendered once: every object, grouped per cluster, each with the
 component that owns (registers) it.
 
-The builders (`superlink`, `supernodes`, `trust`, `node_auth`, `access`, `network`) each
-build their objects once; what depends on several of them is derived here from what they
-built (the namespace's Pod Security level from the rendered pod templates), never by
-building again. The result is plain data: Pulumi Outputs (generated certificates, keys,
-checksums) are added by the shell when it registers an object.
+The builders (builders/__init__.py lists them) each build their objects once; what
+depends on several of them is derived here from what they built (the namespace's Pod
+Security level from the rendered pod templates), never by building again. The result is
+plain data: Pulumi Outputs (generated certificates, keys, checksums) are added by the
+shell when it registers an object.
 
 `render` also checks what must hold of any render before anything is registered: one
 object per (apiVersion, kind, namespace, name) and cluster; every selector selects the
@@ -35,9 +35,6 @@ from flower_federation.kube import pod_security
 from flower_federation.kube.naming import SERVERAPP_ROLE
 from flower_federation.kube.objects import WORKLOAD_KINDS, Manifest, ObjectKey, ObjectMeta, PodTemplate, pod_template_of
 from flower_federation.plan import FederationPlan
-
-# The stack's own cluster (its ambient Kubernetes provider).
-DEFAULT_CLUSTER = ""
 
 
 class Owner(NamedTuple):

@@ -10,7 +10,7 @@ from pydantic import Discriminator, Field, Tag
 from flower_federation.config.base import Model
 
 PullPolicy = Literal["Always", "IfNotPresent", "Never"]
-# Union members' tags: pydantic puts them in error locations, which plan.py leaves out of config paths.
+# Union members' tags: pydantic puts them in error locations, which config/pydantic_errors.py leaves out of config paths.
 STRING_TAG = "<image string>"
 OBJECT_TAG = "<image object>"
 

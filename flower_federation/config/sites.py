@@ -1,6 +1,6 @@
-"""A federation across clusters and organisations: the stack's role, how a hub is reached
-from outside, the SuperLink a site dials, the sites a hub admits, and the clusters one
-stack deploys into."""
+"""A federation across clusters and organisations: the SuperLink a site dials, the sites a hub
+admits, and the clusters one stack deploys into. (How a hub is reached from outside is the
+SuperLink's: config/superlink.py `externalAddress` and config/exposure.py.)"""
 
 from __future__ import annotations
 

@@ -27,11 +27,12 @@ class PoolImages(Model):
 
 class SuperNodeService(Model):
     """The pool's SuperNodes' ClientAppIo API (the Runtime API in the HTTP era), the Helm chart's
-    `supernode.service.*`. Plaintext by Flower's design: it leaves the SuperNodes' pods only with distributed
-    SuperExecs. ClusterIP: the pool's headless Service `N-supernode-P` (stable names for the SuperExecs). NodePort
-    or LoadBalancer: also Service `N-supernode-P-clientappio` of that type, for a SuperExec outside the cluster (the
+    `supernode.service.*`. gRPC era: plaintext by Flower's design; Flower 1.40+: TLS with the pool's certificate
+    and SuperExec auth (unless `insecure`). It leaves the SuperNodes' pods only with distributed SuperExecs.
+    ClusterIP: the pool's headless Service `N-supernode-P` (stable names for the SuperExecs). NodePort or
+    LoadBalancer: also Service `N-supernode-P-clientappio` of that type, for a SuperExec outside the cluster (the
     chart's 'Isolation Distributed'); it needs distributed placement, one SuperNode (a SuperExec must stay with
-    one) and `networkPolicy.allowExternal: true` (say you accept a plaintext API reachable from outside)."""
+    one) and `networkPolicy.allowExternal: true` (say you accept the API reachable from outside)."""
 
     type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(default="ClusterIP", description="Service type.")
     port: int = Field(default=SUPERNODE_APPIO_PORT, ge=1, le=65535, description="The Service's port.")
@@ -193,7 +194,7 @@ class Pool(PodSettings):
             "StatefulSet gets the claims its own mounts use."
         ),
     )
-    # Values keep their YAML types; checked value by value in rules.py.
+    # Values keep their YAML types; checked value by value in rules/operator.py (node_config).
     node_config: dict[str, Any] = Field(
         default={},
         description=(

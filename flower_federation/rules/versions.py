@@ -1,4 +1,4 @@
-"""The Flower version (from `version`, else the SuperLink image tag, else the default),
+"""The Flower version (from `version`, else the SuperLink's or the SuperNodes' image tag, else the default),
 its dialect, the images and ports that must agree with it, and features gated by it."""
 
 from __future__ import annotations

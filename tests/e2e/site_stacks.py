@@ -11,7 +11,7 @@ is rendered: by itself, reading other stacks' outputs only through `stack_output
 - `misconfigured` (role site, negative control): the hub's address and port, but a CA
   that is not the hub's in `certificate.pem`.
 
-Each render is the project's own (components.offline.run_program, real key material);
+Each render is the project's own (flower_federation.cli.offline.run_program, real key material);
 `stack_outputs` is exactly what `render --stack-outputs org/proj/stack=FILE.json` and a
 pulumi.StackReference supply. Pulumi keeps a stack's generated keys and certificates
 across its `up`s (its state): `PulumiState` (tests/support/tls_provider.py) does the same

@@ -1,6 +1,6 @@
 """A rendered federation running on the harness, driven by the real `flwr` CLI.
 
-- Rendering is the project's own path: `components.offline.run_program` with
+- Rendering is the project's own path: `flower_federation.cli.offline.run_program` with
   `RealTlsProvider` (real CA, server certificate and node keys, made by the program's own
   pulumi-tls resources), then `manifests(show_secrets=True)` and the stack outputs.
 - Every workload's pods run on a `harness.Cluster` (see harness/).

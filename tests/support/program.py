@@ -1,4 +1,4 @@
-"""The real Pulumi program (`components.program.run`) under the Pulumi mock runtime, for
+"""The real Pulumi program (`flower_federation.program.run`) under the Pulumi mock runtime, for
 the security tests: runs of the security stacks, what they registered (Secrets and their
 files, manifests, workloads), what pods mount from Secrets, checksum annotations, and an
 entry point that records every resource's parent and dependencies."""

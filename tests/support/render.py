@@ -3,8 +3,8 @@ makes of a config (a plan, its Kubernetes objects, pod templates, the Secrets an
 Certificate the Pulumi shell builds with the core's builders, the stack outputs) asks
 here, so a change of the core's rendering API is a change of this file only.
 
-Validation tests call `federation.plan.load_plan` themselves (that name is the API of
-validation); the Pulumi shell (`components.offline.run_program`) is not rendered here.
+Validation tests call `flower_federation.plan.load_plan` themselves (that name is the API of
+validation); the Pulumi shell (`flower_federation.cli.offline.run_program`) is not rendered here.
 """
 
 from __future__ import annotations

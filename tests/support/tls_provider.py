@@ -81,7 +81,7 @@ def _unwrap(value: Any) -> Any:
 
 
 class RealTlsProvider:
-    """Call as the `provider` of components.offline.run_program. Keeps what it made in
+    """Call as the `provider` of flower_federation.cli.offline.run_program. Keeps what it made in
     `made` (resource name -> outputs) for assertions."""
 
     def __init__(self):

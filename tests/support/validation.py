@@ -1,6 +1,6 @@
 """The vocabulary of the validation tests: minimal configs to break one rule at a time,
 the problems `load_plan` reports for a config, and the messages of the flower-operator
-CRD's CEL rules spelled out literally (not imported from `federation.rules`), so a
+CRD's CEL rules spelled out literally (not imported from `flower_federation.rules`), so a
 reworded message fails a test."""
 
 from __future__ import annotations
