@@ -42,7 +42,8 @@ schema: $(VENV)/.installed
 docs: $(VENV)/.installed
 	@$(PY) -m flower_federation docs --write
 
-# Rewrites tests/golden/*.rendered.yaml from the current code: review the diff before committing it.
+# Rewrites tests/golden/*.rendered.yaml, *.outputs.json and *.urns.txt (tests/support/golden.py) from the
+# current code: review the diff before committing it.
 golden: $(VENV)/.installed
 	@$(PY) -m tests.support.golden
 
@@ -103,5 +104,6 @@ e2e: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
 bench: $(VENV)/.installed
 	@$(PY) bench/run.py $(BENCH_ARGS)
 
+# The venvs and the tools' caches (pytest, hypothesis, mypy, ruff).
 clean:
-	rm -rf $(VENV) .venv-flwr-* .venv-checkov .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-flwr-* .venv-checkov .pytest_cache .hypothesis .mypy_cache .ruff_cache
