@@ -40,8 +40,8 @@ from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan
 
 # The script goes into the registration ConfigMap byte for byte, comments included: a comment there names this
-# module by its path before the package moved (federation/registration.py) and stays so, since any change to the
-# script would re-run every federation's registration Job for a comment.
+# module by its path before the package moved, and stays so, since any change to the script would re-run every
+# federation's registration Job for a comment.
 SCRIPT = Path(__file__).resolve().parents[1] / "flower" / "scripts" / "register_nodes.py"
 SCRIPT_FILE = "register_nodes.py"
 CONFIG_FILE = "config.toml"

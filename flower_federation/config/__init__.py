@@ -20,14 +20,6 @@ from pydantic import Field
 from flower_federation.config.base import Model, ResourcesPreset
 from flower_federation.config.exposure import FLEET_PROXY_IMAGE, ControlService, FleetProxy, Gateway, Ingress, ParentRef
 from flower_federation.config.images import Image, ImageRef, PullPolicy
-from flower_federation.config.operations import (
-    NETWORK_POLICY_DEFAULTS,
-    DisruptionBudget,
-    Executor,
-    NetworkPolicy,
-    Probes,
-    ProbeSettings,
-)
 from flower_federation.config.security import (
     CertManager,
     GeneratedCertificate,
@@ -36,6 +28,14 @@ from flower_federation.config.security import (
     Rbac,
     Tls,
     TrustSource,
+)
+from flower_federation.config.shared_settings import (
+    NETWORK_POLICY_DEFAULTS,
+    DisruptionBudget,
+    Executor,
+    NetworkPolicy,
+    Probes,
+    ProbeSettings,
 )
 from flower_federation.config.sites import Cluster, RemoteCertificate, RemoteSuperLink, Role, Site
 from flower_federation.config.superexec import SuperExecPorts, SuperExecSettings

@@ -9,7 +9,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from flower_federation.config.base import Model
-from flower_federation.config.operations import NetworkPolicy, Probes
+from flower_federation.config.shared_settings import NetworkPolicy, Probes
 from flower_federation.config.workloads import PodSettings
 from flower_federation.flower.dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT
 

@@ -9,7 +9,7 @@ from pydantic import Field
 from flower_federation.config.base import Model, ResourcesPreset
 from flower_federation.config.exposure import ControlService, FleetProxy, Gateway, Ingress
 from flower_federation.config.images import Image
-from flower_federation.config.operations import NetworkPolicy, Probes
+from flower_federation.config.shared_settings import NetworkPolicy, Probes
 from flower_federation.config.superexec import SuperExecSettings
 from flower_federation.config.workloads import PodSettings
 from flower_federation.flower.dialects import GRPC_CONTROL_PORT, GRPC_FLEET_PORT, GRPC_SERVERAPPIO_PORT, HTTP_PORT

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from flower_federation.config.base import Model, ResourcesPreset
 from flower_federation.config.images import Image
-from flower_federation.config.operations import DisruptionBudget, NetworkPolicy, Probes
+from flower_federation.config.shared_settings import DisruptionBudget, NetworkPolicy, Probes
 from flower_federation.config.sites import RemoteSuperLink
 from flower_federation.config.superexec import SuperExecSettings
 from flower_federation.config.workloads import PodSettings
@@ -194,7 +194,7 @@ class Pool(PodSettings):
             "StatefulSet gets the claims its own mounts use."
         ),
     )
-    # Values keep their YAML types; checked value by value in rules/operator.py (node_config).
+    # Values keep their YAML types; checked value by value in rules/pools.py (node_config).
     node_config: dict[str, Any] = Field(
         default={},
         description=(

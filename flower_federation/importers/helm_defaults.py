@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flower_federation.config.operations import DEFAULT_MAX_UNAVAILABLE
+from flower_federation.config.shared_settings import DEFAULT_MAX_UNAVAILABLE
 from flower_federation.flower.dialects import SUPERNODE_APPIO_PORT
 from flower_federation.importers import resources_note
 from flower_federation.importers.chart import POOL

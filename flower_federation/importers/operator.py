@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from flower_federation.config.operations import DEFAULT_MAX_UNAVAILABLE
+from flower_federation.config.shared_settings import DEFAULT_MAX_UNAVAILABLE
 from flower_federation.importers import resources_note
 from flower_federation.importers.common import (
     TELEMETRY,

@@ -4,6 +4,7 @@ and selectors never change when config changes."""
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 
 MANAGED_BY = "pulumi"
@@ -38,6 +39,9 @@ SERVERAPP_ROLE = "serverapp"
 # RFC 1035 labels (63). A StatefulSet name is further limited because the controller
 # adds `controller-revision-hash=<name>-<10 char hash>` (a label value, 63) to its pods.
 DNS_LABEL_MAX = 63
+# Kubernetes' name shapes: a DNS-1123 label (most names), a DNS-1035 label (a Service's; our `N`, which prefixes them).
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 STATEFULSET_NAME_MAX = 52
 
 

@@ -13,10 +13,12 @@ from typing import Optional
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import Dialect
 from flower_federation.kube.quantity import parse_quantity
+from flower_federation.rules.cel import cel_rules
 from flower_federation.rules.fragments import fragments
 from flower_federation.rules.images import images
 from flower_federation.rules.keys import supplied_key_problems
-from flower_federation.rules.operator import cel_rules, disruption_budget, gpu, names, node_config, placement
+from flower_federation.rules.names import names
+from flower_federation.rules.pools import disruption_budget, gpu, node_config, placement
 from flower_federation.rules.raw import BACKUP_NAME, DEFAULTS, Raw, as_list, get, pools_of
 from flower_federation.rules.resources import resources
 from flower_federation.rules.security import executor, network_policies, node_auth, probes, runtime_api_secrets, tls

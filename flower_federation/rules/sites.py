@@ -16,11 +16,10 @@ from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.certificates import certificate_problem
 from flower_federation.flower.dialects import HTTP_PORT, Dialect
 from flower_federation.flower.public_keys import public_key_problem
-from flower_federation.kube.naming import DNS_LABEL_MAX
+from flower_federation.kube.naming import DNS1123_LABEL, DNS_LABEL_MAX
 from flower_federation.rules.raw import DEFAULTS, Pools, Raw, as_dict, as_list, get
 from flower_federation.rules.security import DNS_NAME, is_cidr
 
-DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # `org/project/stack` (or `project/stack`, `stack`), as `pulumi.StackReference` takes it.
 STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
 SITE_ONLY = "supernodes.superlink is for role site only: a hub or federation runs the SuperLink itself"
@@ -325,7 +324,7 @@ def _sites(raw: Raw, role: str) -> Iterator[Problem]:
         at = ("sites", i)
         name = site.get("name")
         if isinstance(name, str):
-            if not (DNS1123.match(name) and len(name) <= DNS_LABEL_MAX):
+            if not (DNS1123_LABEL.match(name) and len(name) <= DNS_LABEL_MAX):
                 yield problem(at + ("name",), f"'{name}' is not a DNS label (lowercase letters, digits and '-')")
             elif name in seen:
                 yield problem(at + ("name",), f"duplicate site name '{name}' (also sites[{seen[name]}])")
@@ -346,7 +345,7 @@ def _sites(raw: Raw, role: str) -> Iterator[Problem]:
 def _clusters(raw: Raw, pools: Pools) -> Iterator[Problem]:
     clusters = as_dict(raw.get("clusters"))
     for name, cluster in clusters.items():
-        if not (DNS1123.match(name) and len(name) <= DNS_LABEL_MAX):
+        if not (DNS1123_LABEL.match(name) and len(name) <= DNS_LABEL_MAX):
             yield problem(("clusters", name), f"cluster name '{name}' must be a DNS label")
         elif name == AMBIENT_CLUSTER:
             yield problem(

@@ -1,4 +1,5 @@
-"""Knobs every component has: NetworkPolicies, probes, disruption budgets, the executor."""
+"""Settings every component has (at the top level, then per component or pool): NetworkPolicies, probes,
+disruption budgets, the executor."""
 
 from __future__ import annotations
 
