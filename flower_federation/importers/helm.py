@@ -3,7 +3,7 @@ chart as a site stack (role: site), equivalent to `helm install RELEASE . --valu
 
 Every value of the file is read as Helm would (the chart's defaults under it, mappings merged
 key by key, `null` removing a default) and must be a parameter of the chart. Where each goes
-is docs/helm-parameters.md, the one mapping table (read by chart.py): a parameter is copied
+is docs/helm-parameters.md, the one mapping table (read by helm_parameters.py): a parameter is copied
 to its config path, computed by a step (names, images, TLS, node keys, isolation, security
 contexts: helm_steps.py, helm_node_auth.py, helm_pods.py), dropped and said (ignored), or refused there with the
 table's reason. `global.imagePullSecrets`, which the chart's tables only name, is an alias

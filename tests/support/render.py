@@ -1,7 +1,7 @@
-"""The tests' one door to the core's renderer: every test that needs what the pure core
-makes of a config (a plan, its Kubernetes objects, pod templates, the Secrets and the
-Certificate the Pulumi shell builds with the core's builders, the stack outputs) asks
-here, so a change of the core's rendering API is a change of this file only.
+"""The tests' usual door to the core's renderer: a test that needs what the pure core makes of
+a config (a plan, its Kubernetes objects, pod templates, the Secrets and the Certificate the
+Pulumi shell builds with the core's builders, the stack outputs) asks here, so a change of the
+core's rendering API is a change of this file (and of the few tests of the renderer itself).
 
 Validation tests call `flower_federation.plan.load_plan` themselves (that name is the API of
 validation); the Pulumi shell (`flower_federation.cli.offline.run_program`) is not rendered here.
