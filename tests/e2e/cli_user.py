@@ -6,7 +6,7 @@ and readiness."""
 
 from __future__ import annotations
 
-import shutil
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -33,6 +33,13 @@ def cli_env(version: str, home: Path) -> dict[str, str]:
     }
 
 
+def _replace(path: Path, text: str) -> None:
+    """`path` holds `text`, swapped in at once (a rename), so a reader sees the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.new")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 class FlwrCli:
     """stack.Federation's `flwr` user. Uses the federation's cluster, outputs, version and
     cli_netns."""
@@ -43,14 +50,19 @@ class FlwrCli:
         the register script (again after a rollout: the user takes the new outputs)."""
         home = self.cluster.workdir / "cli"
         (home / "flwr").mkdir(parents=True, exist_ok=True)
-        (home / "flwr" / "config.toml").write_text(self.outputs["flwrConfig"])  # verbatim
+        # Replaced, never rewritten in place: during a rollout (scenario 16) runs go on in another thread, and a
+        # `flwr run` that read a half-written file, or a CA directory removed and made again, failed ("Failed to
+        # read certificate file"), which a user whose files change under a running command never sees.
+        _replace(home / "flwr" / "config.toml", self.outputs["flwrConfig"])  # verbatim
         self.connection = doc["superlink"]["default"]
         ca_path = Path(doc["superlink"][self.connection]["root-certificates"])
         ca_dir = home / "ca"
-        shutil.rmtree(ca_dir, ignore_errors=True)
-        ca_dir.mkdir()
-        (ca_dir / ca_path.name).write_text(self.outputs["caCertificate"])
-        (home / "register.sh").write_text(self.outputs["nodeAuth"]["registerScript"])
+        ca_dir.mkdir(exist_ok=True)
+        _replace(ca_dir / ca_path.name, self.outputs["caCertificate"])
+        for other in ca_dir.iterdir():
+            if other.name != ca_path.name:
+                other.unlink()
+        _replace(home / "register.sh", self.outputs["nodeAuth"]["registerScript"])
         self.cli_home = home
         self.cli_mounts = [{"source": str(ca_dir), "target": str(ca_path.parent), "readOnly": True}]
         self.cli_env = cli_env(self.version, home)
