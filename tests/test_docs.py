@@ -18,7 +18,7 @@ from flower_federation.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 # docs/reference/ is a verbatim copy of Flower's chart documentation, not ours.
-DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
+DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
 README_MAX_LINES = 250
 
 FENCE = re.compile(r"^\s*(```|~~~)")
