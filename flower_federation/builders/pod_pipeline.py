@@ -61,10 +61,11 @@ class PodRecipe:
 
 
 def finish_pod(plan: FederationPlan, recipe: PodRecipe) -> PodTemplate:
+    # Not copied here: every step below copies what it changes (the pod settings step, always run, copies all).
     pod = pods.base_pod_template(
         recipe.labels,
-        copy.deepcopy(recipe.containers),
-        copy.deepcopy(recipe.volumes),
+        list(recipe.containers),
+        list(recipe.volumes),
         service_account=recipe.service_account,
         api_token=recipe.api_token,
         security_overrides=plan.spec.pod_security_context,
@@ -114,9 +115,8 @@ def keep_used_volumes(
     names = {v.get("name") for v in volumes}
     candidates = (names | declared) - RESERVED_VOLUMES if shared_template else names - declared
     unused = candidates - used_volumes(pod)
-    out = copy.deepcopy(pod)
-    out["spec"]["volumes"] = [v for v in pod["spec"].get("volumes", []) if v.get("name") not in unused]
-    return out
+    volumes = [v for v in pod["spec"].get("volumes", []) if v.get("name") not in unused]
+    return {**pod, "spec": {**pod["spec"], "volumes": volumes}}
 
 
 def only_nodes(pod: PodTemplate, node_names: list[str]) -> PodTemplate:

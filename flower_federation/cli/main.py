@@ -23,6 +23,11 @@ from flower_federation.cli.render import cmd_render
 from flower_federation.cli.stack_file import PROJECT_ROOT, UsageError, check, read
 
 
+def _sentence(text: str) -> str:
+    """A subcommand's help as the description `--help` prints above its options."""
+    return text[0].upper() + text[1:] + "."
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from flower_federation.config.errors import ConfigError
 
@@ -83,7 +88,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         ("render", cmd_render, "print every Kubernetes object the stack would create, as YAML"),
         ("validate", cmd_validate, "validate the stack's federation config"),
     ):
-        p = sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
+        p = sub.add_parser(name, help=help_text, description=_sentence(help_text))
         src = p.add_mutually_exclusive_group()
         src.add_argument("--stack", help="read Pulumi.<STACK>.yaml at the project root (default: dev)")
         src.add_argument("--config-file", help="any file shaped like a Pulumi stack settings file")
@@ -117,7 +122,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             "docs/config-reference.md between its markers",
         ),
     ):
-        p = sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
+        p = sub.add_parser(name, help=help_text, description=_sentence(help_text))
         p.add_argument("--write", action="store_true", help=f"write it to {target} instead")
         p.set_defaults(fn=fn)
     from flower_federation.cli.import_command import add_parser as add_import_parser

@@ -22,10 +22,10 @@ def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, 
     """(problems, {stack: outputs}) of `--stack-outputs STACK=FILE.json` flags, each file as
     `pulumi stack output --json --stack STACK` writes it (what is read is public). Every stack the config
     reads with `fromStack` must have one, and every one given must be such a stack."""
-    from flower_federation.plan.sites import stack_references
+    from flower_federation.plan.sites import referenced_stacks, stack_references
 
     references = stack_references(raw)
-    read = list(dict.fromkeys(stack for _, stack in references))
+    reads = referenced_stacks(raw)
     problems: list[Problem] = []
     found: dict[str, dict[str, Any]] = {}
     for pair in pairs:
@@ -34,8 +34,8 @@ def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, 
         if not sep or not stack or not file:
             problems.append(Problem(flag, "expected ORG/PROJECT/STACK=FILE.json"))
             continue
-        if stack not in read:
-            problems.append(Problem(flag, f"the config reads no stack '{stack}': {_stacks_read(stack, read)}"))
+        if stack not in reads:
+            problems.append(Problem(flag, f"the config reads no stack '{stack}': {_stacks_read(stack, reads)}"))
             continue
         try:
             outputs = json.loads(Path(file).read_text())
@@ -63,12 +63,12 @@ def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, 
     return problems, found
 
 
-def _stacks_read(stack: str, read: list[str]) -> str:
-    if not read:
+def _stacks_read(stack: str, reads: list[str]) -> str:
+    if not reads:
         return "it reads no other stack's outputs (no fromStack)"
-    close = difflib.get_close_matches(stack, read, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(stack, reads, n=1, cutoff=0.6)
     hint = f"did you mean '{close[0]}'? " if close else ""
-    return f"{hint}the stacks it reads (fromStack): {', '.join(read)}"
+    return f"{hint}the stacks it reads (fromStack): {', '.join(reads)}"
 
 
 def report(usage: list[Problem], config: list[Problem]) -> str:

@@ -67,10 +67,10 @@ def read(args: argparse.Namespace, *, encrypted_as_placeholders: bool = False) -
         config = {}
     if not isinstance(config, dict):
         raise UsageError(f"{path}: `config:` must be a mapping")
-    encrypted = list(_secure_paths(config))
+    encrypted: list[str] = []
+    plain = _placeholders(config, "config", encrypted)
     if encrypted and encrypted_as_placeholders:
-        config = _placeholders(config)
-        return StackFile(config, stack, tuple(_key_problems(path, settings, config)), tuple(encrypted))
+        return StackFile(plain, stack, tuple(_key_problems(path, settings, plain)), tuple(encrypted))
     if encrypted:
         raise UsageError(
             f"{path}: encrypted (secure:) values cannot be decrypted offline: {', '.join(encrypted)}. "
@@ -135,28 +135,19 @@ def _stack_from_filename(path: Path) -> str:
     return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else "dev"
 
 
-def _secure_paths(value: Any, path: str = "config") -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"secure"}:
-            yield path
-            return
-        for k, v in value.items():
-            yield from _secure_paths(v, f"{path}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _secure_paths(v, f"{path}[{i}]")
-
-
 SECURE_PLACEHOLDER = "[secure: decrypted by pulumi]"
 
 
-def _placeholders(value: Any) -> Any:
+def _placeholders(value: Any, path: str, found: list[str]) -> Any:
+    """`value` with each `secure:` value (only Pulumi decrypts one) as SECURE_PLACEHOLDER; their paths go to
+    `found`."""
     if isinstance(value, dict):
         if set(value) == {"secure"}:
+            found.append(path)
             return SECURE_PLACEHOLDER
-        return {k: _placeholders(v) for k, v in value.items()}
+        return {k: _placeholders(v, f"{path}.{k}", found) for k, v in value.items()}
     if isinstance(value, list):
-        return [_placeholders(v) for v in value]
+        return [_placeholders(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
     return value
 
 

@@ -17,7 +17,8 @@ from flower_federation.flower.dialects import LOOPBACK
 from flower_federation.flower.versions import APPIO_PROTECTION_SINCE, FlowerVersion
 from flower_federation.kube.naming import Names, is_ip_address, pod_wildcards, service_dns_names
 
-_DEFAULTS = Federation()
+# Every default, as the config model defines it (`DEFAULTS.mode`, `DEFAULTS.tls.source`, ...).
+DEFAULTS = Federation()
 # What `render --cluster`, its `# cluster:` headers and resource names call the stack's ambient cluster
 # (the one its default provider reaches); inside the plan it is the key "".
 AMBIENT_CLUSTER = "default"
@@ -30,7 +31,7 @@ def federation_name(name: Any, stack: str) -> str:
 
 def runs_superlink(role: Any) -> bool:
     """A hub or a plain federation runs its SuperLink; a site dials another's."""
-    return (role if isinstance(role, str) else _DEFAULTS.role) != "site"
+    return (role if isinstance(role, str) else DEFAULTS.role) != "site"
 
 
 def cluster_key(cluster: Optional[str]) -> str:
@@ -57,8 +58,8 @@ class SuperExecLayout:
 
 
 def superexec_layout(isolation: Any, placement: Any) -> SuperExecLayout:
-    isolation = isolation if isinstance(isolation, str) else _DEFAULTS.isolation_mode
-    placement = placement if isinstance(placement, str) else _DEFAULTS.superexec_placement
+    isolation = isolation if isinstance(isolation, str) else DEFAULTS.isolation_mode
+    placement = placement if isinstance(placement, str) else DEFAULTS.superexec_placement
     process = isolation == "process"
     return SuperExecLayout(process_isolation=process, distributed=process and placement == "distributed")
 

@@ -252,11 +252,12 @@ def closing(steps: ChartImport) -> None:
         lift = "supernode.resources (supernodeResources here)"
     preserved = steps.set_preserved("resourcesPreset", "none")
     does = "gives a container only the requests and limits of its values (none by default)"
+    found = resources_note.rendered(steps.stack)  # once the stack is complete: the figures are its render's
     text = resources_note.difference(
-        steps.stack, source="the chart", does=does, own="the values'", lift=lift, preserved=preserved
+        steps.stack, found, source="the chart", does=does, own="the values'", lift=lift, preserved=preserved
     )
     steps.stack.differences += [text, _kept()] if text else [_kept()]
-    steps.stack.notes += resources_note.gpu_notes(steps.stack, "the chart")
+    steps.stack.notes += resources_note.gpu_notes(steps.stack, found, "the chart")
 
 
 def _telemetry(steps: ChartImport) -> list[str]:

@@ -234,18 +234,21 @@ def differences(spec: dict[str, Any], stack: Stack, preserve: bool) -> list[str]
     if not telemetry_set_in(envs):
         out.append(TELEMETRY.format(where="the operator") + preserved(("telemetry",), True))
     # Last, as the config is complete here: the render of the written stack is what the figures are.
+    no_presets = preserved(("resourcesPreset",), "none")
+    found = resources_note.rendered(stack)
     resources = resources_note.difference(
         stack,
+        found,
         source="the operator",
         does="gives a container only the resources the CR sets (none by default)",
         own="the CR's",
         lift="supernodeResources / superexecResources (superlink.resources / superexecResources)",
-        preserved=preserved(("resourcesPreset",), "none"),
+        preserved=no_presets,
     )
     out += [resources] if resources else []
     out.append(
         "Kept, as nothing is lost by them: probes on Flower's health endpoints, a PodDisruptionBudget per pool "
         f"(maxUnavailable {DEFAULT_MAX_UNAVAILABLE})."
     )
-    stack.notes += resources_note.gpu_notes(stack, "the operator")
+    stack.notes += resources_note.gpu_notes(stack, found, "the operator")
     return out

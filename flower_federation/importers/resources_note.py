@@ -41,7 +41,7 @@ def describe(given: dict[str, Any]) -> str:
     return ", ".join(parts) or "no requests or limits"
 
 
-def _rendered(stack: Stack) -> Optional[list[Container]]:
+def rendered(stack: Stack) -> Optional[list[Container]]:
     """The containers of the stack as written; None if it does not validate (then it is refused, and nothing is
     printed). Supplied node keys are secret config set after the import: they size nothing, so generated ones stand
     in."""
@@ -86,11 +86,12 @@ def stated(c: Container) -> str:
     return f"container {c.name} of {c.workload}: {describe(c.resources)}"
 
 
-def difference(stack: Stack, *, source: str, does: str, own: str, lift: str, preserved: str) -> Optional[str]:
-    """The 'Resources' item of the differences from the source (`source`: "the chart", `does`: what it does with
-    resources, `own`: whose resources the stack copied, "the values'"); None when the stack does not validate (it
-    is refused then)."""
-    found = _rendered(stack)
+def difference(
+    stack: Stack, found: Optional[list[Container]], *, source: str, does: str, own: str, lift: str, preserved: str
+) -> Optional[str]:
+    """The 'Resources' item of the differences from the source (`found`: `rendered(stack)`, `source`: "the chart",
+    `does`: what it does with resources, `own`: whose resources the stack copied, "the values'"); None when the
+    stack does not validate (it is refused then)."""
     if found is None:
         return None
     listed = "; ".join(stated(c) for c in found)
@@ -110,10 +111,11 @@ def difference(stack: Stack, *, source: str, does: str, own: str, lift: str, pre
     return text + preserved
 
 
-def gpu_notes(stack: Stack, source: str) -> list[str]:
-    """Where ClientApps train on a GPU under a memory limit from a preset (not set in the config): likely too low."""
+def gpu_notes(stack: Stack, found: Optional[list[Container]], source: str) -> list[str]:
+    """Where ClientApps train on a GPU under a memory limit from a preset (not set in the config): likely too low
+    (`found`: `rendered(stack)`)."""
     notes = []
-    for c in _rendered(stack) or []:
+    for c in found or []:
         limit = (c.resources.get("limits") or {}).get("memory")
         gpus = [name for name in {**c.resources.get("limits", {}), **c.resources.get("requests", {})} if "gpu" in name]
         if not (c.clientapps and gpus and limit) or _sets_memory_limit(stack.config, c.own):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Optional
 
+from flower_federation.config.derived import DEFAULTS
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import Dialect
 from flower_federation.kube.quantity import parse_quantity
@@ -19,7 +20,7 @@ from flower_federation.rules.images import images
 from flower_federation.rules.keys import supplied_key_problems
 from flower_federation.rules.names import names
 from flower_federation.rules.pools import disruption_budget, gpu, node_config, placement
-from flower_federation.rules.raw import BACKUP_NAME, DEFAULTS, Raw, as_list, get, pools_of
+from flower_federation.rules.raw import BACKUP_NAME, Raw, as_list, get, pools_of
 from flower_federation.rules.resources import resources
 from flower_federation.rules.security import executor, network_policies, node_auth, probes, runtime_api_secrets, tls
 from flower_federation.rules.sites import roles

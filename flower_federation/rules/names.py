@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flower_federation.config.derived import runs_superlink
+from flower_federation.config.derived import DEFAULTS, runs_superlink
 from flower_federation.config.errors import Problem, problem
 from flower_federation.kube.naming import (
     DNS1035_LABEL,
@@ -16,7 +16,7 @@ from flower_federation.kube.naming import (
     STATEFULSET_NAME_MAX,
     Names,
 )
-from flower_federation.rules.raw import DEFAULTS, Pools, Raw, effective_name, get, superexecs_of
+from flower_federation.rules.raw import Pools, Raw, effective_name, get, superexecs_of
 
 
 def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:

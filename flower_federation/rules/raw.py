@@ -1,12 +1,12 @@
 """Reading raw config the way rules need it: tolerating wrong types (pydantic reports
-those), so one run can list every problem. Defaults come from the config model itself."""
+those), so one run can list every problem. Defaults come from the config model itself
+(config/derived.py DEFAULTS)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from flower_federation.config import Federation
 from flower_federation.config.derived import SuperExecLayout, federation_name, superexec_layout
 from flower_federation.config.errors import PathPart
 
@@ -15,9 +15,6 @@ Raw = dict[str, Any]  # a mapping of the raw config (possibly with wrong types i
 BACKUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.db$")
 Pools = list[tuple[int, Raw]]  # (index, raw pool) of every pool that is a mapping
 At = tuple[PathPart, ...]  # a config path under `federation`
-
-# Every default, as the config model defines it (`DEFAULTS.mode`, `DEFAULTS.tls.source`, ...).
-DEFAULTS = Federation()
 
 
 def get(data: Any, *keys: PathPart, default: Any = None) -> Any:

@@ -7,12 +7,12 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from flower_federation.config.derived import runtime_api_sans, runtime_api_tls
+from flower_federation.config.derived import DEFAULTS, runtime_api_sans, runtime_api_tls
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import Dialect
 from flower_federation.rules.fragments import list_fragment
 from flower_federation.rules.labels import label_problems, our_labels
-from flower_federation.rules.raw import DEFAULTS, At, Pools, Raw, as_dict, as_list, effective_name, get
+from flower_federation.rules.raw import At, Pools, Raw, as_dict, as_list, effective_name, get
 
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(h|m|s|ms|us|ns))+$")
 

@@ -11,13 +11,13 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from flower_federation.config.derived import AMBIENT_CLUSTER
+from flower_federation.config.derived import AMBIENT_CLUSTER, DEFAULTS
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.certificates import certificate_problem
 from flower_federation.flower.dialects import HTTP_PORT, Dialect
 from flower_federation.flower.public_keys import public_key_problem
 from flower_federation.kube.naming import DNS1123_LABEL, DNS_LABEL_MAX
-from flower_federation.rules.raw import DEFAULTS, Pools, Raw, as_dict, as_list, get
+from flower_federation.rules.raw import Pools, Raw, as_dict, as_list, get
 from flower_federation.rules.security import DNS_NAME, is_cidr
 
 # `org/project/stack` (or `project/stack`, `stack`), as `pulumi.StackReference` takes it.

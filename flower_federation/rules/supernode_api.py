@@ -9,12 +9,12 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from flower_federation.config.derived import POOL_SERVICE_DEFAULTS, network_policy_settings
+from flower_federation.config.derived import DEFAULTS, POOL_SERVICE_DEFAULTS, network_policy_settings
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT, SUPERNODE_APPIO_PORT, Dialect
 from flower_federation.flower.versions import APPIO_PROTECTION_SINCE
 from flower_federation.kube.naming import is_ip_address
-from flower_federation.rules.raw import DEFAULTS, Pools, Raw, as_dict, get, superexecs_of
+from flower_federation.rules.raw import Pools, Raw, as_dict, get, superexecs_of
 from flower_federation.rules.security import DNS_NAME
 
 # An IANA service name, as Kubernetes takes a port name.
