@@ -16,9 +16,15 @@ Kubernetes objects out, no Pulumi; the shell and the program register what it ma
                and the stack outputs derived from it.
 - `builders/`  plan -> plain Kubernetes objects: one builder per component, the network links
                and the NetworkPolicies made of them, the whole render (`manifests.py`).
+- `checks/`    the federation's promises (TLS, node auth, NetworkPolicies, Pod Security, ...)
+               checked on any Kubernetes objects: `check`, and the policy pack (policy/).
+- `review/`    what a config change does, offline: the objects added, removed, changed and
+               replaced between two renders, and the federation's topology (Mermaid).
 - `shell/`     Pulumi ComponentResources that register the built objects (Outputs, secrets,
                providers, StackReferences).
 - `program.py` the Pulumi program: stack config in, components registered, outputs exported.
+- `provider/`  the Pulumi component provider (PulumiPlugin.yaml in provider/ at the repository
+               root hosts it) and its package schema, generated from the config model.
 - `importers/` Flower's SuperNode Helm chart values and flower-operator CRs -> stack config.
 - `cli/`       `python -m flower_federation`: validate, render offline (the program under
                Pulumi's mocks), schema, docs, import.

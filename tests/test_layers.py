@@ -13,8 +13,24 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "flower_federation"
-# Lowest first. `importers` and `shell` do not use each other; the order between them is arbitrary.
-LAYERS = ("kube", "flower", "config", "rules", "plan", "builders", "shell", "program", "importers", "cli", "__main__")
+# Lowest first. `importers` and `shell` do not use each other; the order between them is arbitrary,
+# as it is between `checks` and `review` (both read rendered objects).
+LAYERS = (
+    "kube",
+    "flower",
+    "config",
+    "rules",
+    "plan",
+    "builders",
+    "checks",
+    "review",
+    "shell",
+    "program",
+    "provider",
+    "importers",
+    "cli",
+    "__main__",
+)
 MAX_LINES = 400
 
 
