@@ -23,8 +23,8 @@ Kubernetes objects out, no Pulumi; the shell and the program register what it ma
 - `shell/`     Pulumi ComponentResources that register the built objects (Outputs, secrets,
                providers, StackReferences).
 - `program.py` the Pulumi program: stack config in, components registered, outputs exported.
-- `provider/`  the Pulumi component provider (PulumiPlugin.yaml in provider/ at the repository
-               root hosts it) and its package schema, generated from the config model.
+- `provider/`  the Pulumi component provider (plugin/PulumiPlugin.yaml at the repository root
+               hosts it) and its package schema, generated from the config model.
 - `importers/` Flower's SuperNode Helm chart values and flower-operator CRs -> stack config.
 - `cli/`       `python -m flower_federation`: validate, render offline (the program under
                Pulumi's mocks), schema, docs, import.
