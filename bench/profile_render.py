@@ -82,7 +82,7 @@ PHASES = (
         "load_plan",
     ),
     ("core: builders/manifests.py render (every object, plain data)", "builders/manifests.py", "render"),
-    ("shell: FederationComponent (the Pulumi SDK registers them)", "shell/federation.py", "__init__"),
+    ("shell: Federation (the Pulumi SDK registers them)", "shell/federation.py", "__init__"),
     (
         "run_program (all of the above under the mock runtime, and the waits)",
         "cli/offline.py",

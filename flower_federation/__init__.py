@@ -28,4 +28,33 @@ Kubernetes objects out, no Pulumi; the shell and the program register what it ma
 - `importers/` Flower's SuperNode Helm chart values and flower-operator CRs -> stack config.
 - `cli/`       `python -m flower_federation`: validate, render offline (the program under
                Pulumi's mocks), schema, docs, import.
+
+The public API, for a Pulumi program of your own (docs/pulumi-package.md):
+
+    from flower_federation import Federation, FederationArgs
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["Federation", "FederationArgs", "__version__"]
+
+if TYPE_CHECKING:
+    from flower_federation.config import Federation as FederationArgs
+    from flower_federation.shell.federation import Federation
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported when first used: `python -m flower_federation` and the core
+    load no Pulumi SDK until they need it (the CLI reports a missing one in plain words)."""
+    if name == "Federation":
+        from flower_federation.shell.federation import Federation
+
+        return Federation
+    if name == "FederationArgs":
+        from flower_federation.config import Federation as FederationArgs
+
+        return FederationArgs
+    raise AttributeError(f"module 'flower_federation' has no attribute {name!r}")

@@ -88,7 +88,7 @@ def test_no_layer_imports_a_layer_above_it() -> None:
 @pytest.mark.parametrize(
     "statement",
     [
-        "from flower_federation.shell.federation import FederationComponent",
+        "from flower_federation.shell.federation import Federation",
         "from flower_federation import program",
         "from flower_federation.cli import main",
         "import flower_federation.shell.tls",

@@ -24,6 +24,12 @@ CONFIG_KEYS = ("flower-federation:federation", "federation")
 NODE_KEYS_KEYS = ("flower-federation:nodeAuthKeys", "nodeAuthKeys")
 
 
+def project_dir() -> Path:
+    """Where `--stack NAME` finds Pulumi.<NAME>.yaml: this checkout's root when the package runs from one,
+    else (an installed package) the current directory, the user's Pulumi project."""
+    return PROJECT_ROOT if (PROJECT_ROOT / "Pulumi.yaml").is_file() else Path.cwd()
+
+
 class UsageError(Exception):
     """The command line, or a file it names, is wrong: exit code 2."""
 
@@ -54,7 +60,7 @@ def read(args: argparse.Namespace, *, encrypted_as_placeholders: bool = False) -
         stack = args.stack or _stack_from_filename(path)
     else:
         stack = args.stack or "dev"
-        path = PROJECT_ROOT / f"Pulumi.{stack}.yaml"
+        path = project_dir() / f"Pulumi.{stack}.yaml"
     try:
         # As Pulumi's engine reads it (YAML 1.2: `yes` a string, `1e-3` a float), which PyYAML does not.
         settings = load_stack_file(path.read_text()) or {}

@@ -21,9 +21,11 @@ from flower_federation.config.base import field_type
 from flower_federation.kube.goyaml import HelmLoader
 from flower_federation.kube.openapi import type_schema
 
-ROOT = Path(__file__).resolve().parents[2]
-MAPPING_FILE = ROOT / "docs" / "helm-parameters.md"
-CHART_FILE = ROOT / "docs" / "reference" / "flower-supernode-helm-chart.md"
+# docs/helm-parameters.md and docs/reference/flower-supernode-helm-chart.md, through links in the package
+# (chart_docs/), so an installed package carries them too (the wheel holds the files' contents).
+DOCS = Path(__file__).parent / "chart_docs"
+MAPPING_FILE = DOCS / "helm-parameters.md"
+CHART_FILE = DOCS / "flower-supernode-helm-chart.md"
 STATUSES = {
     "carried": "the config path carries it, with the chart's meaning",
     "partial": "carried for the values the note names; the others are refused, with the note's reason",

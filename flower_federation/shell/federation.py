@@ -1,5 +1,8 @@
-"""FederationComponent: everything the stack deploys, cluster by cluster, each object
-registered by the component that owns it in the core's render.
+"""Federation: the public component. A Pulumi program, ours (program.py, from stack config)
+or a user's own (`Federation(name, args, opts)` next to the cluster it creates), hands it the
+federation's config; it plans and renders everything first (config problems and objects the
+API server would refuse stop it there, before anything is registered), then registers every
+object, cluster by cluster, by the component that owns it in the core's render.
 
 The first cluster (the SuperLink's, or a site's first) gets the namespace, TLS trust,
 shared RBAC, the SuperLink and node registration; every other cluster a ClusterComponent
@@ -7,15 +10,23 @@ shared RBAC, the SuperLink and node registration; every other cluster a ClusterC
 they run in. Pods are created only after the Secrets they mount exist (TLS trust first),
 and carry a checksum of the certificates and keys they mount, so new ones roll them
 (rollout.py).
+
+Providers the Pulumi way: `opts.provider` (or `opts.providers`) is the home cluster's,
+inherited by every child; `cluster_providers` maps each named cluster (a key of `clusters`)
+to its own. A named cluster without one gets a provider made from its `kubeconfig`/`context`
+settings (the stack-config way), named `cluster-<name>` as the program always named it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 import pulumi
+import pulumi_kubernetes as k8s
 
+from flower_federation.builders import manifests
 from flower_federation.builders.manifests import (
     APPIO,
     FEDERATION,
@@ -27,10 +38,16 @@ from flower_federation.builders.manifests import (
     node_keys_owner,
     pool_owner,
 )
+from flower_federation.config import Federation as FederationArgs
 from flower_federation.config.derived import cluster_label
-from flower_federation.plan import FederationPlan
+from flower_federation.config.errors import ConfigError, Problem
+from flower_federation.plan import FederationPlan, load_plan
+from flower_federation.plan.outputs import stack_outputs, warnings
+from flower_federation.plan.sites import referenced_stacks
+from flower_federation.shell import stack_refs
 from flower_federation.shell.appio import AppIoComponent
 from flower_federation.shell.cluster import ClusterComponent
+from flower_federation.shell.inputs import plain_config, plain_value
 from flower_federation.shell.kubernetes import register
 from flower_federation.shell.registration import RegistrationComponent
 from flower_federation.shell.rollout import Rollout
@@ -38,20 +55,63 @@ from flower_federation.shell.superlink import SuperLinkComponent
 from flower_federation.shell.supernode_pool import SuperNodePoolComponent
 from flower_federation.shell.tls import TlsTrustComponent
 
+TYPE = "flower-federation:index:Federation"
+# The Kubernetes provider made for a named cluster from its kubeconfig is `cluster-<name>` (offline.py reads it back).
+CLUSTER_PROVIDER_PREFIX = "cluster-"
+NODE_KEYS_ROOT = "nodeAuthKeys"
+CLUSTER_PROVIDERS_ROOT = "clusterProviders"
 
-class FederationComponent(pulumi.ComponentResource):
+
+class Federation(pulumi.ComponentResource):
+    """A Flower federation: a SuperLink and its SuperNode pools (`role: federation`), a hub that
+    sites dial (`role: hub`), or a site's pools dialling a hub (`role: site`), in one or more
+    clusters. `args` is the config model (`FederationArgs`) or the same shape as a dict, as in
+    the stack config's `federation` value (docs/config-reference.md); a dict's values may be
+    Inputs (see shell/inputs.py). `node_auth_keys` ({pool: {slot: private key}}, a secret) are the
+    keys of `nodeAuth.keySource: config`."""
+
+    fleet_address: pulumi.Output[str]
+    """Where SuperNodes reach the Fleet API: the SuperLink's in-cluster address, or the hub's (a site)."""
+    control_address: pulumi.Output[Optional[str]]
+    """Where `flwr` reaches the Control API, in the cluster (none on a site)."""
+    external_address: pulumi.Output[Optional[str]]
+    """The address sites dial (`superlink.externalAddress`), when set."""
+    ca_certificate: pulumi.Output[Optional[str]]
+    """The CA certificate (PEM, public) that SuperNodes and `flwr` trust; none without TLS."""
+    node_public_keys: pulumi.Output[dict[str, dict[str, str]]]
+    """Every pool's node public keys, {pool: {slot: key}} (node authentication)."""
+    flwr_config: pulumi.Output[Optional[str]]
+    """The `flwr` CLI's connection config (TOML) for this federation (none on a site)."""
+    flwr_config_file: pulumi.Output[Optional[str]]
+    """Where that config goes (`~/.flwr/config.toml`, or `pyproject.toml` before Flower 1.23)."""
+    namespace: pulumi.Output[str]
+    role: pulumi.Output[str]
+    flower_version: pulumi.Output[str]
+
     def __init__(
         self,
         name: str,
-        plan: FederationPlan,
-        rendered: Manifests,
-        providers: Optional[dict[str, pulumi.ProviderResource]] = None,
+        args: FederationArgs | Mapping[str, Any],
         opts: Optional[pulumi.ResourceOptions] = None,
+        *,
+        cluster_providers: Optional[Mapping[str, pulumi.ProviderResource]] = None,
+        node_auth_keys: pulumi.Input[Mapping[str, Mapping[str, str]]] | None = None,
     ):
+        cluster_providers = dict(cluster_providers or {})
+        self.plan = _plan(name, args, node_auth_keys, cluster_providers)
+        rendered = _render(self.plan)
+        for warning in warnings(self.plan):
+            pulumi.log.warn(warning)
+        providers = {**_kubeconfig_providers(self.plan, cluster_providers), **cluster_providers}
+        super().__init__(TYPE, name, None, opts)
+        self._register(name, self.plan, rendered, providers)
+        self._set_outputs()
+
+    def _register(
+        self, name: str, plan: FederationPlan, rendered: Manifests, providers: dict[str, pulumi.ProviderResource]
+    ) -> None:
         """`providers` maps a named cluster to its Kubernetes provider; the unnamed one
-        ("") is the stack's ambient provider."""
-        super().__init__("flower-federation:index:Federation", name, None, opts)
-        providers = providers or {}
+        ("") is the home provider (`opts`'), which children inherit."""
         home, *others = rendered.clusters
 
         def in_cluster(cluster: str, depends: list[pulumi.Resource]) -> pulumi.ResourceOptions:
@@ -63,10 +123,10 @@ class FederationComponent(pulumi.ComponentResource):
         shared = home.owned_by(FEDERATION)
         namespaces = [m for m in shared if m["kind"] == "Namespace"]
         depends: list[pulumi.Resource] = []
-        self.namespace = None
+        self.namespace_resource = None
         if namespaces:
-            self.namespace = register(namespaces[0], in_cluster(home.name, []))
-            depends.append(self.namespace)
+            self.namespace_resource = register(namespaces[0], in_cluster(home.name, []))
+            depends.append(self.namespace_resource)
         self.tls: Optional[TlsTrustComponent] = None
         rollout = Rollout()
         if plan.trust is not None:
@@ -139,12 +199,105 @@ class FederationComponent(pulumi.ComponentResource):
         rolled = [r for pool in self.pools.values() for r in pool.deploy(registered)]
         if self.registration is not None:
             self.registration.revoke_after(rolled)
-        outputs = {}
-        if self.superlink is not None:
-            outputs = {"fleetAddress": self.superlink.fleet_address, "controlAddress": self.superlink.control_address}
-        self.register_outputs(outputs)
+
+    def _set_outputs(self) -> None:
+        """The typed outputs, from the same values the program exports as stack outputs."""
+        plan, exported = self.plan, stack_outputs(self.plan)
+        superlink = exported.get("superlink", {})
+        self.fleet_address = pulumi.Output.from_input(superlink.get("fleetAddress", ""))
+        self.control_address = pulumi.Output.from_input(superlink.get("controlAddress"))
+        self.external_address = pulumi.Output.from_input(superlink.get("externalAddress"))
+        self.ca_certificate = self.tls.ca_pem if self.tls is not None and self.tls.ca_pem is not None else _none()
+        self.node_public_keys = self.public_keys()
+        self.flwr_config = pulumi.Output.from_input(exported.get("flwrConfig"))
+        self.flwr_config_file = pulumi.Output.from_input(exported.get("flwrConfigFile"))
+        self.namespace = pulumi.Output.from_input(plan.namespace)
+        self.role = pulumi.Output.from_input(str(plan.role))
+        self.flower_version = pulumi.Output.from_input(str(plan.version))
+        self.register_outputs({name: getattr(self, attribute) for name, attribute in OUTPUT_ATTRIBUTES.items()})
 
     def public_keys(self) -> pulumi.Output[dict[str, dict[str, str]]]:
         """Every pool's node public keys, {pool: {slot: key}} (pools without keys left out)."""
         keys = {name: pool.public_keys for name, pool in self.pools.items() if pool.public_keys is not None}
         return pulumi.Output.all(**keys) if keys else pulumi.Output.from_input({})
+
+
+# The typed outputs by their schema names (what other languages see; the package schema lists the same).
+OUTPUT_ATTRIBUTES = {
+    "fleetAddress": "fleet_address",
+    "controlAddress": "control_address",
+    "externalAddress": "external_address",
+    "caCertificate": "ca_certificate",
+    "nodePublicKeys": "node_public_keys",
+    "flwrConfig": "flwr_config",
+    "flwrConfigFile": "flwr_config_file",
+    "namespace": "namespace",
+    "role": "role",
+    "flowerVersion": "flower_version",
+}
+
+
+def _none() -> pulumi.Output[Optional[str]]:
+    return pulumi.Output.from_input(None)
+
+
+def _plan(
+    name: str,
+    args: FederationArgs | Mapping[str, Any],
+    node_auth_keys: Any,
+    cluster_providers: Mapping[str, pulumi.ProviderResource],
+) -> FederationPlan:
+    """The validated plan, or pulumi.RunError with every problem at once and nothing registered.
+    Stacks named by `fromStack` are read only once the config is otherwise valid."""
+    raw, problems = plain_config(args)
+    keys, key_problems = plain_value(node_auth_keys, NODE_KEYS_ROOT)
+    problems += key_problems
+    try:
+        try:
+            plan = load_plan(raw, name, keys)
+        except ConfigError as err:
+            raise ConfigError(problems + err.problems) from None
+        problems += _unknown_clusters(plan, cluster_providers)
+        if problems:
+            raise ConfigError(problems)
+        stacks = referenced_stacks(raw)
+        if stacks:
+            plan = load_plan(raw, name, keys, stack_refs.read(stacks))
+        return plan
+    except ConfigError as err:
+        raise pulumi.RunError(str(err)) from None
+
+
+def _unknown_clusters(plan: FederationPlan, cluster_providers: Mapping[str, Any]) -> list[Problem]:
+    named = sorted(n for n in plan.clusters if n)
+    return [
+        Problem(
+            f"{CLUSTER_PROVIDERS_ROOT}.{cluster}",
+            f"no cluster '{cluster}' is deployed into (named clusters: {', '.join(named) or 'none'})",
+        )
+        for cluster in sorted(cluster_providers)
+        if cluster not in named
+    ]
+
+
+def _render(plan: FederationPlan) -> Manifests:
+    """Every object, rendered once and checked, before anything is registered."""
+    try:
+        return manifests.render(plan)
+    except manifests.InvariantError as err:
+        raise pulumi.RunError(str(err)) from None
+
+
+def _kubeconfig_providers(
+    plan: FederationPlan, given: Mapping[str, pulumi.ProviderResource]
+) -> dict[str, pulumi.ProviderResource]:
+    """A Kubernetes provider for each named cluster not given one, from its kubeconfig (a secret
+    input, which pulumi-kubernetes keeps secret in state) and context."""
+    out: dict[str, pulumi.ProviderResource] = {}
+    for name in plan.clusters:
+        if not name or name in given:
+            continue
+        cluster = plan.spec.clusters[name]
+        kubeconfig = pulumi.Output.secret(cluster.kubeconfig) if cluster.kubeconfig else None
+        out[name] = k8s.Provider(f"{CLUSTER_PROVIDER_PREFIX}{name}", kubeconfig=kubeconfig, context=cluster.context)
+    return out

@@ -1,0 +1,62 @@
+"""What a program hands `Federation`: the config model, or the same shape as a dict (the
+stack config's `federation` value) whose values may be Pulumi Inputs: a StackReference's
+output, another resource's, a secret.
+
+The plan needs plain values (an address goes into command lines, a port into
+NetworkPolicies, a CA into a Secret and a checksum), so every Input is awaited here, once,
+before anything is registered, as `stack_refs.read` awaits a `fromStack` stack's outputs.
+A value that is still unknown at `pulumi preview` (it comes from a resource this very
+update creates) cannot be planned: it is reported by its config path, with the rest of the
+config's problems, and nothing is registered.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi.runtime import rpc
+from pulumi.runtime.sync_await import _sync_await
+
+from flower_federation.config import Federation as FederationArgs
+from flower_federation.config.errors import ROOT, PathPart, Problem, problem
+
+UNKNOWN_AT_PREVIEW = (
+    "is unknown until `pulumi up` (it comes from a resource this update creates), and the federation is "
+    "planned from known values: pass a value known at preview (config, a StackReference's output, a literal), "
+    "or create that resource in an earlier stack"
+)
+
+
+def plain_config(args: FederationArgs | Mapping[str, Any]) -> tuple[Any, list[Problem]]:
+    """(the config as plain data, problems): a model as its camelCase dump of what was set (what a
+    stack file would hold), a mapping with every Input in it resolved."""
+    if isinstance(args, FederationArgs):
+        return args.model_dump(mode="json", by_alias=True, exclude_unset=True), []
+    problems: list[Problem] = []
+    return _resolve(args, (), ROOT, problems), problems
+
+
+def plain_value(value: Any, root: str) -> tuple[Any, list[Problem]]:
+    """One more Input (e.g. the node keys, reported as `root`), resolved as the config's values are."""
+    problems: list[Problem] = []
+    return _resolve(value, (), root, problems), problems
+
+
+def _resolve(value: Any, path: tuple[PathPart, ...], root: str, problems: list[Problem]) -> Any:
+    if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
+        output = pulumi.Output.from_input(value)
+        if not _sync_await(output.is_known()):
+            problems.append(problem(path, UNKNOWN_AT_PREVIEW, root))
+            return None
+        return _resolve(_sync_await(output.future()), path, root, problems)
+    if isinstance(value, str) and value == rpc.UNKNOWN:  # an unknown as the engine hands it to a provider
+        problems.append(problem(path, UNKNOWN_AT_PREVIEW, root))
+        return None
+    if isinstance(value, Mapping):
+        return {key: _resolve(item, (*path, str(key)), root, problems) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_resolve(item, (*path, index), root, problems) for index, item in enumerate(value)]
+    return value
