@@ -1,0 +1,12 @@
+"""The federation's promises, checked on any Kubernetes objects: ours (`render`), a `helm template`
+of Flower's charts, `kubectl get -o yaml`, or a Pulumi stack's resources (the policy pack in
+policy/ adapts them). No Pulumi here: plain dicts in, violations out.
+
+- `model.py`          a policy, a violation (object and field), and `UNKNOWN` (Pulumi preview).
+- `pods.py`           pods in any workload, and which Flower program each container runs.
+- `exposure.py`       what is reachable from outside the cluster (Services, Ingresses, routes).
+- `flower_policies.py` TLS, the SuperExec hop's TLS, node authentication, the Control API.
+- `pod_policies.py`   NetworkPolicies, Pod Security restricted, memory limits, API tokens, images.
+- `policies.py`       every policy, in order, and `run` over a set of objects.
+- `reading.py`        multi-document YAML (and `kind: List`) into objects, per cluster.
+"""

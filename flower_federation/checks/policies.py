@@ -1,0 +1,35 @@
+"""Every policy, in the order they are reported, and `run`: the same functions behind `check`
+and the policy pack (policy/)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from flower_federation.checks import flower_policies, pod_policies
+from flower_federation.checks.model import MANDATORY, Objects, Policy, Violation
+
+POLICIES: tuple[Policy, ...] = flower_policies.POLICIES + pod_policies.POLICIES
+BY_NAME = {p.name: p for p in POLICIES}
+
+
+def flatten(items: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """Objects, with a `kind: List` (or `*List`, as `kubectl get -o yaml` prints) opened into its items."""
+    for obj in items:
+        if not isinstance(obj, Mapping):
+            continue
+        kind = obj.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and isinstance(obj.get("items"), list):
+            yield from flatten(obj["items"])
+        else:
+            yield dict(obj)
+
+
+def run(items: Iterable[Any], policies: Iterable[Policy] = POLICIES) -> list[Violation]:
+    """Every violation of `policies` among the objects of one cluster, policy by policy."""
+    objects = Objects(flatten(items))
+    return [v for p in policies for v in p.run(objects)]
+
+
+def mandatory(violations: Iterable[Violation]) -> list[Violation]:
+    return [v for v in violations if v.level == MANDATORY]
