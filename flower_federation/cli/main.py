@@ -10,6 +10,7 @@ offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's m
     python -m flower_federation import helm VALUES.yaml [--release NAME] [--namespace NS]
                                  [--allow-drop] [--preserve-behaviour] [--output-dir DIR]
     python -m flower_federation import operator CR.yaml [--allow-drop] [--preserve-behaviour] [--output-dir DIR]
+    python -m flower_federation check FILE.yaml... [--strict]
 """
 
 from __future__ import annotations
@@ -128,6 +129,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     from flower_federation.cli.import_command import add_parser as add_import_parser
 
     add_import_parser(sub)
+    from flower_federation.cli.check_command import add_parser as add_check_parser
+
+    add_check_parser(sub)
     args = parser.parse_args(argv)
     try:
         code: int = args.fn(args)
