@@ -50,7 +50,7 @@ golden: $(VENV)/.installed
 # pytest exits 5 when it collected no test: that is a failure here, and says so.
 # ruff (format check + lint) over the project, mypy --strict over flower_federation/
 # (settings in pyproject.toml). `make test` runs it first.
-LINTED := flower_federation tests bench __main__.py
+LINTED := flower_federation tests bench policy __main__.py
 lint: $(VENV)/.installed
 	@$(VENV)/bin/ruff format --check --quiet $(LINTED) && $(VENV)/bin/ruff check --quiet $(LINTED) && $(VENV)/bin/mypy
 	@echo "lint: ruff and mypy --strict clean"
