@@ -5,7 +5,7 @@ offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's m
                                 [--cluster NAME] [--outputs FILE.json]
                                 [--stack-outputs ORG/PROJECT/STACK=FILE.json ...]
     python -m flower_federation validate [--stack NAME | --config-file FILE]
-    python -m flower_federation schema [--write]
+    python -m flower_federation schema [--write | --package]
     python -m flower_federation docs [--write]
     python -m flower_federation import helm VALUES.yaml [--release NAME] [--namespace NS]
                                  [--allow-drop] [--preserve-behaviour] [--output-dir DIR]
@@ -53,8 +53,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     from flower_federation.config.reference import SCHEMA_FILE, schema_text
+    from flower_federation.provider import schema as package
 
-    return _emit(schema_text(), SCHEMA_FILE if args.write else None)
+    if args.write:
+        _emit(schema_text(), SCHEMA_FILE)
+        return _emit(package.schema_text(), package.SCHEMA_FILE)
+    return _emit(package.schema_text() if args.package else schema_text(), None)
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
@@ -114,7 +118,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             "schema",
             cmd_schema,
             "print the JSON schema of the federation config",
-            "flower_federation/config/config.schema.json",
+            "flower_federation/config/config.schema.json, and the package schema to provider/schema.json",
         ),
         (
             "docs",
@@ -124,7 +128,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         ),
     ):
         p = sub.add_parser(name, help=help_text, description=_sentence(help_text))
-        p.add_argument("--write", action="store_true", help=f"write it to {target} instead")
+        out = p.add_mutually_exclusive_group()
+        out.add_argument("--write", action="store_true", help=f"write it to {target} instead")
+        if name == "schema":
+            out.add_argument(
+                "--package", action="store_true", help="print the Pulumi package schema of the component plugin instead"
+            )
         p.set_defaults(fn=fn)
     from flower_federation.cli.import_command import add_parser as add_import_parser
 
