@@ -51,9 +51,15 @@ golden: $(VENV)/.installed
 # ruff (format check + lint) over the project, mypy --strict over flower_federation/
 # (settings in pyproject.toml). `make test` runs it first.
 LINTED := flower_federation tests bench policy __main__.py
+# The GitHub workflows (docs/pull-requests.md): zizmor offline (no token, no network: the same answer on
+# every machine) at its strictest persona, with the justified ignores of .github/zizmor.yml; then
+# check-jsonschema against the GitHub workflow schema it vendors.
+WORKFLOWS := $(wildcard .github/workflows/*.yml)
+ZIZMOR := $(VENV)/bin/zizmor --offline --persona auditor --config .github/zizmor.yml --no-progress --quiet
 lint: $(VENV)/.installed
 	@$(VENV)/bin/ruff format --check --quiet $(LINTED) && $(VENV)/bin/ruff check --quiet $(LINTED) && $(VENV)/bin/mypy
-	@echo "lint: ruff and mypy --strict clean"
+	@$(ZIZMOR) .github && $(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
+	@echo "lint: ruff, mypy --strict, zizmor and the workflow schema clean"
 
 # The e2e harness needs two Debian packages: `nftables` (`nft`: it enforces NetworkPolicies) and
 # `nginx` (it runs nginx images, the Fleet-only proxy's, and its Gateway API emulation with it;
