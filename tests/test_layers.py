@@ -56,12 +56,17 @@ def imported(path: Path) -> list[tuple[int, str]]:
             raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno}: a relative import; write it absolute")
         if isinstance(node, ast.ImportFrom) and node.module == "flower_federation":
             # `from flower_federation import program`: each name is a module of the package.
-            out += [(node.lineno, f"flower_federation.{a.name}") for a in node.names]
+            # (`__version__` and the public names of flower_federation/__init__.py are no modules.)
+            out += [(node.lineno, f"flower_federation.{a.name}") for a in node.names if _is_module(a.name)]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("flower_federation"):
             out.append((node.lineno, node.module or ""))
         elif isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names if a.name.startswith("flower_federation")]
     return out
+
+
+def _is_module(name: str) -> bool:
+    return (PACKAGE / name).is_dir() or (PACKAGE / f"{name}.py").is_file()
 
 
 def violations() -> list[str]:

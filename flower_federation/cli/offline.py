@@ -74,6 +74,7 @@ class Registration:
     parent_urn: str = ""
     read_id: Optional[str] = None  # set for `.get()` reads of existing objects
     cluster: str = AMBIENT_CLUSTER  # the cluster whose provider registers it
+    provider: str = ""  # the provider reference (`URN::ID`) it is registered with, "" for the default one
 
 
 @dataclass
@@ -161,7 +162,14 @@ class _Recorder(pulumi.runtime.Mocks):
             found = self.run.existing.get((args.typ, args.resource_id))
             return args.resource_id, dict(found) if found is not None else placeholder_read(args.typ, args.resource_id)
         self.run.registrations.append(
-            Registration(args.typ, args.name, args.inputs, bool(args.custom), cluster=_cluster_of(args.provider))
+            Registration(
+                args.typ,
+                args.name,
+                args.inputs,
+                bool(args.custom),
+                cluster=_cluster_of(args.provider),
+                provider=args.provider or "",
+            )
         )
         return f"{args.name}-id", self.provider(args.typ, args.name, args.inputs)
 

@@ -85,8 +85,8 @@ OUTPUTS: dict[str, OutputSpec] = {
     "caCertificate": OutputSpec(
         _STRING,
         False,
-        "The CA certificate (PEM, public) SuperNodes and `flwr` trust, when this stack generates it (`tls.source: "
-        "generate`); none without TLS.",
+        "The CA certificate (PEM, public) SuperNodes and `flwr` trust: generated here, read from the Secret "
+        "named, or (a site) the hub's; none without TLS.",
     ),
     "nodePublicKeys": OutputSpec(
         _KEYS_BY_POOL_AND_SLOT,

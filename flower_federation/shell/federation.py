@@ -256,7 +256,8 @@ def _plan(
         try:
             plan = load_plan(raw, name, keys)
         except ConfigError as err:
-            raise ConfigError(problems + err.problems) from None
+            # A value unknown at preview is planned as missing: what that alone causes is not said twice.
+            raise ConfigError(problems + [p for p in err.problems if not _under_any(p.path, problems)]) from None
         problems += _unknown_clusters(plan, cluster_providers)
         if problems:
             raise ConfigError(problems)
@@ -266,6 +267,10 @@ def _plan(
         return plan
     except ConfigError as err:
         raise pulumi.RunError(str(err)) from None
+
+
+def _under_any(path: str, problems: list[Problem]) -> bool:
+    return any(path == p.path or path.startswith((f"{p.path}.", f"{p.path}[")) for p in problems)
 
 
 def _unknown_clusters(plan: FederationPlan, cluster_providers: Mapping[str, Any]) -> list[Problem]:
