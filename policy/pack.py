@@ -65,6 +65,8 @@ def plain(value: Any) -> Any:
         return [plain(value[i]) for i in range(len(value))]
     if isinstance(value, str) and value in _SENTINELS:
         return UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # a protobuf Struct carries every number as a double: ports are integers
     return value
 
 
@@ -101,7 +103,7 @@ def _resource_validation(policy: Policy) -> Any:
         if obj is None:
             return
         for v in policy.run(Objects([obj])):
-            report_violation(message(policy, v), None)
+            report_violation(message(policy, v), args.urn)
 
     return validate
 
