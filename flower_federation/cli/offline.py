@@ -274,3 +274,35 @@ def _logger(result: Run) -> logging.Logger:
 
 def _qualified(key: str) -> str:
     return key if ":" in key else f"{program.PROJECT}:{key}"
+
+
+def run_with_urns(
+    config: dict[str, Any], stack: str, *, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
+) -> tuple[Run, list[tuple[str, str, str]]]:
+    """One run of the program, and what Pulumi knows each registered resource by: (type, name,
+    `T1$...$TYPE::NAME`), T1... the types of its ancestors (components) from the stack down, i.e. its URN without
+    `urn:pulumi:STACK::PROJECT::`. The mock monitor writes only the immediate parent's type into a URN, so the
+    chain is rebuilt from each resource's parent, as a stack transformation sees it. Renaming a resource or moving
+    it under another parent changes this, and `pulumi up` then deletes it and creates it anew."""
+    seen: list[tuple[pulumi.Resource, str, str, Optional[pulumi.Resource]]] = []
+
+    def entry() -> Any:
+        def record(args: pulumi.ResourceTransformationArgs) -> None:
+            parent = args.opts.parent if args.opts is not None else None
+            seen.append((args.resource, args.type_, args.name, parent))
+            return None
+
+        pulumi.runtime.register_stack_transformation(record)
+        return program.run()
+
+    run = run_program(config, stack, entry=entry, stack_outputs=stack_outputs)
+    by_resource = {id(resource): (typ, parent) for resource, typ, _, parent in seen}
+
+    def chain(typ: str, parent: Optional[pulumi.Resource]) -> str:
+        types = [typ]
+        while parent is not None and id(parent) in by_resource:  # the Stack itself is not in a URN
+            typ, parent = by_resource[id(parent)]
+            types.append(typ)
+        return "$".join(reversed(types))
+
+    return run, [(typ, name, f"{chain(typ, parent)}::{name}") for _, typ, name, parent in seen]
