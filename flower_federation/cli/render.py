@@ -104,6 +104,11 @@ def cmd_render(args: argparse.Namespace) -> int:
         text = json.dumps(result.stack_outputs_json(args.show_secrets), indent=2, sort_keys=True) + "\n"
         Path(args.outputs).write_text(text)
     clusters = result.clusters
+    if getattr(args, "format", "yaml") == "mermaid":
+        from flower_federation.cli.diff_command import topology_of
+
+        sys.stdout.write(topology_of(found, outputs))  # every cluster's: the topology is the federation's
+        return 0
     if args.cluster is not None:
         if args.cluster not in clusters:
             raise UsageError(f"no objects go to cluster '{args.cluster}' (this stack's: {', '.join(clusters)})")
