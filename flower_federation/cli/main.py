@@ -3,7 +3,9 @@ offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's m
 
     python -m flower_federation render [--stack NAME | --config-file FILE] [--show-secrets]
                                 [--cluster NAME] [--outputs FILE.json]
-                                [--stack-outputs ORG/PROJECT/STACK=FILE.json ...]
+                                [--stack-outputs ORG/PROJECT/STACK=FILE.json ...] [--format yaml|mermaid]
+    python -m flower_federation diff --base OLD_STACK_FILE|- [--stack NAME | --config-file FILE]
+                              [--stack-outputs ORG/PROJECT/STACK=FILE.json ...]
     python -m flower_federation validate [--stack NAME | --config-file FILE]
     python -m flower_federation schema [--write | --package]
     python -m flower_federation docs [--write]
@@ -112,6 +114,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                 metavar="ORG/PROJECT/STACK=FILE.json",
                 help="outputs of a stack the config reads with fromStack (repeatable)",
             )
+            p.add_argument(
+                "--format",
+                choices=("yaml", "mermaid"),
+                default="yaml",
+                help="yaml: the objects (default); mermaid: the federation's topology as a Mermaid flowchart",
+            )
         p.set_defaults(fn=fn)
     for name, fn, help_text, target in (
         (
@@ -141,6 +149,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     from flower_federation.cli.check_command import add_parser as add_check_parser
 
     add_check_parser(sub)
+    from flower_federation.cli.diff_command import add_parser as add_diff_parser
+
+    add_diff_parser(
+        sub,
+        "Markdown for a pull request: the objects a config change adds, removes, changes and replaces, offline",
+    )
     args = parser.parse_args(argv)
     try:
         code: int = args.fn(args)
