@@ -237,7 +237,7 @@ def test_an_unknown_make_target_is_reported() -> None:
 
 def test_an_unknown_subcommand_is_reported() -> None:
     subcommands = cli_subcommands()
-    assert subcommands == {"validate", "render", "schema", "docs", "import"}
+    assert subcommands == {"validate", "render", "schema", "docs", "import", "check", "diff"}
     text = "`.venv/bin/python -m flower_federation render` and `python -m flower_federation deploy --stack x`"
     assert unknown_subcommands(text, subcommands) == ["python -m flower_federation deploy"]
 

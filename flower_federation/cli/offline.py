@@ -277,13 +277,18 @@ def _qualified(key: str) -> str:
 
 
 def run_with_urns(
-    config: dict[str, Any], stack: str, *, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
+    config: dict[str, Any],
+    stack: str,
+    *,
+    stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
+    program_entry: Callable[[], Any] = program.run,
 ) -> tuple[Run, list[tuple[str, str, str]]]:
     """One run of the program, and what Pulumi knows each registered resource by: (type, name,
     `T1$...$TYPE::NAME`), T1... the types of its ancestors (components) from the stack down, i.e. its URN without
     `urn:pulumi:STACK::PROJECT::`. The mock monitor writes only the immediate parent's type into a URN, so the
     chain is rebuilt from each resource's parent, as a stack transformation sees it. Renaming a resource or moving
-    it under another parent changes this, and `pulumi up` then deletes it and creates it anew."""
+    it under another parent changes this, and `pulumi up` then deletes it and creates it anew. `program_entry`:
+    another program than the stack-config one (the component provider's construct path, in the tests)."""
     seen: list[tuple[pulumi.Resource, str, str, Optional[pulumi.Resource]]] = []
 
     def entry() -> Any:
@@ -293,7 +298,7 @@ def run_with_urns(
             return None
 
         pulumi.runtime.register_stack_transformation(record)
-        return program.run()
+        return program_entry()
 
     run = run_program(config, stack, entry=entry, stack_outputs=stack_outputs)
     by_resource = {id(resource): (typ, parent) for resource, typ, _, parent in seen}

@@ -10,15 +10,20 @@ names in the state. The chain is rebuilt by the CLI's own code path (`cli/offlin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 from flower_federation.cli.offline import run_with_urns
 
 
 def identities(
-    config: dict[str, Any], stack: str, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
+    config: dict[str, Any],
+    stack: str,
+    stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
+    entry: Optional[Callable[[], Any]] = None,
 ) -> list[str]:
-    """`T1$...$TYPE::NAME` of every resource the program registers for `config`, sorted (Pulumi does not
-    care in which order a program registers them)."""
-    _, urns = run_with_urns(config, stack, stack_outputs=stack_outputs)
+    """`T1$...$TYPE::NAME` of every resource the program (or `entry`, another program) registers for `config`,
+    sorted (Pulumi does not care in which order a program registers them)."""
+    more = {"program_entry": entry} if entry is not None else {}
+    _, urns = run_with_urns(config, stack, stack_outputs=stack_outputs, **more)
     return sorted(urn for _, _, urn in urns)
