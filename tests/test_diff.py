@@ -205,3 +205,31 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert exit_.value.code == 2
     code, _, err = _diff(capsys, "--base", str(ROOT / "Pulumi.dev.yaml"), "--stack-outputs", "a/b/c=x.json")
     assert code == 2 and "the config reads no stack 'a/b/c'" in err
+
+
+def test_a_kubeconfig_held_as_a_secure_value_stands_in_as_a_placeholder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A production stack file holds a cluster's kubeconfig encrypted: diff still reviews it (the kubeconfig
+    is a placeholder on both sides, secret config as Pulumi holds it), and says nothing of its value."""
+    old = _settings("multi-cluster")
+    old["config"][KEY]["clusters"]["edge"]["kubeconfig"] = {"secure": "AAABAKq8base"}
+    new = copy.deepcopy(old)
+    new["config"][KEY]["supernodes"]["pools"][1]["replicas"] = 3
+    code, out, err = _diff(
+        capsys, "--base", str(_write(tmp_path, "old", old)), "--config-file", str(_write(tmp_path, "new", new))
+    )
+    assert code == 0, err
+    assert "`spec.replicas`: `2` → `3`" in out and "0 to delete" in out
+    assert "AAABAKq8" not in out and "kubeconfig" not in out
+
+
+def test_node_keys_held_as_secure_values_are_refused_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = _settings("dev")
+    settings["config"]["flower-federation:nodeAuthKeys"] = {"cpu": {"0": {"secure": "AAAB"}}}
+    path = str(_write(tmp_path, "keys", settings))
+    code, _, err = _diff(capsys, "--base", path, "--config-file", path)
+    assert code == 2
+    assert "encrypted (secure:) node keys cannot be read offline: config.flower-federation:nodeAuthKeys.cpu.0" in err

@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from flower_federation.cli.render import stack_outputs
-from flower_federation.cli.stack_file import StackFile, check, federation_value, read
+from flower_federation.cli.stack_file import NODE_KEYS_KEYS, StackFile, UsageError, check, federation_value, read
 from flower_federation.config.errors import ConfigError, Problem
 
 if TYPE_CHECKING:
@@ -74,7 +74,9 @@ def resources(found: StackFile, outputs: dict[str, dict[str, Any]]) -> list[Reso
     from flower_federation.cli.offline import reveal, run_with_urns
     from flower_federation.review.changes import Resource
 
-    run, urns = run_with_urns(found.config, found.stack, stack_outputs=outputs)
+    # A `secure:` value makes its whole top-level key secret config, as Pulumi holds it.
+    secret = tuple(sorted({path.removeprefix("config.").split(".")[0] for path in found.encrypted}))
+    run, urns = run_with_urns(found.config, found.stack, stack_outputs=outputs, secret_config=secret)
     urn_of = {(typ, name): urn for typ, name, urn in urns}
     return [
         Resource(
@@ -96,9 +98,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from flower_federation.plan.sites import referenced_stacks
     from flower_federation.review import changes, markdown
 
-    new = read(argparse.Namespace(config_file=args.config_file, stack=args.stack))
+    # `secure:` values (a cluster's kubeconfig) stand in as placeholders: one changed only in its ciphertext is
+    # not seen, and node keys supplied that way cannot be turned into public keys offline.
+    new = _readable(read(argparse.Namespace(config_file=args.config_file, stack=args.stack), **PLACEHOLDERS))
     base_file = STDIN if args.base == "-" else args.base
-    old = read(argparse.Namespace(config_file=base_file, stack=new.stack))
+    old = _readable(read(argparse.Namespace(config_file=base_file, stack=new.stack), **PLACEHOLDERS))
     pairs = args.stack_outputs or []
     sides = (("base", "stdin" if args.base == "-" else args.base, old), ("new", _new_name(args), new))
     read_by_base = set(referenced_stacks(federation_value(old.config)))
@@ -132,6 +136,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
     result = changes.review(rendered["base"], rendered["new"])
     sys.stdout.write(markdown.render(result, new.stack, topology_of(new, outputs["new"])))
     return 0
+
+
+PLACEHOLDERS = {"encrypted_as_placeholders": True}
+
+
+def _readable(found: StackFile) -> StackFile:
+    keys = [path for path in found.encrypted if path.removeprefix("config.").startswith(NODE_KEYS_KEYS)]
+    if keys:
+        raise UsageError(
+            f"encrypted (secure:) node keys cannot be read offline: {', '.join(keys)}; diff needs their public "
+            "keys (run it on a copy whose nodeAuthKeys are test keys, or review with `pulumi preview`)"
+        )
+    return found
 
 
 def _new_name(args: argparse.Namespace) -> str:

@@ -282,6 +282,7 @@ def run_with_urns(
     *,
     stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
     program_entry: Callable[[], Any] = program.run,
+    secret_config: tuple[str, ...] = (),
 ) -> tuple[Run, list[tuple[str, str, str]]]:
     """One run of the program, and what Pulumi knows each registered resource by: (type, name,
     `T1$...$TYPE::NAME`), T1... the types of its ancestors (components) from the stack down, i.e. its URN without
@@ -300,7 +301,7 @@ def run_with_urns(
         pulumi.runtime.register_stack_transformation(record)
         return program_entry()
 
-    run = run_program(config, stack, entry=entry, stack_outputs=stack_outputs)
+    run = run_program(config, stack, entry=entry, stack_outputs=stack_outputs, secret_config=secret_config)
     by_resource = {id(resource): (typ, parent) for resource, typ, _, parent in seen}
 
     def chain(typ: str, parent: Optional[pulumi.Resource]) -> str:
