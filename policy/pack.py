@@ -133,24 +133,19 @@ def _stack_validation(policy: Policy) -> Any:
 def policies(checks: Iterable[Policy] = POLICIES) -> list[ResourceValidationPolicy | StackValidationPolicy]:
     out: list[ResourceValidationPolicy | StackValidationPolicy] = []
     for p in checks:
-        if p.whole_stack:
-            out.append(
-                StackValidationPolicy(
-                    name=p.name,
-                    description=p.description,
-                    validate=_stack_validation(p),
-                    enforcement_level=_level(p),
-                    remediation_steps=p.remediation,
-                )
+        # A policy that needs every resource at once (which pods a NetworkPolicy selects) is a stack policy.
+        kind, validate = (
+            (StackValidationPolicy, _stack_validation(p))
+            if p.whole_stack
+            else (ResourceValidationPolicy, _resource_validation(p))
+        )
+        out.append(
+            kind(
+                name=p.name,
+                description=p.description,
+                validate=validate,
+                enforcement_level=_level(p),
+                remediation_steps=p.remediation,
             )
-        else:
-            out.append(
-                ResourceValidationPolicy(
-                    name=p.name,
-                    description=p.description,
-                    validate=_resource_validation(p),
-                    enforcement_level=_level(p),
-                    remediation_steps=p.remediation,
-                )
-            )
+        )
     return out
