@@ -190,12 +190,13 @@ def _superlink_side(
     links: list[Link] = []
     appio_port = plan.ports.serverappio or plan.ports.control
 
-    # The SuperLink's public API: Fleet from outside when it is exposed (a hub, an
-    # ingress, a gateway, pools in other clusters) or allowed, Fleet and Control from
-    # the configured sources. HTTP era: one port carries both, unless the Fleet-only
-    # proxy holds the Fleet port (from anywhere) and the SuperLink's own port takes
-    # only what is linked to it below.
-    if superlink.settings.allow_external or plan.exposed:
+    # The SuperLink's public API: Fleet from outside when the config makes something
+    # outside dial it (a hub, an ingress, a gateway, pools in other clusters) or allows
+    # it, Fleet and Control from the configured sources. A LoadBalancer or NodePort
+    # Service alone names no client, so it opens nothing here (`allowExternal` does).
+    # HTTP era: one port carries both, unless the Fleet-only proxy holds the Fleet port
+    # and the SuperLink's own port takes only what is linked to it below.
+    if superlink.settings.allow_external or plan.exposure.by_config:
         for source in _fleet_sources(plan, superlink):
             links.append(Link(source, superlink, _tcp(plan.ports.fleet), "SuperNodes outside the cluster"))
     control_service = spec.superlink.control_service

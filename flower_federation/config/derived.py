@@ -7,7 +7,7 @@ Each function takes plain values, and tolerates wrong types where rules pass raw
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -42,6 +42,51 @@ def cluster_key(cluster: Optional[str]) -> str:
 def cluster_label(key: str) -> str:
     """The name a user reads for a cluster key."""
     return key or AMBIENT_CLUSTER
+
+
+# Service types that give the SuperLink's port an address outside its cluster: a port on every node, a load balancer.
+OUTSIDE_SERVICE_TYPES = ("LoadBalancer", "NodePort")
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """How the SuperLink is reached from outside its cluster.
+
+    `by_config`: the config makes something outside dial it: a hub's sites, an ingress, a gateway, a pool in another
+    cluster. What opens its NetworkPolicy's Fleet port to anywhere and asks for an external address.
+    `by_service`: its own Service is a LoadBalancer or NodePort, whoever the config names: whoever reaches that address
+    reaches the port, NetworkPolicy or not (a cluster may not enforce them).
+    `reachable` (either): what puts the Fleet-only proxy in front of an HTTP-era SuperLink and what the preview's
+    warnings (TLS off, no node authentication, `exposeControlApi`) key on."""
+
+    by_config: bool
+    by_service: bool
+
+    @property
+    def reachable(self) -> bool:
+        return self.by_config or self.by_service
+
+
+def superlink_exposure(
+    role: Any, service_type: Any, ingress: Any, gateway: Any, superlink_cluster: Any, pool_clusters: Iterable[Any]
+) -> Exposure:
+    """The SuperLink's Exposure from its settings (a site runs none: never exposed). `ingress`/`gateway` are the
+    settings' values (None: unset); clusters as config writes them (unset or empty: the ambient one)."""
+    if not runs_superlink(role):
+        return Exposure(by_config=False, by_service=False)
+    home = _cluster_name(superlink_cluster)
+    by_config = (
+        role == "hub"
+        or ingress is not None
+        or gateway is not None
+        or any(_cluster_name(c) != home for c in pool_clusters)
+    )
+    service_type = service_type if isinstance(service_type, str) else DEFAULTS.superlink.service.type
+    return Exposure(by_config=by_config, by_service=service_type in OUTSIDE_SERVICE_TYPES)
+
+
+def _cluster_name(cluster: Any) -> str:
+    return cluster_key(cluster) if isinstance(cluster, str) else ""
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,13 @@ import pydantic
 from flower_federation import rules
 from flower_federation.config import Federation, Image, ImageRef, Pool, Probes
 from flower_federation.config.derived import (
+    Exposure,
     SuperExecLayout,
     cluster_key,
     federation_name,
     runs_superlink,
     superexec_layout,
+    superlink_exposure,
 )
 from flower_federation.config.errors import ConfigError, Problem
 from flower_federation.config.images import reference
@@ -109,9 +111,15 @@ class FederationPlan:
         return not self.runs_superlink or self.pool_cluster(pool) != self.superlink_cluster
 
     @property
+    def exposure(self) -> Exposure:
+        """How the SuperLink is reached from outside its cluster (config/derived.py)."""
+        return exposure(self.spec)
+
+    @property
     def exposed(self) -> bool:
-        """The SuperLink takes Fleet traffic from outside its cluster."""
-        return exposed(self.spec)
+        """The SuperLink is reachable from outside its cluster: something the config names dials it from there,
+        or its Service is a LoadBalancer or NodePort."""
+        return self.exposure.reachable
 
     @property
     def fleet_proxy(self) -> bool:
@@ -289,19 +297,17 @@ class FederationPlan:
         return meta
 
 
-def exposed(spec: Federation) -> bool:
-    """The SuperLink takes Fleet traffic from outside its cluster: a hub, an ingress, a
-    gateway, or a pool in another cluster than the SuperLink's."""
+def exposure(spec: Federation) -> Exposure:
+    """How the SuperLink is reached from outside its cluster, as the rules read it (config/derived.py)."""
     sl = spec.superlink
-    remote_pools = spec.role != "site" and any(
-        cluster_key(p.cluster) != cluster_key(sl.cluster) for p in spec.supernodes.pools
-    )
-    return spec.role == "hub" or sl.ingress is not None or sl.gateway is not None or remote_pools
+    clusters = [p.cluster for p in spec.supernodes.pools]
+    return superlink_exposure(spec.role, sl.service.type, sl.ingress, sl.gateway, sl.cluster, clusters)
 
 
 def fleet_proxy_on(spec: Federation, exposed: bool, grpc_era: bool) -> bool:
     """Whether the Fleet-only proxy runs (HTTP era only): as configured, else whenever
-    the SuperLink is exposed and the Control API is not."""
+    the SuperLink is reachable from outside its cluster (`exposed`: a hub, an ingress, a gateway, pools in other
+    clusters, a LoadBalancer or NodePort Service) and the Control API is not."""
     if grpc_era or spec.role == "site":
         return False
     enabled = spec.superlink.fleet_proxy.enabled
@@ -356,7 +362,7 @@ def load_plan(
     name = federation_name(spec.name, stack)
     names = Names(name)
     ports = dialect.resolve_ports(spec.superlink.service.ports.model_dump(by_alias=True))
-    if fleet_proxy_on(spec, exposed(spec), ports.serverappio is not None):
+    if fleet_proxy_on(spec, exposure(spec).reachable, ports.serverappio is not None):
         # The proxy takes the Fleet port; the SuperLink serves its whole API on its own port.
         ports = dataclasses.replace(ports, control=spec.superlink.control_service.port)
     remote_problems, remote = remote_superlink(spec, ports.fleet, stack_outputs, dialect.version)

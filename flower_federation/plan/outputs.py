@@ -99,8 +99,13 @@ def warnings(plan: FederationPlan) -> list[str]:
             f"superlink.controlService is a LoadBalancer: the Control API (`flwr run`, `flwr supernode register`) is "
             f"reachable from outside the cluster by {ranges}."
         )
-    if plan.trust is None and (plan.remote is not None or (plan.runs_superlink and plan.exposed)):
+    if plan.trust is None and (plan.remote is not None or (plan.runs_superlink and plan.exposure.by_config)):
         out.append(TLS_DISABLED_WARNING + " This federation crosses cluster boundaries.")
+    elif plan.trust is None and plan.runs_superlink and plan.exposed:
+        out.append(
+            f"{TLS_DISABLED_WARNING} The SuperLink is reachable from outside its cluster "
+            f"(a {plan.spec.superlink.service.type} Service)."
+        )
     if plan.runs_superlink and plan.exposed and not plan.node_auth and plan.role != "hub":
         out.append(
             "The SuperLink is reached from outside its cluster without node authentication: any host that reaches "

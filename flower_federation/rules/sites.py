@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from flower_federation.config.derived import AMBIENT_CLUSTER, DEFAULTS
+from flower_federation.config.derived import AMBIENT_CLUSTER, DEFAULTS, Exposure, superlink_exposure
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.certificates import certificate_problem
 from flower_federation.flower.dialects import HTTP_PORT, Dialect
@@ -122,14 +122,15 @@ def roles(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Proble
     yield from _clusters(raw, pools)
 
 
-def exposed(raw: Raw, pools: Pools) -> bool:
-    """The SuperLink takes Fleet traffic from outside its cluster (as plan.exposed)."""
-    superlink_cluster = _cluster_of(as_dict(raw.get("superlink")))
-    return (
-        role_of(raw) == "hub"
-        or get(raw, "superlink", "ingress") is not None
-        or get(raw, "superlink", "gateway") is not None
-        or any(_cluster_of(p) != superlink_cluster for _, p in pools)
+def exposure(raw: Raw, pools: Pools) -> Exposure:
+    """How the SuperLink is reached from outside its cluster (as plan.exposure: one function)."""
+    return superlink_exposure(
+        role_of(raw),
+        get(raw, "superlink", "service", "type"),
+        get(raw, "superlink", "ingress"),
+        get(raw, "superlink", "gateway"),
+        _cluster_of(as_dict(raw.get("superlink"))),
+        [_cluster_of(p) for _, p in pools],
     )
 
 
@@ -144,7 +145,8 @@ def _exposure(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Pr
                     f"HTTP era only (Flower 1.40+): Flower {dialect.version} serves the Fleet API on a port of its "
                     "own, which alone is exposed; remove this",
                 )
-    if not exposed(raw, pools):
+    exposed = exposure(raw, pools)
+    if not exposed.reachable:
         return
     http_era = dialect is not None and dialect.resolve_ports({}).serverappio is None
     if (
@@ -161,7 +163,8 @@ def _exposure(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Pr
         )
     service_type = get(raw, "superlink", "service", "type", default=DEFAULTS.superlink.service.type)
     address = get(raw, "superlink", "externalAddress")
-    if service_type == "NodePort" and not get(raw, "superlink", "ingress"):
+    # Sites and pools in other clusters dial the external address: a NodePort's is the node's, with its port.
+    if exposed.by_config and service_type == "NodePort" and not get(raw, "superlink", "ingress"):
         has_port = False
         if isinstance(address, str):
             try:
