@@ -12,9 +12,12 @@ from typing import Any, Optional
 import pytest
 
 from flower_federation.builders import appio, network_links
+from flower_federation.config import Federation
 from flower_federation.config.derived import network_policy_settings
 from flower_federation.config.errors import ConfigError
-from flower_federation.rules.raw import effective_name, superexecs_of
+from flower_federation.plan import exposure as plan_exposure
+from flower_federation.rules import sites
+from flower_federation.rules.raw import effective_name, pools_of, superexecs_of
 from tests.support.render import plan_of
 from tests.support.stacks import HTTP_ERA, base
 
@@ -149,3 +152,33 @@ def test_the_rule_asks_for_a_runtime_secret_exactly_where_the_plan_protects_the_
     except ConfigError as err:
         asked = any(p.path.endswith("runtimeApiSecret") for p in err.problems)
     assert asked == protected
+
+
+@pytest.mark.parametrize(
+    "role,service_type,front,remote_pool",
+    list(
+        itertools.product(
+            ["federation", "hub", "site"],
+            ["ClusterIP", "LoadBalancer", "NodePort"],
+            [None, "ingress", "gateway"],
+            [False, True],
+        )
+    ),
+)
+def test_rules_and_plan_read_one_exposure(
+    role: str, service_type: str, front: Optional[str], remote_pool: bool
+) -> None:
+    # What puts the Fleet-only proxy in front (the plan) is what refuses turning it off (the rule).
+    raw = base(HTTP_ERA, role=role, superlink={"service": {"type": service_type}})
+    if front == "ingress":
+        raw["superlink"]["ingress"] = {"host": "fl.example.org"}
+    elif front == "gateway":
+        raw["superlink"]["gateway"] = {"parentRefs": [{"name": "public"}], "hostname": "fl.example.org"}
+    if remote_pool:
+        raw["supernodes"]["pools"][1]["cluster"] = "edge"
+    got = plan_exposure(Federation.model_validate(raw))
+    assert sites.exposure(raw, pools_of(raw)) == got
+    runs_superlink = role != "site"  # a site runs no SuperLink: nothing of its own is exposed
+    assert got.by_config == (runs_superlink and (role == "hub" or front is not None or remote_pool))
+    assert got.by_service == (runs_superlink and service_type != "ClusterIP")
+    assert got.reachable == (got.by_config or got.by_service)

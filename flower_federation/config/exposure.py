@@ -25,9 +25,9 @@ class FleetProxy(Model):
     enabled: Optional[bool] = Field(
         default=None,
         description=(
-            "Unset: on whenever the SuperLink is reached from outside its cluster (a hub, an ingress, a gateway, pools "
-            "in other clusters) in the HTTP era, unless `exposeControlApi: true`. `false` with an exposed SuperLink "
-            "needs `exposeControlApi: true`."
+            "Unset: on whenever the SuperLink is reachable from outside its cluster (a hub, an ingress, a gateway, "
+            "pools in other clusters, a `LoadBalancer` or `NodePort` Service) in the HTTP era, unless "
+            "`exposeControlApi: true`. `false` with an exposed SuperLink needs `exposeControlApi: true`."
         ),
     )
     image: Image = Field(

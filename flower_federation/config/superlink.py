@@ -48,7 +48,15 @@ class ServicePorts(Model):
 
 
 class SuperLinkService(Model):
-    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(default="ClusterIP", description="Service type.")
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(
+        default="ClusterIP",
+        description=(
+            "Service type. `LoadBalancer` or `NodePort` makes the SuperLink reachable from outside its cluster: in the "
+            "HTTP era the Fleet-only proxy then serves this Service's port (`fleetProxy`). Its NetworkPolicy still "
+            "admits the Fleet API from anywhere only for a hub, an ingress, a gateway, pools in other clusters or "
+            "`networkPolicy.allowExternal: true`."
+        ),
+    )
     ports: ServicePorts = ServicePorts()
     labels: dict[str, str] = Field(default={}, description="Extra labels on the Service (ours win on a clash).")
     annotations: dict[str, str] = Field(default={}, description="Annotations on the Service (e.g. a load balancer's).")
@@ -174,7 +182,8 @@ class SuperLink(PodSettings):
         default=False,
         description=(
             "HTTP era (Flower 1.40+): Fleet and Control share the SuperLink's one port. `true`: no Fleet-only proxy; "
-            "whatever exposes the SuperLink (a hub's Service, an ingress, a gateway, pools in other clusters) exposes "
+            "whatever exposes the SuperLink (a `LoadBalancer` or `NodePort` Service, an ingress, a gateway, pools in other "
+            "clusters) exposes "
             "its Control API too (`flwr run` runs code at every site, `flwr supernode register` admits nodes), with a "
             "warning at every preview; limit who reaches it (`service.loadBalancerSourceRanges`). Prefer "
             "`controlService` for `flwr` from outside."
