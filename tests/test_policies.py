@@ -1,6 +1,6 @@
 """The federation's promises (flower_federation/checks/) on the golden renders, and one mutated
 render per policy that breaks it (negative controls): every golden passes the mandatory policies
-except the two that expose a SuperLink's one HTTP-era port, whose violations are asserted exactly."""
+(one has advisory findings, asserted exactly); a config's opt-in that weakens a promise is reported."""
 
 from __future__ import annotations
 
@@ -25,13 +25,6 @@ from tests.support.policy_objects import (
 SUPERLINK_ARGS = "spec.template.spec.containers[superlink].args"
 # Goldens that opt into something a policy reports (or that the render does without saying so).
 EXPECTED = {
-    # exposeControlApi: true on a LoadBalancer, no node authentication: both are the point of the opt-in.
-    "multi-cluster": {
-        (MANDATORY, "flower-node-auth", "StatefulSet flower/mc-superlink", SUPERLINK_ARGS),
-        (MANDATORY, "flower-control-api-internal", "Service flower/mc-superlink", "spec.ports[api]"),
-    },
-    # process-distributed (service.type LoadBalancer on Flower 1.41, no exposeControlApi) has the Fleet-only
-    # proxy in front, as every SuperLink reachable from outside its cluster: nothing to report.
     # A site has no CA key to sign its pools' Runtime API certificates: the distributed SuperExec hop is
     # plaintext (guarded by the SuperExec auth secret and NetworkPolicies).
     "site-chart-values": {
@@ -264,3 +257,25 @@ def test_a_loopback_control_api_is_not_reachable() -> None:
     args = container(find(objects, "StatefulSet", "demo-superlink"), "superlink")["args"]
     args[args.index("--host") + 1] = "127.0.0.1"
     assert found(objects) == set()
+
+
+@pytest.mark.parametrize(
+    ("setting", "policy"),
+    [
+        ({"insecure": True, "nodeAuth": {"enabled": False}}, "flower-tls"),
+        ({"superlink": {"image": "flwr/superlink:1.42.0", "exposeControlApi": True}}, "flower-control-api-internal"),
+    ],
+    ids=["insecure", "exposeControlApi"],
+)
+def test_an_opt_in_that_weakens_a_promise_is_reported(setting: dict[str, Any], policy: str) -> None:
+    """Our own render of a stack that opts out is not excused: the policy reports what the stack chose."""
+    from tests.support.render import core_objects
+    from tests.support.stacks import dev_config
+
+    config = dev_config()
+    exposed = {"superlink": {**config["superlink"], "service": {"type": "LoadBalancer"}}}
+    merged = {**config, **exposed, **{k: v for k, v in setting.items() if k != "superlink"}}
+    merged["superlink"] = {**merged["superlink"], **setting.get("superlink", {})}
+    names = {v.policy for v in run(core_objects(merged)) if v.level == MANDATORY}
+    assert policy in names
+    assert policy not in {v.policy for v in run(core_objects({**config, **exposed})) if v.level == MANDATORY}

@@ -43,15 +43,25 @@ def test_a_mandatory_violation_by_object_and_field(capsys: pytest.CaptureFixture
     ]
 
 
-def test_the_multi_cluster_render_is_checked_per_cluster(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_multi_cluster_render_is_checked_per_cluster(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = (GOLDEN_DIR / "multi-cluster.rendered.yaml").read_text()
     code, out, _ = check(capsys, str(GOLDEN_DIR / "multi-cluster.rendered.yaml"))
+    assert code == 0 and out.splitlines()[-1].startswith("check: no violations")
+    # One violation in each cluster's half of the render, each reported under its cluster.
+    home, edge = text.split("# cluster: edge\n")
+    home = home.replace("        - --enable-supernode-auth\n", "", 1)
+    edge = edge.replace("image: flwr/supernode:1.41.0", "image: flwr/supernode:latest", 1)
+    mutated = tmp_path / "multi-cluster.yaml"
+    mutated.write_text(home + "# cluster: edge\n" + edge)
+    code, out, _ = check(capsys, str(mutated))
     assert code == 1
     heads = [line for line in out.splitlines() if not line.startswith(" ")]
     assert heads == [
         "MANDATORY flower-node-auth: [cluster default] StatefulSet flower/mc-superlink "
         "spec.template.spec.containers[superlink].args",
-        "MANDATORY flower-control-api-internal: [cluster default] Service flower/mc-superlink spec.ports[api]",
-        "check: 2 mandatory and 0 advisory violations (9 policies, 19 objects)",
+        "MANDATORY flower-images-pinned: [cluster edge] StatefulSet flower/mc-supernode-edge "
+        "spec.template.spec.containers[supernode].image",
+        "check: 2 mandatory and 0 advisory violations (9 policies, 28 objects)",
     ]
 
 

@@ -106,11 +106,17 @@ def test_goldens_as_the_engine_hands_them(name: str) -> None:
 
 
 def test_the_multi_cluster_golden_per_provider() -> None:
-    # Two clusters, two providers: the edge cluster's objects never meet the default cluster's.
-    assert analyze_stack(golden_clusters("multi-cluster")) == {
-        ("flower-node-auth", "mandatory", "mc-superlink"),
-        ("flower-control-api-internal", "mandatory", "mc-superlink"),
-    }
+    clusters = golden_clusters("multi-cluster")
+    assert analyze_stack(clusters) == set()
+    # Two clusters, two providers: the edge cluster's objects never meet the default cluster's. The edge pool's
+    # NetworkPolicy moved into the default cluster covers no edge pod (negative control: one stack of both
+    # clusters' objects, as if one provider, would find it covered).
+    (home_name, home), (edge_name, edge) = copy.deepcopy(clusters)
+    policy = find(edge, "NetworkPolicy", "mc-supernode-edge")
+    edge.remove(policy)
+    moved = [(home_name, [*home, policy]), (edge_name, edge)]
+    assert analyze_stack(moved) == {("flower-network-policies", "mandatory", "mc-supernode-edge")}
+    assert analyze_stack([(home_name, [*home, policy, *edge])]) == set()
 
 
 def test_resource_policies_report_on_the_resource() -> None:
