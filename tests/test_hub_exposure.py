@@ -81,12 +81,26 @@ def test_expose_control_api_is_the_old_hub_with_its_warning() -> None:
     assert any(w.startswith("superlink.exposeControlApi is true") for w in warnings)
 
 
-def test_the_grpc_era_hub_is_unchanged_no_proxy_fleet_port_only() -> None:
-    objects, outputs, _ = render(hub("1.26.1"))
+def test_the_grpc_era_hub_has_no_proxy_and_its_load_balancer_carries_the_fleet_port_only() -> None:
+    objects, outputs, warnings = render(hub("1.26.1"))
     assert containers(objects) == ["superlink"]
-    assert [p["port"] for p in get(objects, "Service", "fl-superlink")["spec"]["ports"]] == [9092, 9093]
+    assert [p["port"] for p in get(objects, "Service", "fl-superlink")["spec"]["ports"]] == [9092]
+    control = get(objects, "Service", "fl-superlink-control")
+    assert control["spec"]["type"] == "ClusterIP" and [p["port"] for p in control["spec"]["ports"]] == [9093]
     assert [r for r in ingress_rules(objects) if "from" not in r] == [{"ports": [{"port": 9092, "protocol": "TCP"}]}]
     assert outputs["superlink"]["externalAddress"] == "fl.example.org:9092"
+    assert outputs["superlink"]["controlAddress"] == "fl-superlink-control.flower-hub.svc.cluster.local:9093"
+    assert not [w for w in warnings if "Control API" in w]
+
+
+def test_the_grpc_era_hub_with_expose_control_api_keeps_control_on_its_load_balancer() -> None:
+    raw = hub("1.26.1")
+    raw["superlink"]["exposeControlApi"] = True
+    objects, outputs, warnings = render(raw)
+    assert not [o for o in objects if o["metadata"]["name"] == "fl-superlink-control"]
+    assert [p["port"] for p in get(objects, "Service", "fl-superlink")["spec"]["ports"]] == [9092, 9093]
+    assert outputs["superlink"]["controlAddress"] == "fl-superlink.flower-hub.svc.cluster.local:9093"
+    assert any(w.startswith("superlink.exposeControlApi is true: Service fl-superlink") for w in warnings)
 
 
 def test_a_federation_in_one_cluster_gets_no_proxy() -> None:

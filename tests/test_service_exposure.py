@@ -1,20 +1,26 @@
 """A SuperLink exposed by its own Service (docs/exposure.md): a `LoadBalancer` or `NodePort` Service makes it
 reachable from outside its cluster, so on HTTP-era Flower (1.41, 1.42) the render puts the Fleet-only proxy in
-front and no Control port leaves the cluster, as the policies of `flower_federation.checks` judge the rendered
-objects (no mandatory violation). Negative controls: a ClusterIP Service (nothing exposed, no proxy);
-`exposeControlApi: true` (no proxy, the preview's warning, and the policy reports the Control API); the gRPC era
-(1.26: no proxy; Fleet and Control are separate ports there)."""
+front, and on gRPC-era Flower (1.26: Fleet and Control are separate ports) the Service that leaves the cluster
+carries the Fleet port alone, Control moving to ClusterIP Service `N-superlink-control`; either way no Control port
+leaves the cluster, as the policies of `flower_federation.checks` judge the rendered objects (no mandatory
+violation, `python -m flower_federation check` too). Negative controls: a ClusterIP Service (nothing exposed, no
+proxy, Control on `N-superlink`); `exposeControlApi: true` (no proxy, Control stays on the exposed Service, the
+preview's warning for the era, and the policy reports the Control API)."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from flower_federation.builders import trust
 from flower_federation.checks.model import MANDATORY
 from flower_federation.checks.policies import mandatory
 from flower_federation.checks.policies import run as check
+from flower_federation.cli.main import main
 from flower_federation.config.errors import ConfigError
 from flower_federation.plan import load_plan
 from flower_federation.plan.outputs import warnings as preview_warnings
@@ -127,30 +133,126 @@ def test_turning_the_proxy_off_on_such_a_service_needs_expose_control_api(versio
     assert [p.path for p in err.value.problems] == ["federation.superlink.fleetProxy.enabled"]
 
 
+CONTROL_HOST = "ex-superlink-control.flower-ex.svc.cluster.local"
+GRPC_CONTROL_WARNING = "superlink.exposeControlApi is true: Service ex-superlink"
+
+
+def ports(service: dict[str, Any]) -> list[tuple[str, int, Any]]:
+    return [(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]]
+
+
+def registration_address(objects: list[dict[str, Any]]) -> str:
+    """The Control API address the registration Job's `flwr` config dials."""
+    (config,) = [v for k, v in get(objects, "ConfigMap", "ex-node-registration")["data"].items() if k.endswith(".toml")]
+    (address,) = [line.split('"')[1] for line in config.splitlines() if line.startswith("address")]
+    return address
+
+
 @pytest.mark.parametrize("service_type", OUTSIDE)
-def test_negative_control_the_grpc_era_has_no_proxy(service_type: str) -> None:
-    plan = load_plan(federation(GRPC_VERSION, service_type), "ex")
-    assert plan.exposed and not plan.fleet_proxy
-    objects, _, warnings = render(federation(GRPC_VERSION, service_type))
-    assert containers(objects) == ["superlink"] and "ex-superlink-control" not in service_names(objects)
-    assert not any(CONTROL_WARNING in w for w in warnings)
-    # Fleet (9092) and Control (9093) are separate ports: the NetworkPolicy admits Control from the registration
-    # Job and the configured sources only, never from anywhere.
+def test_the_grpc_era_external_service_carries_fleet_only(service_type: str, k8s_validate: Any) -> None:
+    raw = federation(GRPC_VERSION, service_type)
+    plan = load_plan(copy.deepcopy(raw), "ex")
+    assert plan.exposed and plan.grpc_era and not plan.fleet_proxy and plan.control_apart
+    objects, outputs, warnings = render(raw)
+    for obj in objects:
+        k8s_validate(obj)
+    # No proxy in the gRPC era: the SuperLink serves Fleet (9092) and Control (9093) itself, on ports of their own.
+    assert containers(objects) == ["superlink"]
+    (public,) = outside_services(objects)
+    assert public["metadata"]["name"] == "ex-superlink" and public["spec"]["type"] == service_type
+    assert ports(public) == [("fleet", 9092, "fleet")]
+    control = get(objects, "Service", "ex-superlink-control")
+    assert control["spec"]["type"] == "ClusterIP" and ports(control) == [("control", 9093, "control")]
+    assert control["spec"]["selector"] == public["spec"]["selector"]
+    # Everything that dials Control follows it there: the outputs, `flwr`'s config, the registration Job, and
+    # the server certificate names it.
+    assert outputs["superlink"]["controlAddress"] == f"{CONTROL_HOST}:9093"
+    assert outputs["superlink"]["fleetAddress"] == "ex-superlink.flower-ex.svc.cluster.local:9092"
+    assert f'address = "{CONTROL_HOST}:9093"' in outputs["flwrConfig"]
+    assert registration_address(objects) == f"{CONTROL_HOST}:9093"
+    assert CONTROL_HOST in trust.superlink_dns_names(plan)
+    assert not any("exposeControlApi" in w for w in warnings)
+    # The policies read the objects alone: nothing mandatory broken (flower-control-api-internal included).
+    assert mandatory(check(objects)) == []
+    # The NetworkPolicy is the pod's, unchanged: Control from the registration Job and the configured sources only.
     rules = get(objects, "NetworkPolicy", "ex-superlink")["spec"]["ingress"]
     assert all("from" in rule for rule in rules if 9093 in {p["port"] for p in rule["ports"]})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "gRPC era: Service N-superlink carries the Control port (9093) next to Fleet (9092), a LoadBalancer or "
-        "NodePort one too (docs/exposure.md says so); flower-control-api-internal reports it. Fixing it moves "
-        "Control to a ClusterIP Service of its own: the lead's call (it changes e2e scenario 6 on 1.26.1)."
-    ),
-)
+def test_check_passes_a_grpc_era_hub_behind_a_load_balancer(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`python -m flower_federation check` over the render of a gRPC-era hub (the shape e2e scenario 6 runs)."""
+    raw = {
+        "role": "hub",
+        "name": "ex",
+        "namespace": "flower-ex",
+        "version": GRPC_VERSION,
+        "nodeAuth": {"enabled": True},
+        "superlink": {"service": {"type": "LoadBalancer"}, "externalAddress": "fl.example.org"},
+    }
+    objects, _, _ = render(raw)
+    path = tmp_path / "hub.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    code = main(["check", str(path)])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "MANDATORY" not in out, out
+    # The negative control: the same hub with exposeControlApi, which check refuses (exit 1).
+    raw["superlink"]["exposeControlApi"] = True
+    path.write_text(yaml.safe_dump_all(render(raw)[0]))
+    code = main(["check", str(path)])
+    out, _ = capsys.readouterr()
+    assert code == 1 and f"MANDATORY {CONTROL_POLICY}" in out, out
+
+
 @pytest.mark.parametrize("service_type", OUTSIDE)
-def test_the_grpc_era_external_service_carries_fleet_only(service_type: str) -> None:
-    objects, _, _ = render(federation(GRPC_VERSION, service_type))
+def test_negative_control_grpc_era_expose_control_api_keeps_9093_on_the_external_service(service_type: str) -> None:
+    raw = federation(GRPC_VERSION, service_type, exposeControlApi=True)
+    plan = load_plan(copy.deepcopy(raw), "ex")
+    assert plan.exposed and not plan.control_apart
+    objects, outputs, warnings = render(raw)
+    assert "ex-superlink-control" not in service_names(objects)
     (public,) = outside_services(objects)
-    assert [p["port"] for p in public["spec"]["ports"]] == [9092]
-    assert mandatory(check(objects)) == []
+    assert ports(public) == [("fleet", 9092, "fleet"), ("control", 9093, "control")]
+    assert outputs["superlink"]["controlAddress"] == "ex-superlink.flower-ex.svc.cluster.local:9093"
+    assert registration_address(objects) == "ex-superlink.flower-ex.svc.cluster.local:9093"
+    assert CONTROL_HOST not in trust.superlink_dns_names(plan)
+    # The gRPC era's own warning: Control is a port of its own on that Service, not the HTTP era's one port.
+    (warning,) = [w for w in warnings if "exposeControlApi" in w]
+    assert warning.startswith(f"{GRPC_CONTROL_WARNING} (type {service_type}) carries Flower 1.26.1's Control API port")
+    assert "(9093) next to its Fleet port (9092)" in warning and "one port" not in warning
+    assert "moves to the ClusterIP Service ex-superlink-control" in warning
+    assert (MANDATORY, CONTROL_POLICY) in violations(objects)
+
+
+@pytest.mark.parametrize("expose_control_api", [False, True])
+def test_negative_control_a_grpc_era_clusterip_superlink_is_unchanged(expose_control_api: bool) -> None:
+    raw = federation(GRPC_VERSION, "ClusterIP", exposeControlApi=expose_control_api)
+    plan = load_plan(copy.deepcopy(raw), "ex")
+    assert not plan.exposed and not plan.control_apart
+    objects, outputs, warnings = render(raw)
+    assert containers(objects) == ["superlink"] and "ex-superlink-control" not in service_names(objects)
+    assert outside_services(objects) == []
+    assert ports(get(objects, "Service", "ex-superlink")) == [("fleet", 9092, "fleet"), ("control", 9093, "control")]
+    assert outputs["superlink"]["controlAddress"] == "ex-superlink.flower-ex.svc.cluster.local:9093"
+    assert registration_address(objects) == "ex-superlink.flower-ex.svc.cluster.local:9093"
+    assert CONTROL_HOST not in trust.superlink_dns_names(plan)
+    assert mandatory(check(objects)) == [] and warnings == []
+
+
+@pytest.mark.parametrize("expose_control_api", [False, True])
+@pytest.mark.parametrize("service_type", (*OUTSIDE, "ClusterIP"))
+@pytest.mark.parametrize("version", HTTP_VERSIONS)
+def test_negative_control_the_http_era_keeps_control_apart_exactly_behind_the_proxy(
+    version: str, service_type: str, expose_control_api: bool
+) -> None:
+    # The HTTP era's Control Service is the proxy's, as before: the gRPC era's rule does not reach it.
+    raw = federation(version, service_type, exposeControlApi=expose_control_api)
+    plan = load_plan(copy.deepcopy(raw), "ex")
+    assert plan.control_apart == plan.fleet_proxy == (service_type != "ClusterIP" and not expose_control_api)
+    objects, outputs, _ = render(raw)
+    if plan.fleet_proxy:
+        assert ports(get(objects, "Service", "ex-superlink-control")) == [("api", 9095, "api")]
+        assert outputs["superlink"]["controlAddress"] == f"{CONTROL_HOST}:9095"
+    else:
+        assert "ex-superlink-control" not in service_names(objects)
+        assert ports(get(objects, "Service", "ex-superlink")) == [("api", 8000, "api")]
+        assert outputs["superlink"]["controlAddress"] == "ex-superlink.flower-ex.svc.cluster.local:8000"

@@ -132,7 +132,8 @@ def _superlink_ports(plan: FederationPlan) -> list[ServicePort]:
 
 
 def _public_ports(plan: FederationPlan) -> list[dict[str, Any]]:
-    """Ports of Service `N-superlink` (what sites, an Ingress and a Gateway reach)."""
+    """Ports of Service `N-superlink` (what sites, an Ingress and a Gateway reach): Fleet alone when the Control
+    API is apart (`plan.control_apart`)."""
     if plan.fleet_proxy:
         port: dict[str, Any] = {
             "name": fleet_proxy.PORT_NAME,
@@ -143,7 +144,15 @@ def _public_ports(plan: FederationPlan) -> list[dict[str, Any]]:
         if plan.trust:  # what controller-neutral Ingresses and Gateways read to dial the backend with TLS
             port["appProtocol"] = "https"
         return [port]
-    return _service_ports(plan.dialect.service_ports(plan.ports))
+    ports = plan.dialect.service_ports(plan.ports)
+    return _service_ports([p for p in ports if p not in _control_ports(plan)] if plan.control_apart else ports)
+
+
+def _control_ports(plan: FederationPlan) -> list[ServicePort]:
+    """Ports of Service `N-superlink-control`: behind the proxy, the SuperLink's own port; gRPC era, Control's."""
+    if plan.fleet_proxy:
+        return _superlink_ports(plan)
+    return [p for p in plan.dialect.service_ports(plan.ports) if p.port == plan.ports.control]
 
 
 def _service_ports(ports: list[ServicePort]) -> list[dict[str, Any]]:
@@ -152,9 +161,9 @@ def _service_ports(ports: list[ServicePort]) -> list[dict[str, Any]]:
 
 
 def _control_service(plan: FederationPlan) -> Manifest:
-    """`N-superlink-control`: the SuperLink's own API port behind the Fleet-only proxy,
-    for `flwr`, the registration Job and distributed SuperExecs (ClusterIP unless the
-    operator exposes it to `loadBalancerSourceRanges`)."""
+    """`N-superlink-control`: the SuperLink's own API port behind the Fleet-only proxy (or the gRPC era's Control
+    port of an exposed SuperLink), for `flwr`, the registration Job and distributed SuperExecs (ClusterIP unless
+    the operator exposes it to `loadBalancerSourceRanges`, HTTP era)."""
     cs = plan.spec.superlink.control_service
     spec: dict[str, Any] = {"type": cs.type}
     if cs.type == "LoadBalancer":
@@ -162,7 +171,7 @@ def _control_service(plan: FederationPlan) -> Manifest:
         # Clients keep their addresses, so the NetworkPolicy admits the same ranges.
         spec["externalTrafficPolicy"] = "Local"
     spec["selector"] = selector_labels(plan.name, SUPERLINK)
-    spec["ports"] = _service_ports(_superlink_ports(plan))
+    spec["ports"] = _service_ports(_control_ports(plan))
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -255,7 +264,9 @@ def objects(plan: FederationPlan) -> list[Manifest]:
         access.service_account(plan, names.superlink, SUPERLINK, settings=sl.service_account),
     ]
     if plan.fleet_proxy:
-        out += [fleet_proxy.config_map(plan), _control_service(plan)]
+        out.append(fleet_proxy.config_map(plan))
+    if plan.control_apart:
+        out.append(_control_service(plan))
     if sl.ingress is not None:
         out.append(_ingress(plan))
     out += gateway.objects(plan)

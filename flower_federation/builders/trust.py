@@ -38,7 +38,7 @@ def _external_hosts(plan: FederationPlan) -> list[str]:
 def superlink_dns_names(plan: FederationPlan) -> list[str]:
     """Every name the SuperLink's Service answers to in-cluster, then localhost, the
     configured names and the external ones; ordered and without duplicates."""
-    services = [plan.names.superlink] + ([plan.names.superlink_control] if plan.fleet_proxy else [])
+    services = [plan.names.superlink] + ([plan.names.superlink_control] if plan.control_apart else [])
     names = [n for svc in services for n in service_dns_names(svc, plan.namespace, plan.spec.cluster_domain)]
     names.append(LOCALHOST)
     names += plan.spec.tls.dns_names

@@ -52,8 +52,10 @@ class SuperLinkService(Model):
         default="ClusterIP",
         description=(
             "Service type. `LoadBalancer` or `NodePort` makes the SuperLink reachable from outside its cluster: in the "
-            "HTTP era the Fleet-only proxy then serves this Service's port (`fleetProxy`). Its NetworkPolicy still "
-            "admits the Fleet API from anywhere only for a hub, an ingress, a gateway, pools in other clusters or "
+            "HTTP era the Fleet-only proxy then serves this Service's port (`fleetProxy`); in the gRPC era this "
+            "Service carries the Fleet port alone and the Control port moves to ClusterIP Service "
+            "`N-superlink-control` (unless `exposeControlApi`). Its NetworkPolicy still admits the Fleet API from "
+            "anywhere only for a hub, an ingress, a gateway, pools in other clusters or "
             "`networkPolicy.allowExternal: true`."
         ),
     )
@@ -161,8 +163,8 @@ class SuperLink(PodSettings):
     service: SuperLinkService = Field(
         default=SuperLinkService(),
         description=(
-            "Service `N-superlink`: Fleet and Control (gRPC era) or the one API port (HTTP era), never a plaintext in-pod "
-            "API."
+            "Service `N-superlink`: Fleet and Control (gRPC era; Fleet alone when exposed, see `exposeControlApi`) or "
+            "the one API port (HTTP era), never a plaintext in-pod API."
         ),
     )
     volumes: list[Any] = Field(default=[], description="Volumes added to the SuperLink's pod.")
@@ -181,12 +183,13 @@ class SuperLink(PodSettings):
     expose_control_api: bool = Field(
         default=False,
         description=(
-            "HTTP era (Flower 1.40+): Fleet and Control share the SuperLink's one port. `true`: no Fleet-only proxy; "
-            "whatever exposes the SuperLink (a `LoadBalancer` or `NodePort` Service, an ingress, a gateway, pools in other "
-            "clusters) exposes "
-            "its Control API too (`flwr run` runs code at every site, `flwr supernode register` admits nodes), with a "
-            "warning at every preview; limit who reaches it (`service.loadBalancerSourceRanges`). Prefer "
-            "`controlService` for `flwr` from outside."
+            "`true`: an exposed SuperLink (a `LoadBalancer` or `NodePort` Service, an ingress, a gateway, pools in "
+            "other clusters) keeps its Control API on Service `N-superlink`, so whoever reaches what exposes it "
+            "reaches the Control API too (`flwr run` runs code at every site, `flwr supernode register` admits "
+            "nodes), with a warning at every preview; limit who reaches it (`service.loadBalancerSourceRanges`). "
+            "HTTP era (Flower 1.40+, one port for Fleet and Control): no Fleet-only proxy; prefer `controlService` "
+            "for `flwr` from outside. gRPC era (1.21-1.34): the Control port stays next to Fleet, guarded only by "
+            "the NetworkPolicy; unset, it moves to ClusterIP Service `N-superlink-control`."
         ),
     )
     external_address: Optional[str] = Field(

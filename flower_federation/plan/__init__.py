@@ -123,10 +123,15 @@ class FederationPlan:
 
     @property
     def fleet_proxy(self) -> bool:
-        """HTTP era: the Fleet-only proxy serves the Fleet port, and the SuperLink its own
-        API on `ports.control` (see fleet_proxy.py). Rules make an exposed SuperLink have
-        it unless `exposeControlApi`."""
+        """HTTP era: the Fleet-only proxy serves the Fleet port, and the SuperLink its own API on `ports.control`
+        (see fleet_proxy.py). Rules make an exposed SuperLink have it unless `exposeControlApi`."""
         return fleet_proxy_on(self.spec, self.exposed, self.grpc_era)
+
+    @property
+    def control_apart(self) -> bool:
+        """Control has ClusterIP Service `N-superlink-control`, off the Service that may leave the cluster: behind the
+        Fleet-only proxy, and in the gRPC era (Fleet, Control: two ports) when exposed, unless `exposeControlApi`."""
+        return self.fleet_proxy or (self.grpc_era and self.exposed and not self.spec.superlink.expose_control_api)
 
     @property
     def registers_nodes(self) -> bool:
@@ -211,8 +216,8 @@ class FederationPlan:
 
     @property
     def control_host(self) -> str:
-        """The in-cluster name of the SuperLink's Control API (HTTP era: its own API port)."""
-        return self.service_host(self.names.superlink_control) if self.fleet_proxy else self.superlink_host
+        """The in-cluster name of the SuperLink's Control API (behind the proxy: its own API port)."""
+        return self.service_host(self.names.superlink_control) if self.control_apart else self.superlink_host
 
     @property
     def control_address(self) -> str:
@@ -305,9 +310,9 @@ def exposure(spec: Federation) -> Exposure:
 
 
 def fleet_proxy_on(spec: Federation, exposed: bool, grpc_era: bool) -> bool:
-    """Whether the Fleet-only proxy runs (HTTP era only): as configured, else whenever
-    the SuperLink is reachable from outside its cluster (`exposed`: a hub, an ingress, a gateway, pools in other
-    clusters, a LoadBalancer or NodePort Service) and the Control API is not."""
+    """Whether the Fleet-only proxy runs (HTTP era only): as configured, else whenever the SuperLink is reachable
+    from outside its cluster (`exposed`: a hub, an ingress, a gateway, pools in other clusters, a LoadBalancer or
+    NodePort Service) and the Control API is not."""
     if grpc_era or spec.role == "site":
         return False
     enabled = spec.superlink.fleet_proxy.enabled

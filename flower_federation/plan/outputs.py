@@ -93,6 +93,17 @@ def warnings(plan: FederationPlan) -> list[str]:
             "register` admits nodes). Limit who reaches it (superlink.service.loadBalancerSourceRanges), or remove "
             "exposeControlApi and give operators superlink.controlService instead."
         )
+    if plan.runs_superlink and plan.exposed and plan.grpc_era and not plan.control_apart:
+        sl, names = plan.spec.superlink, plan.names
+        out.append(
+            f"superlink.exposeControlApi is true: Service {names.superlink} (type {sl.service.type}) carries Flower "
+            f"{plan.version}'s Control API port ({plan.ports.control}) next to its Fleet port ({plan.ports.fleet}), so "
+            "whatever exposes that Service outside the cluster exposes the Control API too (`flwr run` runs code at "
+            "every site, `flwr supernode register` admits nodes), guarded only by the NetworkPolicy (the "
+            "registration Job and the configured sources), which some clusters do not enforce. Limit who reaches it "
+            f"(superlink.service.loadBalancerSourceRanges), or remove exposeControlApi: the Control API then moves "
+            f"to the ClusterIP Service {names.superlink_control}."
+        )
     if plan.fleet_proxy and plan.spec.superlink.control_service.type == "LoadBalancer":
         ranges = ", ".join(plan.spec.superlink.control_service.load_balancer_source_ranges)
         out.append(
