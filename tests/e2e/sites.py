@@ -14,7 +14,9 @@ Each stack runs in a cluster of its own (own node, bridge, subnet, cluster DNS);
 clusters meet only on a WAN (harness/wan.py): the hub's LoadBalancer Service gets a WAN
 address (a TCP relay to the SuperLink pod, TLS passed through), and public DNS answers
 `fl.example.test` with it in the sites' clusters. A site can resolve neither the hub's
-in-cluster Service name nor route to the hub's pods (checked). The keys reach the
+in-cluster Service name nor route to the hub's pods, nor reach a Control port at the
+public address: the hub's Control API is its ClusterIP Service `N-superlink-control` in
+both eras, where its Job and `flwr` (the exported flwrConfig) dial it (checked). The keys reach the
 SuperLink only through what the hub rendered: its node-registration Job runs as a Job's
 pod in the hub's cluster (harness/jobs.py), created once the SuperLink is Ready (what
 Pulumi does: the Job depends on the SuperLink). Then `flwr run` (a user in the hub's
@@ -215,10 +217,16 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     # site, its SuperLink pod is not routable, the public name and port are.
     site_a = run.sites[ADMITTED[0]].cluster
     internal = f"{HUB_NAME}-superlink.{HUB_NAMESPACE}.svc.cluster.local"
-    seen = reach_from(site_a, [internal, EXTERNAL_HOST], [(hub.superlink.ip, fleet_port), (EXTERNAL_HOST, fleet_port)])
+    # The Control API is the hub's ClusterIP Service N-superlink-control in both eras (gRPC: its own port, 9093;
+    # HTTP: the SuperLink's own port behind the proxy, 9095): the public address relays no Control port.
+    control_host, control_port = hub.outputs["superlink"]["controlAddress"].rsplit(":", 1)
+    assert control_host == f"{HUB_NAME}-superlink-control.{HUB_NAMESPACE}.svc.cluster.local", hub.outputs["superlink"]
+    dials = [(hub.superlink.ip, fleet_port), (EXTERNAL_HOST, fleet_port), (EXTERNAL_HOST, int(control_port))]
+    seen = reach_from(site_a, [internal, EXTERNAL_HOST], dials)
     assert seen["resolves"] == {internal: None, EXTERNAL_HOST: lb_ip}, seen
     assert seen["connects"][f"{EXTERNAL_HOST}:{fleet_port}"] == "ok", seen
     assert seen["connects"][f"{hub.superlink.ip}:{fleet_port}"] != "ok", seen
+    assert seen["connects"][f"{EXTERNAL_HOST}:{control_port}"] != "ok", seen
     if run.gateway is not None:
         clients = {r["client"] for r in run.gateway.requests() if r["uri"].startswith("/v1/fleet/")}
         for s in ADMITTED:
