@@ -7,6 +7,7 @@ e2e sites scenario runs it against real SuperLinks (tests/e2e/sites.py)."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -102,3 +103,84 @@ def test_the_job_fails_at_once_on_the_scripts_refusal() -> None:
         "action": "FailJob",
         "onExitCodes": {"containerName": container["name"], "operator": "In", "values": [registration.EXIT_REFUSED]},
     }
+
+
+class FakeControl:
+    """A SuperLink's Control API as the script calls it (ListNodes, RegisterNode, UnregisterNode)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, tuple[str, bytes]] = {}
+        self.calls: list[str] = []
+
+    def ListNodes(self, request: object) -> object:  # noqa: N802 - Flower's names
+        self.calls.append("list")
+        info = [
+            type("NodeInfo", (), {"node_id": i, "status": status, "public_key": key})
+            for i, (status, key) in self.nodes.items()
+        ]
+        return type("Listed", (), {"nodes_info": info})
+
+    def RegisterNode(self, request: object) -> object:  # noqa: N802
+        self.calls.append("register")
+        node_id = len(self.nodes) + 1
+        self.nodes[node_id] = ("registered", request.public_key)  # type: ignore[attr-defined]
+        return type("Registered", (), {"node_id": node_id})
+
+    def UnregisterNode(self, request: object) -> None:  # noqa: N802
+        self.calls.append("unregister")
+        self.nodes[request.node_id] = ("unregistered", self.nodes[request.node_id][1])  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        pass
+
+
+def _fake_flower(monkeypatch: pytest.MonkeyPatch, control: FakeControl) -> ModuleType:
+    """The script with Flower's modules it imports replaced by fakes (keys: the OpenSSH line's key field)."""
+    import sys
+
+    proto = ModuleType("flwr.proto.control_pb2")
+    for name in ("ListNodesRequest", "RegisterNodeRequest", "UnregisterNodeRequest"):
+        setattr(proto, name, lambda **kw: type("Request", (), kw))
+    asym = ModuleType("flwr.supercore.primitives.asymmetric")
+    asym.public_key_to_bytes = lambda key: key  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "flwr.proto.control_pb2", proto)
+    monkeypatch.setitem(sys.modules, "flwr.supercore.primitives.asymmetric", asym)
+    s = script()
+    monkeypatch.setattr(s, "control_client", lambda name: (control, control))
+    from cryptography.hazmat.primitives import serialization
+
+    monkeypatch.setattr(serialization, "load_ssh_public_key", lambda data: data.split()[1])
+    return s
+
+
+def test_over_shards_the_script_registers_exactly_their_union_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests.support import hub_scale
+
+    lines = [key for site in hub_scale.site_keys(30, 10) for key in site]
+    text = "".join(f"{line}\n" for line in sorted(lines))
+    files = []
+    for i, shard in enumerate(registration.shard_texts(text)):
+        files.append(tmp_path / registration.shard_file(i))
+        files[-1].write_text(shard)
+    assert sum(len(f.read_text().splitlines()) for f in files) == 300
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    monkeypatch.setenv("FLWR_HOME", str(tmp_path / "home"))
+    control = FakeControl()
+    s = _fake_flower(monkeypatch, control)
+    argv = ["x", "federation", str(config), *map(str, files)]
+    assert s.main([*argv, "register"]) == 0
+    registered = {key for status, key in control.nodes.values() if status == "registered"}
+    assert registered == {line.split()[1].encode() for line in lines}
+    assert control.calls.count("register") == 300
+    control.calls.clear()  # a re-run with no change: one listing, nothing registered or revoked
+    assert s.main([*argv, "register"]) == 0 and s.main([*argv, "revoke"]) == 0
+    assert control.calls == ["list", "list"]
+    # One key dropped from one shard: the revocation phase makes one call
+    dropped = files[3].read_text().splitlines()
+    files[3].write_text("".join(f"{line}\n" for line in dropped[1:]))
+    control.calls.clear()
+    assert s.main([*argv, "revoke"]) == 0 and control.calls == ["list", "unregister"]
+    assert s.main(["x", "federation", str(config), "register"]) == 2  # no keys file: usage

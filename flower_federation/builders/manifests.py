@@ -10,7 +10,8 @@ shell when it registers an object.
 `render` also checks what must hold of any render before anything is registered: one
 object per (apiVersion, kind, namespace, name) and cluster; every selector selects the
 pods it is meant to; every Secret or ConfigMap a pod mounts is rendered or named by the
-config as the user's own.
+config as the user's own (InvariantError: a bug); and every object fits the API server's
+size and length limits (builders/limits.py; TooLarge: config problems naming the setting that breaks one).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple, Optional
 from flower_federation.builders import (
     access,
     appio,
+    limits,
     network,
     network_links,
     node_auth,
@@ -31,6 +33,7 @@ from flower_federation.builders import (
     supernodes,
     trust,
 )
+from flower_federation.config.errors import ConfigError, Problem
 from flower_federation.kube import pod_security
 from flower_federation.kube.naming import SERVERAPP_ROLE
 from flower_federation.kube.objects import WORKLOAD_KINDS, Manifest, ObjectKey, ObjectMeta, PodTemplate, pod_template_of
@@ -117,6 +120,19 @@ class InvariantError(Exception):
         )
 
 
+class TooLarge(InvariantError):
+    """Objects past the API server's limits (builders/limits.py): config problems, each naming the setting
+    that breaks a limit, reported as a config error (not a bug). An InvariantError, so that whatever stops a
+    render on a broken invariant (the shell's `_render`: pulumi.RunError, nothing registered) stops it on
+    this too."""
+
+    def __init__(self, problems: list[Problem]):
+        error = ConfigError(problems)
+        self.problems = error.problems
+        self.broken = [str(p) for p in self.problems]
+        Exception.__init__(self, str(error))
+
+
 def render(plan: FederationPlan) -> Manifests:
     """Every object, once, grouped by the cluster it goes to: the SuperLink's cluster
     first (the SuperLink, its TLS, registration), then each other cluster its pools run
@@ -126,6 +142,7 @@ def render(plan: FederationPlan) -> Manifests:
     pools = {p.name: supernodes.objects(plan, p) for p in plan.spec.supernodes.pools}
     policies = network.policies(plan)
     clusters = []
+    too_big: list[Problem] = []
     for cluster in plan.clusters:
         entries: list[Entry] = []
         here = plan.runs_superlink and cluster == plan.superlink_cluster
@@ -150,8 +167,18 @@ def render(plan: FederationPlan) -> Manifests:
             entries += [Entry(pool_owner(pool.name), m) for m in pools[pool.name]]
             entries += [Entry(pool_owner(pool.name), m) for owner_pool, m in policies if owner_pool == pool.name]
         check_invariants(plan, [e.manifest for e in entries])
+        too_big += limits.problems(plan, [(_section_of(e.owner), e.manifest) for e in entries])
         clusters.append(ClusterManifests(cluster, tuple(entries)))
+    if too_big:  # config problems (the setting named), not a bug: every object checked first
+        raise TooLarge(too_big)
     return Manifests(tuple(clusters))
+
+
+def _section_of(owner: Owner) -> Optional[str]:
+    """Which part of the config an object comes from, for naming the setting a limit's breach comes from."""
+    if owner.pool is not None:
+        return owner.pool
+    return limits.SUPERLINK if owner in (SUPERLINK, APPIO) else None
 
 
 def _registration(plan: FederationPlan, policy: Manifest) -> bool:

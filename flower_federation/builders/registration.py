@@ -18,6 +18,29 @@ names the Jobs after their digest, so a new set is a new pair of Jobs and an unc
 is no change at all. Registrations live in the SuperLink's state (its PVC), so they survive a
 restart; the register script stays exported for anyone who cannot run Jobs.
 
+At scale the trusted keys are sharded (`keys_sharded`): a consortium hub of 500 sites x 20 keys holds
+about 2.2 MB of OpenSSH lines, and the API server refuses a ConfigMap whose data passes 1 MiB
+(kube/limits.py). While the keys fit comfortably in one object (SINGLE_BUDGET, half the limit, so
+the estimate of keys generated at deploy time never nears it) they stay in `N-node-registration` as
+ever; beyond, they go to SHARDS ConfigMaps `N-node-registration-keys-NN`, each key by a hash of its
+key material (`shard_of`), which the Job mounts beside the script (one projected volume) and the script
+reads as one set. Why this design:
+
+- a key's shard depends on the key alone, so adding or removing one key changes exactly one shard
+  ConfigMap (and the Job pair, named after the whole set as before); no other object changes;
+- one Job pair over the union, not a Job per shard: the revocation phase must know the whole trusted
+  set to tell which registered node is no longer trusted, and the script registers only the keys the
+  SuperLink lacks (one ListNodes, then one call per changed key), so a one-key change is one call;
+- not compression: gzip of base64 keys saves about a third, so 10,000 keys would still be about 1 MiB
+  in one object, and a gzip blob hides the changed key from `pulumi preview --diff` and `diff`;
+- a fixed SHARDS (16), not one ConfigMap per site: few objects keep the render fast (each is a Pulumi
+  registration) and about 75,000 keys fit before any shard nears the limit; past that the render
+  refuses the config by `sites`, the number of keys named (builders/limits.py).
+
+The one change of shape, crossing SINGLE_BUDGET, moves the keys from `N-node-registration` into the
+shards in one `pulumi up` (ConfigMaps only: the trusted set, and so the Jobs' names, is unchanged by
+the move itself).
+
 A key set the SuperLink can never accept (a trusted key it revoked before: Flower does not
 register a revoked key again) makes the script exit EXIT_REFUSED, on which the Job's
 podFailurePolicy fails the Job at once, saying why, rather than retrying until its deadline.
@@ -27,10 +50,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
-from flower_federation.builders import resources
+from flower_federation.builders import node_auth, resources
 from flower_federation.builders.access import service_account
 from flower_federation.builders.pod_pipeline import PodRecipe, finish_pod
 from flower_federation.builders.workload_parts import ca_mounts, ca_volumes, managed_container
@@ -46,6 +70,13 @@ SCRIPT = Path(__file__).resolve().parents[1] / "flower" / "scripts" / "register_
 SCRIPT_FILE = "register_nodes.py"
 CONFIG_FILE = "config.toml"
 KEYS_FILE = "trusted-keys"
+# Sharded keys (`keys_sharded`): SHARDS ConfigMaps, each key by `shard_of`, once the keys' estimated size
+# passes SINGLE_BUDGET (half the API server's 1 MiB, kube/limits.DATA_MAX).
+SHARDS = 16
+SINGLE_BUDGET = 512 * 1024
+# An OpenSSH ECDSA public key line without its comment, at most (nistp521: 20 + 232 characters), a
+# space, and the newline: what a pool's key (generated or supplied at deploy time) adds, with its comment.
+KEY_LINE_MAX = 254
 # Long enough for a SuperLink that is still being scheduled and started.
 TIMEOUT_SECONDS = 600
 # register_nodes.EXIT_REFUSED: retrying cannot help (the script runs in the Flower image
@@ -89,6 +120,65 @@ def trusted_keys_text(slots: dict[str, dict[str, str]]) -> str:
     return "".join(f"{key}\n" for key in sorted(keys))
 
 
+def shard_of(line: str) -> int:
+    """The shard of one OpenSSH key line: a hash of its key material (not its comment), so a key keeps its
+    shard whoever holds it and whatever else is trusted."""
+    fields = line.split()
+    material = fields[1] if len(fields) > 1 else line.strip()
+    return hashlib.sha256(material.encode()).digest()[0] % SHARDS
+
+
+def shard_texts(keys_text: str) -> list[str]:
+    """`trusted_keys_text` split into SHARDS files, each sorted as the whole was."""
+    shards: list[list[str]] = [[] for _ in range(SHARDS)]
+    for line in keys_text.splitlines():
+        shards[shard_of(line)].append(f"{line}\n")
+    return ["".join(lines) for lines in shards]
+
+
+def shard_file(i: int) -> str:
+    return f"{KEYS_FILE}-{i:02d}"
+
+
+def shard_name(plan: FederationPlan, i: int) -> str:
+    return f"{plan.names.node_registration}-keys-{i:02d}"
+
+
+def pool_key_bytes(plan: FederationPlan) -> int:
+    """An upper bound of the pools' key lines (made or supplied at deploy time) in the keys file."""
+    total = 0
+    for pool in plan.spec.supernodes.pools:
+        for slot in node_auth.slots(plan, pool):
+            total += KEY_LINE_MAX + len(node_auth.key_comment(plan, pool.name, slot).encode()) + 1
+    return total
+
+
+def site_lines(plan: FederationPlan) -> list[str]:
+    return sorted({key.strip() for _, keys in plan.site_keys for key in keys})
+
+
+def keys_sharded(plan: FederationPlan) -> bool:
+    """Whether the trusted keys go to shards: their size (the sites' exactly, the pools' bounded) passes
+    SINGLE_BUDGET. Decided from the plan, so the objects a stack registers are known at preview."""
+    size = sum(len(line.encode()) + 1 for line in site_lines(plan)) + pool_key_bytes(plan)
+    return size > SINGLE_BUDGET
+
+
+def keys_estimate(plan: FederationPlan) -> dict[str, int]:
+    """Registration ConfigMap name -> the most bytes of keys the shell adds to it at deploy time: the sites'
+    lines exactly, every pool key's bound (to any shard, as a pool key's shard is known only then)."""
+    if not plan.registers_nodes:
+        return {}
+    pools = pool_key_bytes(plan)
+    lines = site_lines(plan)
+    if not keys_sharded(plan):
+        return {plan.names.node_registration: pools + sum(len(line.encode()) + 1 for line in lines)}
+    sizes = [pools] * SHARDS
+    for line in lines:
+        sizes[shard_of(line)] += len(line.encode()) + 1
+    return {shard_name(plan, i): size for i, size in enumerate(sizes)}
+
+
 def keys_digest(keys_text: str) -> str:
     return hashlib.sha256(keys_text.encode()).hexdigest()[:REGISTRATION_DIGEST_LENGTH]
 
@@ -98,8 +188,18 @@ def job_name(plan: FederationPlan, keys_text: str, phase: str = REGISTER) -> str
     return f"{base}-{keys_digest(keys_text)}"
 
 
+def shard_config_maps(plan: FederationPlan) -> list[Manifest]:
+    """The key shards, without their files: the shell adds each (`shard_texts`)."""
+    if not keys_sharded(plan):
+        return []
+    return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": plan.meta(shard_name(plan, i), NODE_REGISTRATION)}
+        for i in range(SHARDS)
+    ]
+
+
 def config_map(plan: FederationPlan) -> Manifest:
-    """Without KEYS_FILE: the shell adds it (`trusted_keys_text` of `trusted_slots`)."""
+    """Without KEYS_FILE (or the shards' files): the shell adds it (`trusted_keys_text` of `trusted_slots`)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -113,11 +213,13 @@ def job(plan: FederationPlan, phase: str = REGISTER) -> Manifest:
     pod annotation with the keys' digest."""
     names = plan.names
     files = f"{REGISTRATION_DIR}/"
+    sharded = keys_sharded(plan)
+    keys = [files + shard_file(i) for i in range(SHARDS)] if sharded else [files + KEYS_FILE]
     container = managed_container(
         plan,
         NODE_REGISTRATION,
         plan.superlink_image,
-        [files + SCRIPT_FILE, CONNECTION, files + CONFIG_FILE, files + KEYS_FILE, phase],
+        [files + SCRIPT_FILE, CONNECTION, files + CONFIG_FILE, *keys, phase],
         resources=resources.registration_job(plan),
         env=[
             {"name": "FLWR_HOME", "value": WRITABLE_PATHS["flwr-home"]},
@@ -127,9 +229,15 @@ def job(plan: FederationPlan, phase: str = REGISTER) -> Manifest:
         pull_policy=plan.pull_policy(plan.spec.superlink.image),
     )
     container["command"] = ["python"]
-    volumes = ca_volumes(plan) + [
-        {"name": REGISTRATION_VOLUME, "configMap": {"name": names.node_registration, "defaultMode": 0o444}}
-    ]
+    volume: dict[str, Any] = {"name": names.node_registration, "defaultMode": 0o444}
+    if sharded:  # the script and every shard in one directory
+        sources = [{"configMap": {"name": names.node_registration}}]
+        sources += [{"configMap": {"name": shard_name(plan, i)}} for i in range(SHARDS)]
+        volumes = ca_volumes(plan) + [
+            {"name": REGISTRATION_VOLUME, "projected": {"sources": sources, "defaultMode": 0o444}}
+        ]
+    else:
+        volumes = ca_volumes(plan) + [{"name": REGISTRATION_VOLUME, "configMap": volume}]
     pod = finish_pod(
         plan,
         PodRecipe(
@@ -175,6 +283,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     return [
         service_account(plan, plan.names.node_registration, NODE_REGISTRATION),
         config_map(plan),
+        *shard_config_maps(plan),
         job(plan, REGISTER),
         job(plan, REVOKE),
     ]

@@ -5,6 +5,7 @@ load_ssh_private_key), or PEM ones (PKCS#8, SEC1) to be written as OpenSSH."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 # cryptography is imported where keys are read: only stacks with nodeAuth.keySource config need it.
@@ -101,6 +102,65 @@ def same_key(private_key_openssh: str, public_key_line: str) -> bool:
     return line == public_key(private_key_openssh)
 
 
+# The NIST curves of OpenSSH's ECDSA keys: name -> (p, b, coordinate bytes); a = p - 3 for all three (SEC 2, 2.4-2.6).
+_NIST = {
+    "nistp256": (
+        2**256 - 2**224 + 2**192 + 2**96 - 1,
+        0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B,
+        32,
+    ),
+    "nistp384": (
+        2**384 - 2**128 - 2**96 + 2**32 - 1,
+        0xB3312FA7E23EE7E4988E056BE3F82D19181D9C6EFE8141120314088F5013875AC656398D8A2ED19D2A85C8EDD3EC2AEF,
+        48,
+    ),
+    "nistp521": (
+        2**521 - 1,
+        0x051953EB9618E1C9A1F929A21A0B68540EEA2DA725B99B315F3B8B489918EF109E156193951EC7E937B1652C0BD3BB1BF073573DF883D2C34F1EF451FD46B503F00,
+        66,
+    ),
+}
+
+
+def _is_openssh_nist_key(text: str) -> bool:
+    """True if `text` is plainly an OpenSSH ECDSA public key line on a NIST curve, the uncompressed point on
+    the curve: what cryptography's load_ssh_public_key accepts, checked without it (a hub's thousands of
+    site keys are checked at every render; this takes microseconds a key). False means: ask cryptography."""
+    import base64
+    import binascii
+
+    fields = text.split()
+    if len(fields) < 2 or not fields[0].startswith("ecdsa-sha2-"):
+        return False
+    try:
+        blob = base64.b64decode(fields[1], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    parts: list[bytes] = []
+    at = 0
+    while at + 4 <= len(blob) and len(parts) < 3:
+        size = int.from_bytes(blob[at : at + 4], "big")
+        parts.append(blob[at + 4 : at + 4 + size])
+        at += 4 + size
+    if len(parts) != 3 or at != len(blob) or parts[0] != fields[0].encode():
+        return False
+    curve = parts[1].decode("ascii", "replace")
+    if fields[0] != f"ecdsa-sha2-{curve}" or curve not in _NIST:
+        return False
+    p, b, n = _NIST[curve]
+    point = parts[2]
+    if len(point) != 1 + 2 * n or point[0] != 4:
+        return False
+    x, y = int.from_bytes(point[1 : 1 + n], "big"), int.from_bytes(point[1 + n :], "big")
+    return x < p and y < p and (y * y - (x * x * x - 3 * x + b)) % p == 0
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _is_openssh_nist_key_once(text: str) -> bool:
+    """`_is_openssh_nist_key`, once per key a process: the CLI, the program and the shell each plan a stack."""
+    return _is_openssh_nist_key(text)
+
+
 def public_key_problem(text: Any, placeholders: bool = True) -> Optional[str]:
     """Why `text` is not a public key Flower registers (`flwr supernode register` loads
     OpenSSH public keys on a NIST elliptic curve), or None. `placeholders`: accept an
@@ -113,6 +173,8 @@ def public_key_problem(text: Any, placeholders: bool = True) -> Optional[str]:
     if not isinstance(text, str) or "\n" in text.strip():
         return hint
     if placeholders and is_deploy_time_placeholder(text):
+        return None
+    if _is_openssh_nist_key_once(text.strip()):
         return None
     try:
         key = serialization.load_ssh_public_key(text.strip().encode())

@@ -36,13 +36,14 @@ class RegistrationComponent(pulumi.ComponentResource):
         keys_text = pool_keys.apply(lambda keys: registration.trusted_keys_text(registration.trusted_slots(plan, keys)))
         self.job_name = keys_text.apply(lambda t: registration.job_name(plan, t))
         self._keys_text, self._rollout, self._plan = keys_text, rollout, plan
+        self._shards: Optional[pulumi.Output[list[str]]] = None
         self._digest = keys_text.apply(registration.keys_digest)
         self.resources: list[pulumi.Resource] = []
         self._revocation: Optional[Manifest] = None
         for m in objects:
             fields: Optional[dict[str, Any]] = None
             if m["kind"] == "ConfigMap":
-                fields = {"data": {**m["data"], registration.KEYS_FILE: keys_text}}
+                fields = {"data": self._keys_data(m, keys_text)}
             elif m["kind"] == "Job" and m["metadata"]["name"] == plan.names.node_revocation:
                 self._revocation = m
                 continue
@@ -50,6 +51,17 @@ class RegistrationComponent(pulumi.ComponentResource):
             self.resources.append(self._register(m, after, fields))
             if m["kind"] == "Job":
                 self.registered = self.resources[-1]
+
+    def _keys_data(self, m: Manifest, keys_text: pulumi.Output[str]) -> dict[str, Any]:
+        """The keys file a registration ConfigMap carries: all of them, or (sharded) its shard's."""
+        name = m["metadata"]["name"]
+        if name == self._plan.names.node_registration:
+            sharded = registration.keys_sharded(self._plan)
+            return {**m["data"], **({} if sharded else {registration.KEYS_FILE: keys_text})}
+        i = next(i for i in range(registration.SHARDS) if registration.shard_name(self._plan, i) == name)
+        if self._shards is None:  # split once, for every shard
+            self._shards = keys_text.apply(registration.shard_texts)
+        return {registration.shard_file(i): self._shards.apply(lambda texts: texts[i])}
 
     def _register(self, m: Manifest, opts: pulumi.ResourceOptions, fields: Optional[dict[str, Any]]) -> pulumi.Resource:
         annotations: Optional[dict[str, pulumi.Output[str]]] = None

@@ -2,7 +2,10 @@
 and node-revocation Jobs run this with the SuperLink image's Python (Flower 1.26+), on
 every `pulumi up` that changes the key set, one phase each:
 
-    python register_nodes.py CONNECTION CONFIG_TOML TRUSTED_KEYS register|revoke
+    python register_nodes.py CONNECTION CONFIG_TOML TRUSTED_KEYS [TRUSTED_KEYS ...] register|revoke
+
+TRUSTED_KEYS: one file, or (a hub's thousands of keys) the shards of one set: the trusted keys
+are the union of every file given.
 
 `register` registers the trusted keys that are not registered and revokes nothing (before
 the pools roll onto new keys); `revoke` unregisters the nodes whose key is not trusted and
@@ -49,13 +52,13 @@ def log(message: str) -> None:
     print(f"{PREFIX} {message}", flush=True)
 
 
-def trusted_keys(path: Path) -> dict[bytes, str]:
-    """{key bytes as Flower stores them: OpenSSH line} of every listed key."""
+def trusted_keys(*paths: Path) -> dict[bytes, str]:
+    """{key bytes as Flower stores them: OpenSSH line} of every key listed in any of the files."""
     from cryptography.hazmat.primitives import serialization
     from flwr.supercore.primitives.asymmetric import public_key_to_bytes
 
     keys: dict[bytes, str] = {}
-    for line in path.read_text().splitlines():
+    for line in (line for path in paths for line in path.read_text().splitlines()):
         line = line.strip()
         if line and not line.startswith("#"):
             keys[public_key_to_bytes(serialization.load_ssh_public_key(line.encode()))] = line
@@ -140,14 +143,18 @@ def reconcile(connection_name: str, wanted: dict[bytes, str], phase: str) -> tup
 
 
 def main(argv: list[str]) -> int:
-    connection_name, config, keys_file, phase = argv[1], Path(argv[2]), Path(argv[3]), argv[4]
-    if phase not in PHASES:
-        log(f"unknown phase {phase!r}: {' or '.join(PHASES)}")
+    connection_name, config, phase = argv[1], Path(argv[2]), argv[-1]
+    keys_files = [Path(arg) for arg in argv[3:-1]]
+    if phase not in PHASES or not keys_files:
+        log(
+            f"unknown phase {phase!r} or no TRUSTED_KEYS file: "
+            f"CONNECTION CONFIG_TOML TRUSTED_KEYS... {'|'.join(PHASES)}"
+        )
         return 2
     home = Path(os.environ.get("FLWR_HOME") or Path.home() / ".flwr")
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(config.read_text())
-    wanted = trusted_keys(keys_file)
+    wanted = trusted_keys(*keys_files)
     deadline = time.monotonic() + float(os.environ.get("REGISTRATION_TIMEOUT_SECONDS", "300"))
     delay = 1.0
     while True:
