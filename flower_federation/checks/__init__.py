@@ -5,6 +5,7 @@ policy/ adapts them). No Pulumi here: plain dicts in, violations out.
 - `model.py`          a policy, a violation (object and field), and `UNKNOWN` (Pulumi preview).
 - `pods.py`           pods in any workload, and which Flower program each container runs.
 - `exposure.py`       what is reachable from outside the cluster (Services, Ingresses, routes).
+- `flower_version.py` which Flower a container is checked as (its tag's; none: the newest, or older by its flags).
 - `flower_policies.py` TLS, the SuperExec hop's TLS, node authentication, the Control API.
 - `pod_policies.py`   NetworkPolicies, Pod Security restricted, memory limits, API tokens, images.
 - `policies.py`       every policy, in order, and `run` over a set of objects.

@@ -8,11 +8,12 @@ Per version (the image tag, `flower/versions.py`, `flower/dialects.py`, `../shar
   `APPIO_PROTECTION_SINCE` (1.40): the gRPC era's AppIo APIs are plaintext by Flower's design.
 - Node authentication: `--enable-supernode-auth` from `NODE_AUTH_SINCE` (1.23), before it
   `--auth-list-public-keys`.
-- The Control API: gRPC era (`GrpcEra`, and before it) its own port, `--control-api-address`
-  (`--exec-api-address` before 1.21), default 9093; HTTP era (`HttpEra`) the one API port,
-  `--host`/`--port`, default 127.0.0.1:8000, shared with Fleet. Between the two (1.35-1.39) the
-  flags tell which.
-A digest-only image has no version: every check that depends on one assumes the newest.
+- The Control API: up to 1.36 its own gRPC port, `--control-api-address` (or `--exec-api-address`),
+  default 0.0.0.0:9093 (1.36's `--help`); from 1.38 (its `--help`: "The Control API now operates over
+  HTTP") the one API port, `--host`/`--port`, default 127.0.0.1:8000, shared with Fleet. 1.37, whose
+  `--help` we do not hold: `--host`/`--port` on the command line say HTTP.
+An image reference with no version (`:latest`, digest-only) is checked as the newest Flower, unless
+its flags rule that out (`flower_version.py`): one rule for every check here.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from typing import Optional
 
 from flower_federation.checks import exposure as exp
+from flower_federation.checks.flower_version import checked_version
 from flower_federation.checks.model import ADVISORY, MANDATORY, Objects, Policy, Violation
 from flower_federation.checks.pods import (
     CLIENTAPP,
@@ -35,12 +37,17 @@ from flower_federation.checks.pods import (
     pod_sites,
     port_of,
 )
-from flower_federation.flower.dialects import GRPC_CONTROL_PORT, HTTP_PORT, GrpcEra, HttpEra, dialect_for
+from flower_federation.flower.dialects import GRPC_CONTROL_PORT, HTTP_PORT
 from flower_federation.flower.versions import APPIO_PROTECTION_SINCE, NODE_AUTH_SINCE, FlowerVersion
 
 # The oldest Flower whose `--help` we hold (../shared/flower-cli/1.20.0) has TLS on both sides.
 FLEET_TLS_SINCE = FlowerVersion(1, 20, 0)
 SERVER_TLS_FLAGS = ("--ssl-ca-certfile", "--ssl-certfile", "--ssl-keyfile")
+# The Control API's own gRPC port up to 1.36; on the one HTTP API port from 1.38 (their `--help`).
+CONTROL_GRPC_BEFORE = FlowerVersion(1, 37, 0)
+CONTROL_HTTP_SINCE = FlowerVersion(1, 38, 0)
+# Fleet joins it from 1.40 (`--fleet-api-address`: "Deprecated. Use `--host` and `--port`").
+FLEET_HTTP_SINCE = FlowerVersion(1, 40, 0)
 APPIO_ADDRESS_FLAGS = (
     "--runtime-api-address",
     "--appio-api-address",
@@ -50,15 +57,25 @@ APPIO_ADDRESS_FLAGS = (
 
 
 def _since(fc: FlowerContainer, version: FlowerVersion) -> bool:
-    return fc.version is None or fc.version >= version
+    return checked_version(fc).at_least(version)
 
 
 def _args(fc: FlowerContainer) -> str:
     return f"{fc.path}.args"
 
 
-def _flower(fc: FlowerContainer) -> str:
-    return f"Flower {fc.version}" if fc.version else "this Flower (no version tag)"
+def _flower(fc: FlowerContainer, what: str = "") -> str:
+    """`Flower 1.41.0 WHAT`; when the image names no version, why the one it is checked as."""
+    checked = checked_version(fc)
+    if not checked.note:
+        return f"{checked} {what}" if what else str(checked)
+    return f"{checked.note}, which {what}" if what else checked.note
+
+
+def _note(fc: FlowerContainer) -> str:
+    """` (why this version)` when the image names none, else ""."""
+    note = checked_version(fc).note
+    return f" ({note})" if note else ""
 
 
 def _missing(fc: FlowerContainer, flags: tuple[str, ...]) -> list[str]:
@@ -72,17 +89,18 @@ def check_fleet_tls(objects: Objects) -> Iterator[Violation]:
             continue
         who = "the SuperLink's Fleet and Control APIs" if fc.program == SUPERLINK else "the SuperNode's Fleet calls"
         if fc.flags.has("--insecure"):
-            yield Violation(fc.pod.ref, _args(fc), f"--insecure: {who} are plaintext ({_flower(fc)} has TLS)")
+            yield Violation(fc.pod.ref, _args(fc), f"--insecure: {who} are plaintext ({_flower(fc, 'has TLS')})")
             continue
         if fc.program == SUPERLINK:
             missing = _missing(fc, SERVER_TLS_FLAGS)
             if missing:
-                yield Violation(fc.pod.ref, _args(fc), f"{who} without {', '.join(missing)}")
+                yield Violation(fc.pod.ref, _args(fc), f"{who} without {', '.join(missing)}{_note(fc)}")
         elif _missing(fc, ("--root-certificates",)):
             yield Violation(
                 fc.pod.ref,
                 _args(fc),
-                "no --root-certificates: the SuperNode does not verify the SuperLink against the federation's CA",
+                "no --root-certificates: the SuperNode does not verify the SuperLink against the federation's CA"
+                + _note(fc),
             )
 
 
@@ -101,7 +119,7 @@ def _appio_address(fc: FlowerContainer) -> Optional[str]:
 
 def check_runtime_tls(objects: Objects) -> Iterator[Violation]:
     for fc in flower_containers(objects, SUPERNODE, SUPEREXEC, SERVERAPP, CLIENTAPP):
-        if fc.version is None or fc.version < APPIO_PROTECTION_SINCE:
+        if not _since(fc, APPIO_PROTECTION_SINCE):
             continue
         if fc.program == SUPERNODE:
             missing = _missing(fc, SERVER_TLS_FLAGS)
@@ -110,7 +128,7 @@ def check_runtime_tls(objects: Objects) -> Iterator[Violation]:
                     fc.pod.ref,
                     _args(fc),
                     f"the SuperNode's Runtime API listens on {fc.flags.value('--host')} without {', '.join(missing)}: "
-                    "its SuperExecs' traffic (tasks, model updates) crosses the network in plaintext",
+                    "its SuperExecs' traffic (tasks, model updates) crosses the network in plaintext" + _note(fc),
                 )
         elif fc.flags.has("--insecure"):
             host = host_of(_appio_address(fc))
@@ -119,39 +137,37 @@ def check_runtime_tls(objects: Objects) -> Iterator[Violation]:
                     fc.pod.ref,
                     _args(fc),
                     f"--insecure towards {_appio_address(fc)}: the {fc.program} hop crosses the network in plaintext "
-                    f"({_flower(fc)} serves it over TLS)",
+                    f"({_flower(fc, 'serves it over TLS')})",
                 )
 
 
-def _auth_flags(fc: FlowerContainer) -> tuple[str, ...]:
-    if fc.version is None:
-        return ("--enable-supernode-auth", "--auth-list-public-keys")
-    return ("--enable-supernode-auth",) if fc.version >= NODE_AUTH_SINCE else ("--auth-list-public-keys",)
+def _auth_flag(fc: FlowerContainer) -> str:
+    return "--enable-supernode-auth" if _since(fc, NODE_AUTH_SINCE) else "--auth-list-public-keys"
 
 
 def check_node_auth(objects: Objects) -> Iterator[Violation]:
     exposures = list(exp.exposures(objects))
     for fc in flower_containers(objects, SUPERLINK):
-        flags = _auth_flags(fc)
-        if fc.flags.unknown or any(fc.flags.has(f) for f in flags):
+        flag = _auth_flag(fc)
+        if fc.flags.unknown or fc.flags.has(flag):
             continue
         reached = sorted({f"{e.how} ({e.source} port {e.port_label})" for e in exposures if exp.selects(e, fc.pod)})
         if reached:
             yield Violation(
                 fc.pod.ref,
                 _args(fc),
-                f"reached from outside the cluster by {'; '.join(reached)} without {flags[0]}: any host that reaches "
-                "its Fleet API (and trusts its CA) may join the federation as a SuperNode",
+                f"reached from outside the cluster by {'; '.join(reached)} without {flag}: any host that reaches "
+                f"its Fleet API (and trusts its CA) may join the federation as a SuperNode{_note(fc)}",
             )
 
 
 def control_listener(fc: FlowerContainer) -> Optional[tuple[int, bool]]:
     """(port, shared with Fleet) where a SuperLink serves its Control API beyond the pod's loopback;
-    None when it listens on loopback only or the port is not known."""
-    dialect = dialect_for(fc.version) if fc.version else None
-    if isinstance(dialect, HttpEra):
+    None when it listens on loopback only or the port is not known. The era is the checked
+    version's (`flower_version.py`); only for 1.37 do the flags tell."""
+    if _since(fc, CONTROL_HTTP_SINCE):
         http = True
-    elif isinstance(dialect, GrpcEra) or (fc.version is not None and fc.version < GrpcEra.min_version):
+    elif not _since(fc, CONTROL_GRPC_BEFORE):
         http = False
     else:
         http = fc.flags.has("--port") or fc.flags.has("--host")
@@ -159,7 +175,8 @@ def control_listener(fc: FlowerContainer) -> Optional[tuple[int, bool]]:
         host = fc.flags.value("--host") if fc.flags.has("--host") else "127.0.0.1"
         port = fc.flags.value("--port")
         number = int(port) if port and port.isdigit() else (HTTP_PORT if not fc.flags.has("--port") else None)
-        return None if host in LOOPBACK_HOSTS or host is None or number is None else (number, True)
+        shared = _since(fc, FLEET_HTTP_SINCE)
+        return None if host in LOOPBACK_HOSTS or host is None or number is None else (number, shared)
     flag = "--control-api-address" if not fc.flags.has("--exec-api-address") else "--exec-api-address"
     address = fc.flags.value(flag) if fc.flags.has(flag) else None
     if fc.flags.has(flag) and address is None:
@@ -187,7 +204,7 @@ def check_control_api(objects: Objects) -> Iterator[Violation]:
                 f"port {port} of {pod.ref}, where the SuperLink ({_flower(fc)}) serves Fleet, Control and Runtime "
                 "alike, with no Fleet-only proxy in front"
                 if shared
-                else f"the Control API port ({port}) of {pod.ref}"
+                else f"the Control API port ({port}) of {pod.ref}{_note(fc)}"
             )
             yield Violation(
                 e.source,

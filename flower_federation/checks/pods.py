@@ -6,7 +6,8 @@ command, when its image is one of Flower's (`flwr/superlink`, `flwr/supernode[-e
 `flwr/superexec`, `flwr/serverapp`, `flwr/clientapp`, whatever the registry): their ENTRYPOINT is
 the program. A container of a Flower image with a command of its own (our registration Job's
 `python register_nodes.py`, the state guard) runs something else. The Flower version is the image
-tag's (`flower/versions.py`); a digest-only image has none.
+tag's (`flower/versions.py`); a digest-only image or `:latest` has none (the version it is checked
+as: `flower_version.py`).
 """
 
 from __future__ import annotations

@@ -71,6 +71,10 @@ def _print(v: Violation, cluster: str) -> None:
     print(f"  remediation: {BY_NAME[v.policy].remediation}")
 
 
+def _count(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     clusters = _load(args.files)
     found = [(cluster, v) for cluster, objects in clusters.items() for v in run(objects)]
@@ -79,8 +83,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         _print(v, cluster if named else "")
     counts = {level: sum(1 for _, v in found if v.level == level) for level in (MANDATORY, ADVISORY)}
     objects = sum(len(list(flatten(o))) for o in clusters.values())
-    scope = f"{len(POLICIES)} policies, {objects} objects"
+    scope = f"{_count(len(POLICIES), 'policy', 'policies')}, {_count(objects, 'object')}"
     if found:
+        # One noun for both counts: "1 mandatory and 0 advisory violations".
         print(f"check: {counts[MANDATORY]} mandatory and {counts[ADVISORY]} advisory violations ({scope})")
     else:
         print(f"check: no violations ({scope})")
