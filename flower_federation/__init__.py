@@ -27,7 +27,7 @@ Kubernetes objects out, no Pulumi; the shell and the program register what it ma
                hosts it) and its package schema, generated from the config model.
 - `importers/` Flower's SuperNode Helm chart values and flower-operator CRs -> stack config.
 - `cli/`       `python -m flower_federation`: validate, render offline (the program under
-               Pulumi's mocks), schema, docs, import.
+               Pulumi's mocks), check, diff, schema, docs, import.
 
 The public API, for a Pulumi program of your own (docs/pulumi-package.md):
 

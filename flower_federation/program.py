@@ -11,12 +11,11 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 
 from flower_federation.builders import node_auth, registration
-from flower_federation.config.derived import federation_name
 from flower_federation.config.errors import ConfigError, Problem, problem
 from flower_federation.flower import public_keys
-from flower_federation.plan import load_plan
+from flower_federation.plan import FederationPlan, load_plan
 from flower_federation.plan.outputs import connection_name, stack_outputs
-from flower_federation.shell.federation import CLUSTER_PROVIDER_PREFIX, Federation
+from flower_federation.shell.federation import CLUSTER_PROVIDER_PREFIX, Federation, kubeconfig_provider
 
 PROJECT = "flower-federation"
 CONFIG_KEY = "federation"
@@ -59,26 +58,26 @@ def _kubeconfig_problems(raw: Any) -> list[Problem]:
     ]
 
 
-def _secret_config_problems(raw: Any, keys: Any, problems: list[Problem]) -> None:
-    """Secret config held in plain text stops the program, with every other problem of the
-    config at once, before anything is registered."""
-    if not problems:
-        return
+def _validated(raw: Any, keys: Any, problems: list[Problem]) -> FederationPlan:
+    """The config's plan (before other stacks are read), or every problem at once, secret config held in
+    plain text included, before anything is registered (a cluster's provider included)."""
     try:
-        load_plan(raw, pulumi.get_stack(), keys)
+        plan = load_plan(raw, pulumi.get_stack(), keys)
     except ConfigError as err:
-        problems = problems + err.problems
-    raise pulumi.RunError(str(ConfigError(problems)))
+        raise pulumi.RunError(str(ConfigError(problems + err.problems))) from None
+    if problems:
+        raise pulumi.RunError(str(ConfigError(problems)))
+    return plan
 
 
 def run() -> Federation:
-    """Stack config in, one Federation registered (it validates, reads `fromStack` stacks and
-    renders before registering anything), stack outputs exported."""
+    """Stack config in, one Federation registered (it reads `fromStack` stacks and renders before registering
+    anything), stack outputs exported. Each named cluster's provider is `cluster-<name>`, at the stack's root."""
     raw: Any = pulumi.Config(PROJECT).get_object(CONFIG_KEY)  # checked by the plan, None included
     keys, problems = _node_auth_keys()
-    _secret_config_problems(raw, keys, problems + _kubeconfig_problems(raw))
-    name = federation_name(raw.get("name") if isinstance(raw, dict) else None, pulumi.get_stack())
-    component = Federation(name, raw, node_auth_keys=keys)
+    plan = _validated(raw, keys, problems + _kubeconfig_problems(raw))
+    providers = {c: kubeconfig_provider(plan, c, f"{CLUSTER_PROVIDER_PREFIX}{c}") for c in plan.clusters if c}
+    component = Federation(plan.name, raw, node_auth_keys=keys, cluster_providers=providers)
     plan = component.plan
     for key, value in stack_outputs(plan).items():
         pulumi.export(key, value)

@@ -235,3 +235,12 @@ def test_node_keys_held_as_secure_values_are_refused_with_the_reason(
     code, _, err = _diff(capsys, "--base", path, "--config-file", path)
     assert code == 2
     assert "encrypted (secure:) node keys cannot be read offline: config.flower-federation:nodeAuthKeys.cpu.0" in err
+
+
+def test_the_stack_is_named_by_stack_or_by_the_files_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(_write(tmp_path, "candidate.yaml", _settings("dev")))
+    code, out, _ = _diff(capsys, "--base", path, "--config-file", path, "--stack", "prod")
+    assert code == 0 and "stack `prod`" in out
+    named = str(_write(tmp_path, "Pulumi.staging.yaml", _settings("dev")))
+    code, out, _ = _diff(capsys, "--base", path, "--config-file", named)
+    assert code == 0 and "stack `staging`" in out

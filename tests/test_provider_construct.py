@@ -72,8 +72,13 @@ def test_construct_registers_the_golden_urns(golden: Golden) -> None:
     config = stack_config(golden)
 
     def entry() -> None:
+        # A program in another language makes its clusters' providers itself (named as the stack-config program
+        # names its own) and hands them over.
+        clusters = config[CONFIG_KEY].get("clusters", {})
+        providers = {c: k8s.Provider(f"cluster-{c}", context=s.get("context")) for c, s in clusters.items()}
+        extra = {"clusterProviders": providers} if providers else {}
         name = config[CONFIG_KEY].get("name", golden.name)
-        FederationProvider().construct(name, TYPE, engine_inputs(config), pulumi.ResourceOptions())
+        FederationProvider().construct(name, TYPE, engine_inputs(config, extra), pulumi.ResourceOptions())
 
     found = URNS_HEADER + "".join(f"{line}\n" for line in identities({}, golden.name, reads(golden), entry=entry))
     assert found == golden.urns.read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from typing import Any
 
 import pulumi
@@ -14,10 +15,11 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from flower_federation import Federation, FederationArgs, __version__
-from flower_federation.cli.offline import Run, run_program
+from flower_federation.cli.offline import Run, reveal, run_program
 from flower_federation.shell.federation import OUTPUT_ATTRIBUTES
 from tests.support.certificates import ca_pem
 from tests.support.golden import GOLDENS
+from tests.support.urns import identities
 
 MULTI = next(g for g in GOLDENS if g.name == "multi-cluster")
 CONFIG_KEY = "flower-federation:federation"
@@ -76,17 +78,30 @@ def test_a_users_program_with_its_own_providers_registers_what_the_stack_program
         assert registration.inputs == theirs[key].inputs, key
 
 
-def test_without_cluster_providers_a_named_cluster_gets_its_kubeconfig_provider_as_before() -> None:
+def test_without_cluster_providers_a_named_cluster_gets_a_kubeconfig_provider_of_its_own() -> None:
+    config = golden_config("multi-cluster")
+    run = user_run(lambda: Federation("mc", config))
+    edge = [r for r in run.kubernetes if r.cluster == "edge"]
+    providers = [r for r in run.registrations if r.type == "pulumi:providers:kubernetes"]
+    # A child of the component, named after it: two federations in one program never clash.
+    assert [(r.name, r.inputs.get("context")) for r in providers] == [("mc-cluster-edge", "edge-admin")]
+    urns = identities({}, "prod", entry=lambda: Federation("mc", config))
+    assert "flower-federation:index:Federation$pulumi:providers:kubernetes::mc-cluster-edge" in urns
+    assert edge and all(r.provider.split("::")[-2] == "mc-cluster-edge" for r in edge)
+    # Negative control: the home cluster's objects use the default provider.
+    assert all("cluster-edge" not in r.provider for r in run.kubernetes if r.cluster != "edge")
+
+
+def test_two_federations_in_one_program_register_no_resource_twice() -> None:
     config = golden_config("multi-cluster")
 
     def entry() -> None:
         Federation("mc", config)
+        Federation("mc-b", {**config, "name": "mc-b", "namespace": "flower-b"})
 
     run = user_run(entry)
-    edge = [r for r in run.kubernetes if r.cluster == "edge"]
-    assert edge and all(r.provider.split("::")[-2] == "cluster-edge" for r in edge)
-    # Negative control: the home cluster's objects use the default provider.
-    assert all(r.provider == "" or "default" in r.provider for r in run.kubernetes if r.cluster != "edge")
+    keys = [(r.type, r.name, r.parent_urn) for r in run.registrations]
+    assert len(keys) == len(set(keys)) and len(keys) > 40
 
 
 def test_args_as_the_model_or_its_dict_shape_give_the_same_objects() -> None:
@@ -94,14 +109,20 @@ def test_args_as_the_model_or_its_dict_shape_give_the_same_objects() -> None:
     model = FederationArgs.model_validate(config)
     runs = [user_run(lambda args=args: Federation("demo", args)) for args in (config, model)]
     assert inputs(runs[0]) == inputs(runs[1])
-    # Keyword arguments by the config's own names build the same model a stack file does (and only
-    # those: a snake_case key is refused in a stack file, and here too).
-    assert FederationArgs(namespace="flower", createNamespace=False).model_dump(exclude_unset=True) == {
-        "namespace": "flower",
-        "createNamespace": False,
-    }
-    with pytest.raises(ValueError, match="create_namespace"):
-        FederationArgs(create_namespace=False)
+    # Keyword arguments by field name (what type checkers see) or by the config's camelCase name build the
+    # same model; a stack file takes the camelCase names only.
+    by_name = FederationArgs(namespace="flower", create_namespace=False)
+    assert by_name == FederationArgs(namespace="flower", createNamespace=False)
+    assert by_name.model_dump(exclude_unset=True) == {"namespace": "flower", "createNamespace": False}
+    parts = {key: config[key] for key in ("name", "namespace", "superlink", "supernodes")}
+    typed = FederationArgs(**parts, create_namespace=False)
+    runs = [
+        user_run(lambda args=args: Federation("demo", args)) for args in (parts | {"createNamespace": False}, typed)
+    ]
+    assert inputs(runs[0]) == inputs(runs[1])
+    assert not [r for r in runs[1].kubernetes if r.type == "kubernetes:core/v1:Namespace"]
+    with pytest.raises(pulumi.RunError, match=r"federation.create_namespace: unknown key 'create_namespace'"):
+        user_run(lambda: Federation("demo", config | {"create_namespace": False}))
 
 
 def test_typed_outputs_hold_what_the_stack_exports() -> None:
@@ -197,3 +218,26 @@ def test_config_problems_stop_the_component_before_anything_is_registered() -> N
         user_run(lambda: Federation("dev", config), into=into)
     assert "federation.namespace: must be a DNS label" in str(err.value)
     assert into.registrations == []
+
+
+def test_a_secret_input_stays_secret_in_every_object_and_output_that_holds_it() -> None:
+    config = golden_config("dev")
+
+    def entry(secret: bool) -> None:
+        token = pulumi.Output.secret("s3cr3t-token") if secret else "s3cr3t-token"
+        address = pulumi.Output.secret("fl.internal.example.org") if secret else "fl.internal.example.org"
+        superlink = {**config["superlink"], "env": [{"name": "TOKEN", "value": token}], "externalAddress": address}
+        federation = Federation("demo", {**config, "superlink": superlink})
+        pulumi.export("externalAddress", federation.external_address)
+
+    run = user_run(lambda: entry(True))
+    holding = {r.name for r in run.registrations if "s3cr3t-token" in json.dumps(reveal(r.inputs, True))}
+    assert holding == {"demo-superlink"}
+    assert all("s3cr3t-token" not in json.dumps(reveal(r.inputs, False)) for r in run.registrations)
+    assert "fl.internal.example.org" not in json.dumps([reveal(r.inputs, False) for r in run.registrations])
+    assert run.secret_outputs == {"externalAddress"}
+    assert run.outputs["externalAddress"].startswith("fl.internal.example.org:")
+    # Negative control: the same values given plainly are registered plainly.
+    plain = user_run(lambda: entry(False))
+    assert any("s3cr3t-token" in json.dumps(reveal(r.inputs, False)) for r in plain.registrations)
+    assert plain.secret_outputs == set()

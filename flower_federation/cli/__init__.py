@@ -1,2 +1,2 @@
-"""The command line: `python -m flower_federation validate | render | schema | docs | import`.
+"""The command line: `python -m flower_federation validate | render | check | diff | schema | docs | import`.
 Rendering runs the real Pulumi program under Pulumi's mocks (offline.py)."""

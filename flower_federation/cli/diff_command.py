@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from flower_federation.cli.render import stack_outputs
+from flower_federation.cli.render import stack_outputs, topology_of
 from flower_federation.cli.stack_file import NODE_KEYS_KEYS, StackFile, UsageError, check, federation_value, read
 from flower_federation.config.errors import ConfigError, Problem
 
@@ -31,11 +31,12 @@ def add_parser(sub: Any, description: str) -> None:
         metavar="OLD_STACK_FILE",
         help="the stack file before the change (`-`: stdin, e.g. from `git show main:Pulumi.prod.yaml`)",
     )
-    new = p.add_mutually_exclusive_group()
-    new.add_argument(
-        "--stack", help="the stack after the change: Pulumi.<STACK>.yaml at the project root (default: dev)"
+    p.add_argument(
+        "--stack",
+        help="the stack's name (default: from --config-file's name Pulumi.<STACK>.yaml); without --config-file, "
+        "the stack file after the change is Pulumi.<STACK>.yaml at the project root (default: dev)",
     )
-    new.add_argument("--config-file", help="the stack file after the change")
+    p.add_argument("--config-file", help="the stack file after the change")
     p.add_argument(
         "--stack-outputs",
         action="append",
@@ -55,17 +56,6 @@ def _outputs_of(
     reads = set(referenced_stacks(federation_value(side.config)))
     mine = [p for p in pairs if (stack := p.partition("=")[0]) in reads or (is_new and stack not in read_by_base)]
     return stack_outputs(mine, federation_value(side.config))
-
-
-def topology_of(found: StackFile, outputs: dict[str, dict[str, Any]]) -> str:
-    """The Mermaid topology of a valid stack file, planned with the outputs of the stacks it reads (a site's hub
-    address comes from them), as the program plans it."""
-    from flower_federation.cli.stack_file import NODE_KEYS_KEYS
-    from flower_federation.plan import load_plan
-    from flower_federation.review.topology import mermaid
-
-    keys = federation_value(found.config, NODE_KEYS_KEYS)
-    return mermaid(load_plan(federation_value(found.config), found.stack, keys, stack_outputs=outputs))
 
 
 def resources(found: StackFile, outputs: dict[str, dict[str, Any]]) -> list[Resource]:

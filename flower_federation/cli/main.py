@@ -1,5 +1,6 @@
-"""`python -m flower_federation`: validate a stack's config, or render its Kubernetes objects
-offline (no cluster, no Pulumi CLI) by running the real program under Pulumi's mocks.
+"""`python -m flower_federation`: validate a stack's config, render its Kubernetes objects offline (no
+cluster, no Pulumi CLI) by running the real program under Pulumi's mocks, review a change (diff), check
+any manifests against the federation's promises (check).
 
     python -m flower_federation render [--stack NAME | --config-file FILE] [--show-secrets]
                                 [--cluster NAME] [--outputs FILE.json]

@@ -178,10 +178,13 @@ class _Recorder(pulumi.runtime.Mocks):
 
 
 def _cluster_of(provider_ref: Optional[str]) -> str:
-    """The named cluster of a provider reference (`urn...::cluster-NAME::id`)."""
+    """The named cluster of a provider reference (`urn...::cluster-NAME::id`, or `...::FEDERATION-cluster-NAME::id`
+    when a Federation made it from the cluster's kubeconfig)."""
     name = (provider_ref or "").split("::")[-2] if "::" in (provider_ref or "") else ""
     prefix = program.CLUSTER_PROVIDER_PREFIX
-    return name[len(prefix) :] if name.startswith(prefix) else AMBIENT_CLUSTER
+    if name.startswith(prefix) or f"-{prefix}" in name:
+        return name.rpartition(prefix)[2]
+    return AMBIENT_CLUSTER
 
 
 def run_program(

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flower_federation.cli.stack_file import UsageError, check, federation_value, read
+from flower_federation.cli.stack_file import StackFile, UsageError, check, federation_value, read
 from flower_federation.config.errors import ConfigError, Problem
 
 
@@ -105,8 +105,6 @@ def cmd_render(args: argparse.Namespace) -> int:
         Path(args.outputs).write_text(text)
     clusters = result.clusters
     if getattr(args, "format", "yaml") == "mermaid":
-        from flower_federation.cli.diff_command import topology_of
-
         sys.stdout.write(topology_of(found, outputs))  # every cluster's: the topology is the federation's
         return 0
     if args.cluster is not None:
@@ -119,3 +117,14 @@ def cmd_render(args: argparse.Namespace) -> int:
         groups = [f"# cluster: {c}\n" + dump_all(result.manifests(args.show_secrets, cluster=c)) for c in clusters]
         sys.stdout.write("---\n".join(groups))
     return 0
+
+
+def topology_of(found: StackFile, outputs: dict[str, dict[str, Any]]) -> str:
+    """The Mermaid topology of a valid stack file, planned with the outputs of the stacks it reads (a site's hub
+    address comes from them), as the program plans it."""
+    from flower_federation.cli.stack_file import NODE_KEYS_KEYS
+    from flower_federation.plan import load_plan
+    from flower_federation.review.topology import mermaid
+
+    keys = federation_value(found.config, NODE_KEYS_KEYS)
+    return mermaid(load_plan(federation_value(found.config), found.stack, keys, stack_outputs=outputs))

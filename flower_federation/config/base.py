@@ -15,7 +15,9 @@ ResourcesPreset = Literal["none", "nano", "micro", "small", "medium", "large", "
 
 
 class Model(BaseModel):
-    # camelCase keys only (the operator's spelling); anything unknown is an error.
+    # camelCase keys in config (the operator's spelling; load_plan validates a stack file's value by alias
+    # only), field names too for a Python program's keyword arguments (`FederationArgs(create_namespace=...)`,
+    # what type checkers see); anything unknown is an error.
     # Strict types: YAML already types values, so "0" or false is never silently a
     # replica count (which would slip past the operator's replicas >= 1 rule).
     model_config = ConfigDict(
@@ -23,7 +25,7 @@ class Model(BaseModel):
         strict=True,
         alias_generator=to_camel,
         validate_by_alias=True,
-        validate_by_name=False,
+        validate_by_name=True,
         serialize_by_alias=True,
         frozen=True,
     )

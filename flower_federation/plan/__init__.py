@@ -350,7 +350,7 @@ def load_plan(
     problems: list[Problem] = []
     spec: Optional[Federation] = None
     try:
-        spec = Federation.model_validate(raw)
+        spec = Federation.model_validate(raw, by_alias=True, by_name=False)  # a stack file: camelCase only
     except pydantic.ValidationError as err:
         problems += pydantic_problems(err)
     found, dialect = rules.check(raw, stack)

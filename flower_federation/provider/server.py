@@ -61,9 +61,10 @@ class FederationProvider(pulumi_provider.Provider):
 def _providers(value: Any) -> dict[str, pulumi.ProviderResource]:
     """`clusterProviders` as the engine hands it: provider references, possibly inside an Output
     (a map that depends on the providers it holds)."""
-    found, problems = plain_value(value, CLUSTER_PROVIDERS_ROOT)
-    if problems:
-        raise pulumi.RunError("\n".join(str(p) for p in problems))
+    resolved = plain_value(value, CLUSTER_PROVIDERS_ROOT)
+    if resolved.problems:
+        raise pulumi.RunError("\n".join(str(p) for p in resolved.problems))
+    found = resolved.value
     out: dict[str, pulumi.ProviderResource] = {}
     for cluster, provider in (found or {}).items():
         if not isinstance(provider, pulumi.ProviderResource):

@@ -98,14 +98,39 @@ class Federation(pulumi.ComponentResource):
         node_auth_keys: pulumi.Input[Mapping[str, Mapping[str, str]]] | None = None,
     ):
         cluster_providers = dict(cluster_providers or {})
-        self.plan = _plan(name, args, node_auth_keys, cluster_providers)
+        self.plan, self._secrets = _plan(name, args, node_auth_keys, cluster_providers)
         rendered = _render(self.plan)
         for warning in warnings(self.plan):
             pulumi.log.warn(warning)
-        providers = {**_kubeconfig_providers(self.plan, cluster_providers), **cluster_providers}
+        if self._secrets:
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[self._keep_secret]))
         super().__init__(TYPE, name, None, opts)
+        providers = {**self._kubeconfig_providers(name, cluster_providers), **cluster_providers}
         self._register(name, self.plan, rendered, providers)
         self._set_outputs()
+
+    def _keep_secret(self, args: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+        """Each input of this component's resources that holds a value given as a secret Input (an env value, an
+        address) is registered as a secret, so Pulumi encrypts it in state and masks it in previews."""
+        props = {key: _secret_if(value, self._secrets) for key, value in args.props.items()}
+        if all(props[key] is args.props[key] for key in props):
+            return None
+        return pulumi.ResourceTransformationResult(props, args.opts)
+
+    def _kubeconfig_providers(
+        self, name: str, given: Mapping[str, pulumi.ProviderResource]
+    ) -> dict[str, pulumi.ProviderResource]:
+        """A Kubernetes provider for each named cluster not given one, from its kubeconfig (a secret input, which
+        pulumi-kubernetes keeps secret in state) and context; a child, named after the component, so two
+        federations in one program never clash."""
+        out: dict[str, pulumi.ProviderResource] = {}
+        for cluster in self.plan.clusters:
+            if not cluster or cluster in given:
+                continue
+            out[cluster] = kubeconfig_provider(
+                self.plan, cluster, f"{name}-{CLUSTER_PROVIDER_PREFIX}{cluster}", pulumi.ResourceOptions(parent=self)
+            )
+        return out
 
     def _register(
         self, name: str, plan: FederationPlan, rendered: Manifests, providers: dict[str, pulumi.ProviderResource]
@@ -214,6 +239,8 @@ class Federation(pulumi.ComponentResource):
         self.namespace = pulumi.Output.from_input(plan.namespace)
         self.role = pulumi.Output.from_input(str(plan.role))
         self.flower_version = pulumi.Output.from_input(str(plan.version))
+        for attribute in OUTPUT_ATTRIBUTES.values() if self._secrets else ():  # an address given as a secret stays one
+            setattr(self, attribute, getattr(self, attribute).apply(lambda v: _secret_if(v, self._secrets)))
         self.register_outputs({name: getattr(self, attribute) for name, attribute in OUTPUT_ATTRIBUTES.items()})
 
     def public_keys(self) -> pulumi.Output[dict[str, dict[str, str]]]:
@@ -246,12 +273,11 @@ def _plan(
     args: FederationArgs | Mapping[str, Any],
     node_auth_keys: Any,
     cluster_providers: Mapping[str, pulumi.ProviderResource],
-) -> FederationPlan:
-    """The validated plan, or pulumi.RunError with every problem at once and nothing registered.
-    Stacks named by `fromStack` are read only once the config is otherwise valid."""
-    raw, problems = plain_config(args)
-    keys, key_problems = plain_value(node_auth_keys, NODE_KEYS_ROOT)
-    problems += key_problems
+) -> tuple[FederationPlan, set[str]]:
+    """The validated plan and the values given as secret Inputs, or pulumi.RunError with every problem at once
+    and nothing registered. Stacks named by `fromStack` are read only once the config is otherwise valid."""
+    config, supplied = plain_config(args), plain_value(node_auth_keys, NODE_KEYS_ROOT)
+    raw, keys, problems = config.value, supplied.value, config.problems + supplied.problems
     try:
         try:
             plan = load_plan(raw, name, keys)
@@ -264,7 +290,7 @@ def _plan(
         stacks = referenced_stacks(raw)
         if stacks:
             plan = load_plan(raw, name, keys, stack_refs.read(stacks))
-        return plan
+        return plan, config.secrets
     except ConfigError as err:
         raise pulumi.RunError(str(err)) from None
 
@@ -293,16 +319,26 @@ def _render(plan: FederationPlan) -> Manifests:
         raise pulumi.RunError(str(err)) from None
 
 
-def _kubeconfig_providers(
-    plan: FederationPlan, given: Mapping[str, pulumi.ProviderResource]
-) -> dict[str, pulumi.ProviderResource]:
-    """A Kubernetes provider for each named cluster not given one, from its kubeconfig (a secret
-    input, which pulumi-kubernetes keeps secret in state) and context."""
-    out: dict[str, pulumi.ProviderResource] = {}
-    for name in plan.clusters:
-        if not name or name in given:
-            continue
-        cluster = plan.spec.clusters[name]
-        kubeconfig = pulumi.Output.secret(cluster.kubeconfig) if cluster.kubeconfig else None
-        out[name] = k8s.Provider(f"{CLUSTER_PROVIDER_PREFIX}{name}", kubeconfig=kubeconfig, context=cluster.context)
-    return out
+def kubeconfig_provider(
+    plan: FederationPlan, cluster: str, name: str, opts: Optional[pulumi.ResourceOptions] = None
+) -> pulumi.ProviderResource:
+    """The Kubernetes provider of a named cluster from its `kubeconfig` (kept secret) and `context` settings."""
+    settings = plan.spec.clusters[cluster]
+    kubeconfig = pulumi.Output.secret(settings.kubeconfig) if settings.kubeconfig else None
+    return k8s.Provider(name, kubeconfig=kubeconfig, context=settings.context, opts=opts)
+
+
+def _secret_if(value: Any, secrets: set[str]) -> Any:
+    return pulumi.Output.secret(value) if _holds(value, secrets) else value
+
+
+def _holds(value: Any, secrets: set[str]) -> bool:
+    if isinstance(value, str):
+        return any(secret in value for secret in secrets)
+    if isinstance(value, Mapping):
+        return any(_holds(key, secrets) or _holds(item, secrets) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds(item, secrets) for item in value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value) in secrets
+    return False  # an Output: made here, from generated material or public values

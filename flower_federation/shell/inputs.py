@@ -7,13 +7,15 @@ NetworkPolicies, a CA into a Secret and a checksum), so every Input is awaited h
 before anything is registered, as `stack_refs.read` awaits a `fromStack` stack's outputs.
 A value that is still unknown at `pulumi preview` (it comes from a resource this very
 update creates) cannot be planned: it is reported by its config path, with the rest of the
-config's problems, and nothing is registered.
+config's problems, and nothing is registered. A secret Input stays secret: its value is noted, and
+every object whose inputs hold it is registered with those inputs secret.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -30,33 +32,46 @@ UNKNOWN_AT_PREVIEW = (
 )
 
 
-def plain_config(args: FederationArgs | Mapping[str, Any]) -> tuple[Any, list[Problem]]:
-    """(the config as plain data, problems): a model as its camelCase dump of what was set (what a
-    stack file would hold), a mapping with every Input in it resolved."""
+@dataclass
+class Resolved:
+    """Plain data, what could not be resolved, and the values that came from secret Inputs (as text: the
+    component keeps every input that holds one secret, shell/federation.py)."""
+
+    value: Any
+    problems: list[Problem] = field(default_factory=list)
+    secrets: set[str] = field(default_factory=set)
+
+
+def plain_config(args: FederationArgs | Mapping[str, Any]) -> Resolved:
+    """The config as plain data: a model as its camelCase dump of what was set (what a stack file would
+    hold), a mapping with every Input in it resolved."""
     if isinstance(args, FederationArgs):
-        return args.model_dump(mode="json", by_alias=True, exclude_unset=True), []
-    problems: list[Problem] = []
-    return _resolve(args, (), ROOT, problems), problems
+        return Resolved(args.model_dump(mode="json", by_alias=True, exclude_unset=True))
+    return plain_value(args, ROOT)
 
 
-def plain_value(value: Any, root: str) -> tuple[Any, list[Problem]]:
-    """One more Input (e.g. the node keys, reported as `root`), resolved as the config's values are."""
-    problems: list[Problem] = []
-    return _resolve(value, (), root, problems), problems
+def plain_value(value: Any, root: str) -> Resolved:
+    """An Input (the config, the node keys, reported as `root`), resolved."""
+    found = Resolved(None)
+    found.value = _resolve(value, (), root, found, secret=False)
+    return found
 
 
-def _resolve(value: Any, path: tuple[PathPart, ...], root: str, problems: list[Problem]) -> Any:
+def _resolve(value: Any, path: tuple[PathPart, ...], root: str, found: Resolved, secret: bool) -> Any:
     if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
         output = pulumi.Output.from_input(value)
         if not _sync_await(output.is_known()):
-            problems.append(problem(path, UNKNOWN_AT_PREVIEW, root))
+            found.problems.append(problem(path, UNKNOWN_AT_PREVIEW, root))
             return None
-        return _resolve(_sync_await(output.future()), path, root, problems)
+        secret = secret or bool(_sync_await(output.is_secret()))
+        return _resolve(_sync_await(output.future()), path, root, found, secret)
     if isinstance(value, str) and value == rpc.UNKNOWN:  # an unknown as the engine hands it to a provider
-        problems.append(problem(path, UNKNOWN_AT_PREVIEW, root))
+        found.problems.append(problem(path, UNKNOWN_AT_PREVIEW, root))
         return None
     if isinstance(value, Mapping):
-        return {key: _resolve(item, (*path, str(key)), root, problems) for key, item in value.items()}
+        return {key: _resolve(item, (*path, str(key)), root, found, secret) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_resolve(item, (*path, index), root, problems) for index, item in enumerate(value)]
+        return [_resolve(item, (*path, index), root, found, secret) for index, item in enumerate(value)]
+    if secret and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        found.secrets.add(str(value))
     return value

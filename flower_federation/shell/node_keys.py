@@ -71,4 +71,13 @@ class NodeKeysComponent(pulumi.ComponentResource):
 
 def _with_comment(comment: str) -> Callable[[str], str]:
     """Flower registers `<type> <key> <comment>` lines; the comment names the slot."""
-    return lambda line: f"{line.strip()} {comment}"
+
+    def with_comment(line: Optional[str]) -> str:
+        if not line:  # pulumi-tls always returns one; a program's unit-test mocks may not
+            raise ValueError(
+                f"no public key for node {comment}: a tls:index/privateKey:PrivateKey without publicKeyOpenssh (mocks: "
+                "return flower_federation.cli.offline.placeholder_outputs, docs/pulumi-package.md)"
+            )
+        return f"{line.strip()} {comment}"
+
+    return with_comment
