@@ -90,8 +90,11 @@ def test_custom_ports_are_honoured_end_to_end():
     }
     objects = core_objects(raw, "fed")
     svc = get(objects, "Service", "fed-superlink")
-    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"fleet": 19092, "control": 19093}
+    # A NodePort leaves the cluster: it carries Fleet only; Control (its own port in the gRPC era) stays inside.
+    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"fleet": 19092}
     assert svc["spec"]["type"] == "NodePort"
+    control = get(objects, "Service", "fed-superlink-control")
+    assert control["spec"]["type"] == "ClusterIP" and [p["port"] for p in control["spec"]["ports"]] == [19093]
     sts = get(objects, "StatefulSet", "fed-superlink")
     args = sts["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "0.0.0.0:19092" in args and "0.0.0.0:19093" in args and "127.0.0.1:19091" in args
