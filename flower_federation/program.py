@@ -11,6 +11,7 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 
 from flower_federation.builders import node_auth, registration
+from flower_federation.config.derived import federation_name
 from flower_federation.config.errors import ConfigError, Problem, problem
 from flower_federation.flower import public_keys
 from flower_federation.plan import FederationPlan, load_plan
@@ -70,14 +71,30 @@ def _validated(raw: Any, keys: Any, problems: list[Problem]) -> FederationPlan:
     return plan
 
 
+def _names_clusters(raw: Any) -> bool:
+    """Whether the config may deploy into a named cluster (one must be a key of `clusters`, the rules say)."""
+    return isinstance(raw, dict) and bool(raw.get("clusters"))
+
+
 def run() -> Federation:
     """Stack config in, one Federation registered (it reads `fromStack` stacks and renders before registering
-    anything), stack outputs exported. Each named cluster's provider is `cluster-<name>`, at the stack's root."""
+    anything), stack outputs exported. Each named cluster's provider is `cluster-<name>`, at the stack's root.
+
+    The program plans the config itself only when it must, before the component does: to say the problems of
+    its secret config with the config's own (all at once), or to make the named clusters' providers. Otherwise
+    the Federation's own plan is the only one (a hub's thousands of keys are validated once a render)."""
     raw: Any = pulumi.Config(PROJECT).get_object(CONFIG_KEY)  # checked by the plan, None included
     keys, problems = _node_auth_keys()
-    plan = _validated(raw, keys, problems + _kubeconfig_problems(raw))
-    providers = {c: kubeconfig_provider(plan, c, f"{CLUSTER_PROVIDER_PREFIX}{c}") for c in plan.clusters if c}
-    component = Federation(plan.name, raw, node_auth_keys=keys, cluster_providers=providers)
+    problems += _kubeconfig_problems(raw)
+    providers: dict[str, pulumi.ProviderResource] = {}
+    if problems or _names_clusters(raw):
+        plan = _validated(raw, keys, problems)  # raises if there are problems
+        name = plan.name
+        providers = {c: kubeconfig_provider(plan, c, f"{CLUSTER_PROVIDER_PREFIX}{c}") for c in plan.clusters if c}
+    else:
+        # What load_plan names it (`name`, else the stack's): the component's plan reports a bad one.
+        name = federation_name(raw.get("name") if isinstance(raw, dict) else None, pulumi.get_stack())
+    component = Federation(name, raw, node_auth_keys=keys, cluster_providers=providers)
     plan = component.plan
     for key, value in stack_outputs(plan).items():
         pulumi.export(key, value)

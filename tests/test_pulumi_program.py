@@ -4,6 +4,8 @@ its own event loop and context (flower_federation/cli/offline.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import os
 import subprocess
@@ -134,6 +136,57 @@ def test_invalid_config_registers_nothing():
     assert "replicas must not be set for pools when mode is DaemonSet" in str(err.value)
     assert "federation.supernodes.pools[1].replicas" in str(err.value)
     assert run.registrations == []
+
+
+def _plans(monkeypatch) -> list[str]:
+    """The stack (or name) of every plan made from here on: load_plan checks the config's rules once a plan."""
+    from flower_federation import rules
+
+    made: list[str] = []
+    check = rules.check
+
+    def counted(raw, stack):
+        made.append(stack)
+        return check(raw, stack)
+
+    monkeypatch.setattr(rules, "check", counted)
+    return made
+
+
+def test_a_good_config_is_planned_once_a_run_and_named_clusters_or_secret_problems_plan_first(monkeypatch, tmp_path):
+    # A hub's thousands of keys are validated once a render: the component's plan is the only one, the CLI's
+    # `render` included (it says a config's problems through that plan, the same list as `validate`).
+    import yaml
+
+    from flower_federation.cli.main import main
+    from tests.support import hub_scale
+
+    plans = _plans(monkeypatch)
+    run_program({KEY: base()}, "dev")
+    assert len(plans) == 1, plans
+    plans.clear()
+    stack_file = tmp_path / "Pulumi.hub.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {KEY: hub_scale.hub(3, 2)}}))
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        assert main(["render", "--config-file", str(stack_file)]) == 0
+    assert len(plans) == 1, plans
+    # Negative control, so the count is not blind to the program's own pass: named clusters need the plan first
+    # (their providers `cluster-<name>` are made at the stack's root, before the component) ...
+    plans.clear()
+    multi = yaml.safe_load((ROOT / "tests" / "golden" / "Pulumi.multi-cluster.yaml").read_text())["config"][KEY]
+    assert any(r.name == "cluster-edge" for r in run_program({KEY: multi}, "mc").registrations)
+    assert len(plans) == 2, plans
+    # ... and so does secret config held in plain text, said with every problem of the config, nothing registered.
+    plans.clear()
+    bad = copy.deepcopy(multi)
+    bad["clusters"]["edge"] = {"kubeconfig": "apiVersion: v1\nkind: Config\n"}
+    bad["supernodes"]["pools"][0]["replicas"] = -1
+    run = Run()
+    with pytest.raises(pulumi.RunError) as err:
+        run_program({KEY: bad}, "mc", into=run)
+    assert "federation.clusters.edge.kubeconfig: holds credentials" in str(err.value)
+    assert "federation.supernodes.pools[0].replicas" in str(err.value)
+    assert run.registrations == [] and len(plans) == 1
 
 
 def test_missing_config_is_a_clear_error():

@@ -1,9 +1,11 @@
 """`python -m flower_federation render`: every object the stack would create, as YAML, from the real program
 run offline under Pulumi's mocks (offline.py).
 
-Before it runs the program it reports, in one list, everything wrong with what it was given: the config's
-problems (as `validate` says them) and the `--stack-outputs` flags against the stacks the config reads with
-`fromStack` (a stack read without its outputs, outputs of a stack the config never reads, an unreadable file)."""
+It reports, in one list, everything wrong with what it was given: the config's problems (as `validate` says
+them) and the `--stack-outputs` flags against the stacks the config reads with `fromStack` (a stack read without
+its outputs, outputs of a stack the config never reads, an unreadable file). A wrong flag or stack file is reported
+before the program runs, with the config's problems; a config whose only problems are its own is reported by the
+program's plan (the same list), before it registers anything: a good config is planned once."""
 
 from __future__ import annotations
 
@@ -89,8 +91,10 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     found = read(args)
     usage, outputs = stack_outputs(args.stack_outputs or [], federation_value(found.config))
-    _, problems = check(found)
-    if usage or problems:
+    if usage or found.problems:
+        # Said in one list with the config's problems. Otherwise the program's own plan says those (the same
+        # list, as `validate` prints it) with nothing registered, so a good config is planned once, not twice.
+        _, problems = check(found)
         print(report(usage, problems), file=sys.stderr)
         return 2 if usage else 1
     try:
