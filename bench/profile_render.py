@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 ORIGINS = (
-    ("ours", (str(ROOT / "federation") + os.sep, str(ROOT / "components") + os.sep)),
+    ("ours", (str(ROOT / "flower_federation") + os.sep,)),
     ("pulumi SDK", (f"{os.sep}pulumi{os.sep}", f"{os.sep}pulumi_kubernetes{os.sep}", f"{os.sep}pulumi_tls{os.sep}")),
     ("yaml", (f"{os.sep}yaml{os.sep}",)),
     (

@@ -13,6 +13,10 @@ NetworkPolicies (both defaults), a nodeConfig with `{index}`/`{replicas}` placeh
   each, WITHOUT node authentication: node keys are real per-replica resources (a
   PrivateKey registration per replica), so they stay out of the "flat in replicas" rows.
 - `dev`: the project's own Pulumi.dev.yaml (what `make render` prints), copied.
+- `hub-50x10`, `hub-500x20`: a consortium hub (no pools of its own; node authentication,
+  an ingress) admitting 50 sites x 10 and 500 sites x 20 inline keys (500 and 10,000 trusted
+  keys; the latter's go to the sharded registration ConfigMaps), made by
+  tests/support/hub_scale.py as the scale tests make them (issue 25).
 
 Deterministic: the same files on every run.
 """
@@ -27,6 +31,11 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python bench/stacks.py` runs with bench/ on the path, not the checkout
+    sys.path.insert(0, str(ROOT))
+
+from tests.support import hub_scale  # noqa: E402
+
 DEFAULT_DIR = ROOT / "build" / "bench" / "stacks"
 VERSION = "1.41.0"
 MAX_POOLS = 16
@@ -67,11 +76,19 @@ ROWS: dict[str, tuple[int, int, bool]] = {
     "replicas-100": (16, 100, False),
     "replicas-10000": (16, 10_000, False),
 }
+# row id -> (sites, keys per site) of a hub; in table order after ROWS.
+HUB_ROWS: dict[str, tuple[int, int]] = {
+    "hub-50x10": (50, 10),
+    "hub-500x20": (500, 20),
+}
 
 
 def describe(row: str) -> str:
     if row == "dev":
         return "dev stack: 2 pools (3+1 replicas), subprocess isolation, node auth"
+    if row in HUB_ROWS:
+        sites, keys = HUB_ROWS[row]
+        return f"hub: {sites} sites x {keys} keys ({sites * keys:,} trusted keys), no pools"
     pools, replicas, node_auth = ROWS[row]
     return (
         f"{pools} pool{'s' if pools > 1 else ''} x {replicas:,} replica{'s' if replicas > 1 else ''}"
@@ -87,6 +104,11 @@ def write(directory: Path = DEFAULT_DIR) -> dict[str, Path]:
     for row, (pools, replicas, node_auth) in ROWS.items():
         path = directory / f"Pulumi.{row}.yaml"
         settings = {"config": {"flower-federation:federation": federation(pools, replicas, node_auth)}}
+        path.write_text(yaml.safe_dump(settings, sort_keys=True))
+        files[row] = path
+    for row, (sites, keys) in HUB_ROWS.items():
+        path = directory / f"Pulumi.{row}.yaml"
+        settings = {"config": {"flower-federation:federation": hub_scale.hub(sites, keys)}}
         path.write_text(yaml.safe_dump(settings, sort_keys=True))
         files[row] = path
     return files
