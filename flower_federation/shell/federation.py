@@ -14,7 +14,8 @@ and carry a checksum of the certificates and keys they mount, so new ones roll t
 Providers the Pulumi way: `opts.provider` (or `opts.providers`) is the home cluster's,
 inherited by every child; `cluster_providers` maps each named cluster (a key of `clusters`)
 to its own. A named cluster without one gets a provider made from its `kubeconfig`/`context`
-settings (the stack-config way), named `cluster-<name>` as the program always named it.
+settings, a child named `<name>-cluster-<cluster>` (program.py makes the stack's own, at the
+root, `cluster-<cluster>`, and passes them).
 """
 
 from __future__ import annotations
