@@ -11,25 +11,30 @@ Job then revokes that node and keeps the others (and registers nothing); a real 
 with a still-trusted key comes online as the node its key was registered as, while the
 revoked one is refused; re-trusting the revoked key (which Flower never registers again)
 fails the Job at once, saying why. Negative control: a CA that did not sign the
-SuperLink's certificate fails the Job at its (shortened) deadline with `FAILED:`."""
+SuperLink's certificate fails the Job at its (shortened) deadline with `FAILED:`.
+
+A hub's sharded Job (its keys in SHARDS files, tests/support/registration_job.py), against a SuperLink of
+its own (Flower 1.42.0): 200 keys over the 16 shards end exactly registered, by the SuperLink's state file
+and the Control calls it logged; the Job again and the revocation Job make no call but the listing."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+import sqlite3
 import subprocess
 import time
-import tomllib
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
-from flower_federation.builders.registration import REGISTER, REVOKE
-from tests.support.flower import GRPC_ERA, HTTP_ERA, venv_python
-from tests.support.kube import container_command, container_env, pod_for
+from flower_federation.builders import registration
+from flower_federation.builders.registration import REVOKE
+from tests.support import hub_scale
+from tests.support.flower import GRPC_ERA, HTTP_ERA
 from tests.support.live_flower import (
     LIVE_STACKS,
     READY_TIMEOUT,
@@ -38,23 +43,17 @@ from tests.support.live_flower import (
     cli_home,
     list_nodes,
     live_superlink,
-    localize,
-    localize_path,
-    materialize,
     node_id_of,
-    rewrite,
     start_supernode,
     wait_online,
 )
-from tests.support.processes import PortMap, process_env, run_bounded
-from tests.support.real_render import check_mounted, render_fresh
+from tests.support.real_render import render_fresh
+from tests.support.registration_job import job_pod
 
 # Real Flower servers waited for against wall-clock deadlines: `make test` runs these
 # beside the e2e tests, at normal priority, and the rest niced (Makefile).
 pytestmark = pytest.mark.live
 
-# The Job's deadline (rendered: 540 s), shortened: a ready SuperLink needs one attempt.
-TIMEOUT_SECONDS = 20
 # The negative control's deadline: the script gives up when its next retry would pass it.
 # Long enough that a slow first attempt (importing flwr on a loaded machine) still leaves
 # room for the retry the test asserts; with a ready SuperLink and the wrong CA every
@@ -70,65 +69,6 @@ REFUSED = {
     GRPC_ERA: "No SuperNode found with the given public key.",
     HTTP_ERA: "Failed to activate SuperNode.",
 }
-
-
-@dataclass
-class JobPod:
-    """The registration Job's container, runnable here."""
-
-    root: Path
-    argv: list[str]
-    env: dict[str, str]
-    keys_file: Path  # the materialized trusted-keys file
-
-    def run(self, timeout_seconds: float = TIMEOUT_SECONDS) -> subprocess.CompletedProcess:
-        env = {**self.env, "REGISTRATION_TIMEOUT_SECONDS": str(timeout_seconds)}
-        return run_bounded(self.argv, env, timeout=timeout_seconds + 30, cwd=Path(self.env["HOME"]))
-
-    def trust(self, lines: list[str]) -> None:
-        """What a new key set does to the ConfigMap's trusted-keys file."""
-        rewrite(self.keys_file, "".join(f"{line}\n" for line in lines))
-
-
-def job_pod(live: LiveSuperLink, label: str, ca_text: Optional[str] = None, phase: str = REGISTER) -> JobPod:
-    """The rendered registration (or revocation) Job's container under `live.workdir/label`:
-    its files materialized, its `flwr` config dialing the live SuperLink through the
-    mounted CA (or, for the negative control, a CA file holding `ca_text`)."""
-    r = live.r
-    registration, revocation = (w for w in r.workloads() if w["kind"] == "Job")
-    assert registration["metadata"]["name"] == r.outputs["nodeAuth"]["registrationJob"]
-    job = registration if phase == REGISTER else revocation
-    (c,) = job["spec"]["template"]["spec"]["containers"]
-    pod = pod_for(job)
-    root = live.workdir / label
-    files = materialize(r, job, c, root)
-
-    argv = container_command(c, pod, entrypoint=[], lookup=r.data)
-    assert argv[0] == "python", argv  # the SuperLink image's python
-    script, connection, config, keys, job_phase = argv[1:]
-    assert job_phase == phase, argv
-    cm = r.plan.names.node_registration
-    check_mounted(r, files, script, "ConfigMap", cm, "register_nodes.py")
-    check_mounted(r, files, config, "ConfigMap", cm, "config.toml")
-    check_mounted(r, files, keys, "ConfigMap", cm, "trusted-keys")
-
-    rendered = r.data("ConfigMap", cm)["config.toml"]
-    doc = tomllib.loads(rendered)
-    assert doc["superlink"]["default"] == connection
-    ca = doc["superlink"][connection]["root-certificates"]
-    check_mounted(r, files, ca, "Secret", r.plan.trust.ca_secret, "ca.crt")
-    ca_local = Path(localize_path(ca, c, root))
-    if ca_text is not None:
-        rewrite(ca_local, ca_text)
-    rewrite(Path(localize_path(config, c, root)), live.localize_connection(rendered, ca_local))
-
-    env = process_env(live.version, root / "app")
-    rendered_env = container_env(c, pod, r.data)
-    assert set(rendered_env) == {"FLWR_TELEMETRY_ENABLED", "FLWR_HOME", "REGISTRATION_TIMEOUT_SECONDS"}, rendered_env
-    env.update({k: localize_path(v, c, root) for k, v in rendered_env.items()})
-    assert env["FLWR_HOME"].startswith(f"{root}/"), env["FLWR_HOME"]
-    argv = [str(venv_python(live.version)), *localize(argv[1:], c, root, PortMap())]
-    return JobPod(root, argv, env, Path(localize_path(keys, c, root)))
 
 
 def messages(res: subprocess.CompletedProcess) -> list[str]:
@@ -307,3 +247,67 @@ def test_a_ca_that_did_not_sign_the_superlink_certificate_fails_the_job(live):
     assert failed.startswith("FAILED: the SuperLink's Control API did not accept the registration: "), res.stdout
     verify = re.compile("certificate verify failed|CERTIFICATE_VERIFY_FAILED|certificate signature failure", re.I)
     assert verify.search(failed), failed
+
+
+# A hub's trusted keys past SINGLE_BUDGET go to SHARDS files (builders/registration.py); 200 keys over the 16
+# shards keep this fast while every shard holds keys. The newest tested Flower only.
+SHARDED_KEYS = 200
+# The Control API calls the SuperLink served, as it logs each (not the ones it logs on success:
+# "[ControlServicer.RegisterNode] Created node_id=...").
+SERVED = re.compile(r"(?<!\[)ControlServicer\.(\w+)\s*$", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def hub_link(tmp_path_factory) -> Iterator[LiveSuperLink]:
+    with live_superlink(HTTP_ERA, tmp_path_factory.mktemp("registration-shards")) as link:
+        yield link
+
+
+def served(live: LiveSuperLink) -> Counter[str]:
+    return Counter(SERVED.findall(live.procs.log("superlink")))
+
+
+def state_keys(live: LiveSuperLink) -> dict[bytes, str]:
+    """{public key: status} of every node in the SuperLink's state file."""
+    with contextlib.closing(sqlite3.connect(f"file:{live.database}?mode=ro", uri=True, timeout=5)) as db:
+        return {bytes(key): status for key, status in db.execute("SELECT public_key, status FROM node")}
+
+
+def flower_bytes(lines: list[str]) -> set[bytes]:
+    """The keys as Flower stores them (flwr.supercore.primitives.asymmetric.public_key_to_bytes)."""
+    from cryptography.hazmat.primitives import serialization
+
+    pem, spki = serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    return {serialization.load_ssh_public_key(line.encode()).public_bytes(pem, spki) for line in lines}
+
+
+def test_over_shards_the_job_registers_exactly_the_trusted_set_and_a_re_run_calls_nothing(hub_link):
+    """The sharded Job (a hub's thousands of keys in SHARDS files) against the real SuperLink: the
+    registered keys are exactly the union of the shards, by the SuperLink's state and the calls it
+    served; the same Job again, and the revocation Job of the same set, make no call but the listing."""
+    live = hub_link
+    lines = [key for site in hub_scale.site_keys(SHARDED_KEYS // 10, 10) for key in site]
+    job = job_pod(live, "registration-job-shards").sharded(lines)
+    revocation = job_pod(live, "revocation-job-shards", phase=REVOKE).sharded(lines)
+    shards = job.argv[4:-1]  # python, the script, the connection, its config, the shards, the phase
+    assert [s.rsplit("/", 1)[1] for s in shards] == [registration.shard_file(i) for i in range(registration.SHARDS)]
+    sizes = [len(Path(s).read_text().splitlines()) for s in shards]
+    assert sum(sizes) == SHARDED_KEYS and min(sizes) > 0, sizes  # every shard holds keys
+    assert state_keys(live) == {}  # a fresh SuperLink
+
+    before = served(live)
+    res = job.run()
+    first = served(live) - before
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert first == {"ListNodes": 1, "RegisterNode": SHARDED_KEYS}, first
+    assert state_keys(live) == dict.fromkeys(flower_bytes(lines), "registered")
+    cli, env = cli_home(live)
+    nodes = {n["node-id"]: n["status"] for n in list_nodes(live, cli, env)}
+    assert sorted(nodes) == sorted(i for _, i in matching(REGISTERED, res))
+    assert set(nodes.values()) == {"registered"}, nodes
+
+    before = served(live)
+    again, revoked = job.run(), revocation.run()
+    assert again.returncode == 0 and revoked.returncode == 0, again.stdout + revoked.stdout
+    assert served(live) - before == {"ListNodes": 2}, served(live) - before  # nothing registered or revoked
+    assert state_keys(live) == dict.fromkeys(flower_bytes(lines), "registered")

@@ -125,6 +125,7 @@ class LiveSuperLink:
     api_ports: list[int]  # local ports of the TLS APIs (HTTP: one; gRPC: fleet, control)
     health_port: Optional[int]  # local gRPC health port, if any
     http: bool
+    database: Path  # the SuperLink's state file (`--database`, on its PVC's mount under `root`)
 
     @property
     def workdir(self) -> Path:
@@ -194,7 +195,8 @@ def live_superlink(version: str, workdir: Path) -> Iterator[LiveSuperLink]:
             else [str(venv_bin(version) / "flower-superlink")]
         )
         proc = procs.start("superlink", [*command, *args], process_env(version, root / "app"))
-        link = LiveSuperLink(version, r, procs, root, ports, ca_file, api_ports, health_port, http)
+        database = Path(args[args.index("--database") + 1])
+        link = LiveSuperLink(version, r, procs, root, ports, ca_file, api_ports, health_port, http, database)
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
             assert proc.poll() is None, f"flower-superlink exited {proc.returncode}:\n{procs.log('superlink')}"
@@ -207,7 +209,6 @@ def live_superlink(version: str, workdir: Path) -> Iterator[LiveSuperLink]:
             time.sleep(0.2)
         # Through the rendered wrapper the state exists before the ports open (1.26); this
         # check keeps the claim honest for every version.
-        database = Path(args[args.index("--database") + 1])
         while not state_created(database):
             assert proc.poll() is None, f"flower-superlink exited {proc.returncode}:\n{procs.log('superlink')}"
             assert time.monotonic() < deadline, f"no SuperLink state in {READY_TIMEOUT}s:\n{procs.log('superlink')}"

@@ -1,0 +1,99 @@
+"""The rendered node-registration (or revocation) Job's container, runnable here against a live
+SuperLink (tests/support/live_flower.py): its command and args with the Flower venv's python as the
+image's `python`; the ConfigMap's files and the CA at their mount paths under a tmp root; its env with
+FLWR_HOME localized; in the ConfigMap's `flwr` config only the address and the CA path rewritten.
+Shared by tests/test_flower_live_registration.py and bench/node_registration.py."""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Optional
+
+from flower_federation.builders import registration
+from flower_federation.builders.registration import REGISTER
+from tests.support.flower import venv_python
+from tests.support.kube import container_command, container_env, pod_for
+from tests.support.live_flower import LiveSuperLink, localize, localize_path, materialize, rewrite
+from tests.support.processes import PortMap, process_env, run_bounded
+from tests.support.real_render import check_mounted
+
+# The Job's deadline (rendered: 540 s), shortened: a ready SuperLink needs one attempt.
+TIMEOUT_SECONDS = 20
+
+
+@dataclass
+class JobPod:
+    """The registration Job's container, runnable here."""
+
+    root: Path
+    argv: list[str]
+    env: dict[str, str]
+    keys_file: Path  # the materialized trusted-keys file
+
+    def run(self, timeout_seconds: float = TIMEOUT_SECONDS, **env: str) -> subprocess.CompletedProcess:
+        env = {**self.env, "REGISTRATION_TIMEOUT_SECONDS": str(timeout_seconds), **env}
+        return run_bounded(self.argv, env, timeout=timeout_seconds + 30, cwd=Path(self.env["HOME"]))
+
+    def trust(self, lines: list[str]) -> None:
+        """What a new key set does to the ConfigMap's trusted-keys file."""
+        rewrite(self.keys_file, "".join(f"{line}\n" for line in lines))
+
+    def sharded(self, lines: list[str]) -> JobPod:
+        """The same container as a hub's sharded Job runs it (builders/registration.py, `keys_sharded`):
+        the trusted set (sorted, as the shell writes it) split by `shard_texts` into SHARDS files
+        `trusted-keys-NN` beside the script (one projected volume), all of them in its args in place of
+        the one keys file."""
+        keys = str(self.keys_file)
+        assert self.argv.count(keys) == 1, self.argv
+        shards = []
+        text = "".join(f"{line}\n" for line in sorted(set(lines)))
+        for i, shard in enumerate(registration.shard_texts(text)):
+            shards.append(self.keys_file.parent / registration.shard_file(i))
+            shards[-1].write_text(shard)
+            shards[-1].chmod(0o444)
+        at = self.argv.index(keys)
+        return replace(self, argv=[*self.argv[:at], *map(str, shards), *self.argv[at + 1 :]])
+
+
+def job_pod(live: LiveSuperLink, label: str, ca_text: Optional[str] = None, phase: str = REGISTER) -> JobPod:
+    """The rendered registration (or revocation) Job's container under `live.workdir/label`:
+    its files materialized, its `flwr` config dialing the live SuperLink through the
+    mounted CA (or, for the negative control, a CA file holding `ca_text`)."""
+    r = live.r
+    registration_job, revocation = (w for w in r.workloads() if w["kind"] == "Job")
+    assert registration_job["metadata"]["name"] == r.outputs["nodeAuth"]["registrationJob"]
+    job = registration_job if phase == REGISTER else revocation
+    (c,) = job["spec"]["template"]["spec"]["containers"]
+    pod = pod_for(job)
+    root = live.workdir / label
+    files = materialize(r, job, c, root)
+
+    argv = container_command(c, pod, entrypoint=[], lookup=r.data)
+    assert argv[0] == "python", argv  # the SuperLink image's python
+    script, connection, config, keys, job_phase = argv[1:]
+    assert job_phase == phase, argv
+    cm = r.plan.names.node_registration
+    check_mounted(r, files, script, "ConfigMap", cm, "register_nodes.py")
+    check_mounted(r, files, config, "ConfigMap", cm, "config.toml")
+    check_mounted(r, files, keys, "ConfigMap", cm, "trusted-keys")
+
+    rendered = r.data("ConfigMap", cm)["config.toml"]
+    doc = tomllib.loads(rendered)
+    assert doc["superlink"]["default"] == connection
+    ca = doc["superlink"][connection]["root-certificates"]
+    check_mounted(r, files, ca, "Secret", r.plan.trust.ca_secret, "ca.crt")
+    ca_local = Path(localize_path(ca, c, root))
+    if ca_text is not None:
+        rewrite(ca_local, ca_text)
+    rewrite(Path(localize_path(config, c, root)), live.localize_connection(rendered, ca_local))
+
+    env = process_env(live.version, root / "app")
+    rendered_env = container_env(c, pod, r.data)
+    assert set(rendered_env) == {"FLWR_TELEMETRY_ENABLED", "FLWR_HOME", "REGISTRATION_TIMEOUT_SECONDS"}, rendered_env
+    env.update({k: localize_path(v, c, root) for k, v in rendered_env.items()})
+    assert env["FLWR_HOME"].startswith(f"{root}/"), env["FLWR_HOME"]
+    argv = [str(venv_python(live.version)), *localize(argv[1:], c, root, PortMap())]
+    return JobPod(root, argv, env, Path(localize_path(keys, c, root)))
