@@ -3,7 +3,7 @@
     .venv/bin/python bench/node_registration.py [--keys 1000,10000] [--concurrency 8,1] [--script PATH]
                                                 [--out FILE.md]
 
-For each number of keys and each concurrency (the script's REGISTRATION_CONCURRENCY), on a fresh SuperLink:
+For each number of keys (and each `--concurrency`), on a fresh SuperLink:
 the `http-nodeauth` test stack rendered (Flower 1.42.0, TLS, node authentication) and its SuperLink started
 as its StatefulSet runs it (the rendered args, its state in the `--database` file on the PVC's mount;
 tests/support/live_flower.py), then the rendered registration Job's container (tests/support/registration_job.py)
@@ -14,8 +14,11 @@ given that many new keys (tests/support/hub_scale.py) in the SHARDS files of a s
 
 and reads the SuperLink's resident memory (VmRSS, /proc) after the second run, its peak (VmHWM), the CPU
 time the SuperLink and the Job spent on the first run, and the state file's size. `--script` runs another
-register_nodes.py in the Job's place (the one of an earlier commit, `git show REV:PATH > FILE`) for a
-before/after comparison. Each row starts a SuperLink of its own; the SuperLink's log must show every call.
+register_nodes.py in the Job's place (`git show REV:flower_federation/flower/scripts/register_nodes.py > FILE`)
+for a before/after comparison; `--concurrency` sets REGISTRATION_CONCURRENCY for a script that reads it: the
+variant of commit 51dd93a, which made up to that many Control calls at a time (the current script makes them
+one after the other and ignores it; docs/benchmarks.md says why). Each row starts a SuperLink of its own; the
+SuperLink's log must show every call.
 """
 
 from __future__ import annotations
@@ -95,7 +98,9 @@ def measure(keys: int, concurrency: int, script: Path | None, workdir: Path) -> 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", default="1000,10000", help="comma-separated numbers of new keys (multiples of 10)")
-    parser.add_argument("--concurrency", default="8", help="comma-separated REGISTRATION_CONCURRENCY values")
+    parser.add_argument(
+        "--concurrency", default="1", help="comma-separated REGISTRATION_CONCURRENCY values (a script that reads it)"
+    )
     parser.add_argument("--script", type=Path, help="register_nodes.py to run instead of the current one")
     parser.add_argument("--out", type=Path, help="also write the report (markdown) to this file")
     args = parser.parse_args(argv)

@@ -109,11 +109,8 @@ class FakeControl:
     """A SuperLink's Control API as the script calls it (ListNodes, RegisterNode, UnregisterNode)."""
 
     def __init__(self) -> None:
-        import threading
-
         self.nodes: dict[int, tuple[str, bytes]] = {}
         self.calls: list[str] = []
-        self.lock = threading.Lock()  # the script makes its calls from several threads, as the SuperLink serves them
 
     def ListNodes(self, request: object) -> object:  # noqa: N802 - Flower's names
         self.calls.append("list")
@@ -125,9 +122,8 @@ class FakeControl:
 
     def RegisterNode(self, request: object) -> object:  # noqa: N802
         self.calls.append("register")
-        with self.lock:
-            node_id = len(self.nodes) + 1
-            self.nodes[node_id] = ("registered", request.public_key)  # type: ignore[attr-defined]
+        node_id = len(self.nodes) + 1
+        self.nodes[node_id] = ("registered", request.public_key)  # type: ignore[attr-defined]
         return type("Registered", (), {"node_id": node_id})
 
     def UnregisterNode(self, request: object) -> None:  # noqa: N802
@@ -188,34 +184,3 @@ def test_over_shards_the_script_registers_exactly_their_union_once(
     control.calls.clear()
     assert s.main([*argv, "revoke"]) == 0 and control.calls == ["list", "unregister"]
     assert s.main(["x", "federation", str(config), "register"]) == 2  # no keys file: usage
-
-
-def test_calls_run_concurrently_and_the_first_failure_stops_the_calls_not_yet_started() -> None:
-    import threading
-    import time
-
-    s = script()
-    lock = threading.Lock()
-    running, peak, done = [0], [0], []
-
-    def call(item: int) -> None:
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        time.sleep(0.02)
-        with lock:
-            running[0] -= 1
-            done.append(item)
-        if item == 5:
-            raise ValueError("refused")
-
-    s.each(call, list(range(4)), 4)
-    assert sorted(done) == [0, 1, 2, 3] and peak[0] == 4
-    done.clear()
-    with pytest.raises(ValueError, match="refused"):
-        s.each(call, list(range(200)), 4)
-    assert 5 in done and len(done) < 20, done  # the calls in flight finished, the rest never started
-    done.clear()
-    with pytest.raises(ValueError, match="refused"):  # one at a time: nothing after the failure
-        s.each(call, list(range(10)), 1)
-    assert done == [0, 1, 2, 3, 4, 5]

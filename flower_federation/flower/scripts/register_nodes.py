@@ -20,15 +20,6 @@ registered nodes whose key is not listed are unregistered (`revoke`); the rest i
 alone, so a re-run changes nothing. Until the SuperLink answers (it may still be starting), calls are retried with
 a bounded back-off; what still fails at the deadline fails the Job, and `pulumi up` with it.
 
-Flower's Control API registers one key per call (RegisterNode; there is no batch call), so a hub's
-thousands of new keys are registered (or revoked) up to REGISTRATION_CONCURRENCY calls at a time (default
-CONCURRENCY) over the one client: Flower's HTTP client (an httpx client) and its gRPC channel are both safe
-to share between threads, and the SuperLink serves Control calls concurrently (each in a worker thread).
-The SuperLink's own CPU per call bounds the rate (one Python process): a few calls in flight hide the
-round trips and the Job's share, more only contend (docs/benchmarks.md). The first failed call stops the
-calls not yet started, and the retry lists the nodes again, so a call that succeeded before it is not made
-twice.
-
 Flower keeps a revoked node (status `unregistered`) with its public key, which stays
 unique: it never registers that key again. A trusted key that was revoked before is
 therefore refused at once, before anything changes, with exit code EXIT_REFUSED (the
@@ -40,14 +31,9 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import TypeVar
 
-T = TypeVar("T")
 PREFIX = "node-registration:"
 # Statuses of nodes that no longer hold a registration.
 GONE = ("unregistered", "deleted")
@@ -56,9 +42,6 @@ GONE = ("unregistered", "deleted")
 EXIT_REFUSED = 3
 REGISTER, REVOKE = "register", "revoke"
 PHASES = (REGISTER, REVOKE)
-# Control API calls in flight at once (REGISTRATION_CONCURRENCY overrides it; 1: one after the other).
-CONCURRENCY = 4
-_print = threading.Lock()
 
 
 class Refused(Exception):
@@ -66,8 +49,7 @@ class Refused(Exception):
 
 
 def log(message: str) -> None:
-    with _print:  # whole lines from concurrent calls
-        print(f"{PREFIX} {message}", flush=True)
+    print(f"{PREFIX} {message}", flush=True)
 
 
 def trusted_keys(*paths: Path) -> dict[bytes, str]:
@@ -141,23 +123,6 @@ def control_client(connection_name: str):  # type: ignore[no-untyped-def]
     return client, client
 
 
-def each(call: Callable[[T], None], items: Sequence[T], workers: int) -> None:
-    """call(item) for every item, at most `workers` at a time. The first failure cancels the calls not
-    yet started and is raised once the calls in flight have returned."""
-    if workers <= 1 or len(items) <= 1:
-        for item in items:
-            call(item)
-        return
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        futures = [pool.submit(call, item) for item in items]
-        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
-        for future in pending:
-            future.cancel()
-        failed = next((f.exception() for f in futures if f in done and f.exception() is not None), None)
-    if failed is not None:
-        raise failed
-
-
 def reconcile(connection_name: str, wanted: dict[bytes, str], phase: str) -> tuple[int, int, int]:
     from flwr.proto.control_pb2 import ListNodesRequest, RegisterNodeRequest, UnregisterNodeRequest
 
@@ -166,18 +131,12 @@ def reconcile(connection_name: str, wanted: dict[bytes, str], phase: str) -> tup
         listed = client.ListNodes(ListNodesRequest()).nodes_info
         drop, add = plan_changes([(n.node_id, n.status, bytes(n.public_key)) for n in listed], wanted)
         drop, add = (drop, []) if phase == REVOKE else ([], add)
-        workers = int(os.environ.get("REGISTRATION_CONCURRENCY") or CONCURRENCY)
-
-        def unregister(node_id: int) -> None:
+        for node_id in drop:
             client.UnregisterNode(request=UnregisterNodeRequest(node_id=node_id))
             log(f"revoked node {node_id} (its key is no longer trusted)")
-
-        def register(key: bytes) -> None:
+        for key in add:
             node_id = client.RegisterNode(request=RegisterNodeRequest(public_key=key)).node_id
             log(f"registered {label(wanted[key])} as node {node_id}")
-
-        each(unregister, drop, workers)
-        each(register, add, workers)
         return len(add), len(drop), len(wanted) - len(add)
     finally:
         closer.close()
