@@ -13,8 +13,9 @@ given that many new keys (tests/support/hub_scale.py) in the SHARDS files of a s
 - **again**: the same Job once more, nothing to change (one ListNodes);
 
 and reads the SuperLink's resident memory (VmRSS, /proc) after the second run, its peak (VmHWM), the CPU
-time the SuperLink and the Job spent on the first run, and the state file's size. `--script` runs another
-register_nodes.py in the Job's place (`git show REV:flower_federation/flower/scripts/register_nodes.py > FILE`)
+time the SuperLink and the Job spent on the first run, the state file's size and the Job's peak RSS.
+`--script` runs another register_nodes.py in the Job's place
+(`git show REV:flower_federation/flower/scripts/register_nodes.py > FILE`)
 for a before/after comparison; `--concurrency` sets REGISTRATION_CONCURRENCY for a script that reads it: the
 variant of commit 51dd93a, which made up to that many Control calls at a time (the current script makes them
 one after the other and ignores it; docs/benchmarks.md says why). Each row starts a SuperLink of its own; the
@@ -92,6 +93,8 @@ def measure(keys: int, concurrency: int, script: Path | None, workdir: Path) -> 
             "rss": status_kib(superlink, "VmRSS") / 1024,
             "hwm": status_kib(superlink, "VmHWM") / 1024,
             "state": live.database.stat().st_size / 2**20,
+            # the largest child this process reaped: the Job (the SuperLink is still running)
+            "job_peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         }
 
 
@@ -117,8 +120,8 @@ def main(argv: list[str]) -> int:
         f"load average {os.getloadavg()[0]:.2f} before; script: {args.script or 'current'}",
         "",
         "| new keys | concurrency | first run s | keys/s | no-change run s | SuperLink CPU s | Job CPU s "
-        "| SuperLink RSS after MiB | SuperLink peak MiB | state file MiB |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| SuperLink RSS after MiB | SuperLink peak MiB | state file MiB | Job peak MiB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     print("\n".join(out), flush=True)
     for keys in (int(k) for k in args.keys.split(",")):
@@ -127,7 +130,8 @@ def main(argv: list[str]) -> int:
                 m = measure(keys, concurrency, args.script, Path(tmp))
             row = (
                 f"| {keys:,} | {concurrency} | {m['first']:.1f} | {keys / m['first']:.0f} | {m['again']:.1f} "
-                f"| {m['link_cpu']:.1f} | {m['job_cpu']:.1f} | {m['rss']:.0f} | {m['hwm']:.0f} | {m['state']:.1f} |"
+                f"| {m['link_cpu']:.1f} | {m['job_cpu']:.1f} | {m['rss']:.0f} | {m['hwm']:.0f} | {m['state']:.1f} "
+                f"| {m['job_peak']:.0f} |"
             )
             out.append(row)
             print(row, flush=True)
