@@ -23,22 +23,17 @@ Each limit as the API server counts it (kubernetes/kubernetes, commit 000f2605, 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from flower_federation.kube.naming import DNS1123_SUBDOMAIN, NAME_PART, NAME_PART_MAX, PREFIX_MAX, is_label_value
 from flower_federation.kube.objects import Manifest, ObjectKey, pod_template_of
 
 DATA_MAX = 1024 * 1024  # core.MaxSecretSize
 ANNOTATIONS_MAX = 256 * 1024  # TotalAnnotationSizeLimitB
 OBJECT_MAX = 1024 * 1024 + 256 * 1024  # ours, under etcd's 1.5 MiB request limit (the module docstring)
-LABEL_VALUE_MAX = 63
-QUALIFIED_NAME_MAX = 63
-PREFIX_MAX = 253
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_VALUE_MAX = QUALIFIED_NAME_MAX = NAME_PART_MAX
 
 
 @dataclass(frozen=True)
@@ -78,9 +73,9 @@ def qualified_name_problem(key: str) -> Optional[str]:
     prefix, _, name = key.rpartition("/")
     if "/" in prefix:
         return "has more than one '/'"
-    if prefix and (len(prefix) > PREFIX_MAX or not _DNS1123_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > PREFIX_MAX or not DNS1123_SUBDOMAIN.match(prefix)):
         return f"its prefix '{prefix}' must be a DNS subdomain of at most {PREFIX_MAX} characters"
-    if not name or len(name) > QUALIFIED_NAME_MAX or not _NAME_PART.match(name):
+    if not name or len(name) > QUALIFIED_NAME_MAX or not NAME_PART.match(name):
         return (
             f"its name '{name}' must be at most {QUALIFIED_NAME_MAX} alphanumerics, '-', '_' or '.', "
             "starting and ending alphanumeric"
@@ -95,7 +90,7 @@ def _metadata_breaches(key: ObjectKey, meta: dict[str, Any], where: str) -> Iter
         if why:
             yield Breach(key, "labels", 0, 0, f"{where}label key '{k}' {why}")
         value = str(v)
-        if len(value) > LABEL_VALUE_MAX or not _LABEL_VALUE.match(value):
+        if not is_label_value(value):
             yield Breach(
                 key,
                 "labels",

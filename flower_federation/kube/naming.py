@@ -42,6 +42,18 @@ DNS_LABEL_MAX = 63
 # Kubernetes' name shapes: a DNS-1123 label (most names), a DNS-1035 label (a Service's; our `N`, which prefixes them).
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# A label value, and a qualified name (a label or annotation key: an optional DNS subdomain prefix and '/', then
+# its name part), as the API server checks them; rules/ (config) and kube/limits.py (the render) both hold these.
+NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+NAME_PART_MAX = 63  # a label value, a qualified name's name part
+PREFIX_MAX = 253
+
+
+def is_label_value(value: str) -> bool:
+    return value == "" or (len(value) <= NAME_PART_MAX and bool(NAME_PART.match(value)))
+
+
 STATEFULSET_NAME_MAX = 52
 
 

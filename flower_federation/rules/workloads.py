@@ -4,21 +4,16 @@ the top level (the chart's `global.*`)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
 from flower_federation.config.errors import Problem, problem
+from flower_federation.kube.naming import DNS1123_SUBDOMAIN, NAME_PART, NAME_PART_MAX, PREFIX_MAX, is_label_value
 from flower_federation.kube.openapi import fragment_errors
 from flower_federation.rules.images import pull_secrets
 from flower_federation.rules.labels import Ours, our_label_problem, our_labels
 from flower_federation.rules.raw import At, Pools, Raw, as_dict, as_list, get
 
-_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-LABEL_VALUE = re.compile(f"^({_NAME})?$")
-NAME_MAX = 63
-PREFIX_MAX = 253
 KEY_RULE = (
     "an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending "
     "with a letter or digit"
@@ -28,14 +23,14 @@ KEY_RULE = (
 def qualified_name_problem(key: str) -> str:
     """Why `key` is not a label or annotation key ("" if it is one)."""
     prefix, _, name = key.rpartition("/")
-    ok = bool(re.fullmatch(_NAME, name)) and len(name) <= NAME_MAX
+    ok = bool(NAME_PART.match(name)) and len(name) <= NAME_PART_MAX
     if "/" in key:
-        ok = ok and bool(re.fullmatch(_SUBDOMAIN, prefix)) and len(prefix) <= PREFIX_MAX
+        ok = ok and bool(DNS1123_SUBDOMAIN.match(prefix)) and len(prefix) <= PREFIX_MAX
     return "" if ok else f"'{key}' is not a Kubernetes key: {KEY_RULE}"
 
 
 def label_value_problem(value: str) -> str:
-    if len(value) <= NAME_MAX and LABEL_VALUE.match(value):
+    if is_label_value(value):
         return ""
     return (
         f"label value '{value}' is not valid in Kubernetes: at most 63 letters, digits, '-', '_' or '.', starting and "
