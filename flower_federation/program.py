@@ -5,7 +5,7 @@ renderer both run exactly this; it is one consumer of the public `Federation` co
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 import pulumi
 from pulumi.runtime import config as runtime_config
@@ -14,7 +14,7 @@ from flower_federation.builders import node_auth, registration
 from flower_federation.config.derived import federation_name
 from flower_federation.config.errors import ConfigError, Problem, problem
 from flower_federation.flower import public_keys
-from flower_federation.plan import FederationPlan, load_plan
+from flower_federation.plan import load_plan
 from flower_federation.plan.outputs import connection_name, stack_outputs
 from flower_federation.shell.federation import CLUSTER_PROVIDER_PREFIX, Federation, kubeconfig_provider
 
@@ -59,42 +59,46 @@ def _kubeconfig_problems(raw: Any) -> list[Problem]:
     ]
 
 
-def _validated(raw: Any, keys: Any, problems: list[Problem]) -> FederationPlan:
-    """The config's plan (before other stacks are read), or every problem at once, secret config held in
-    plain text included, before anything is registered (a cluster's provider included)."""
+def _refuse(raw: Any, keys: Any, problems: list[Problem]) -> NoReturn:
+    """Every problem at once, before anything is registered: the secret config's with the config's own (what the
+    component's plan would have said), so one `pulumi up` names them all."""
     try:
-        plan = load_plan(raw, pulumi.get_stack(), keys)
+        load_plan(raw, pulumi.get_stack(), keys)
     except ConfigError as err:
-        raise pulumi.RunError(str(ConfigError(problems + err.problems))) from None
-    if problems:
-        raise pulumi.RunError(str(ConfigError(problems)))
-    return plan
+        problems = problems + err.problems
+    raise pulumi.RunError(str(ConfigError(problems)))
 
 
-def _names_clusters(raw: Any) -> bool:
-    """Whether the config may deploy into a named cluster (one must be a key of `clusters`, the rules say)."""
-    return isinstance(raw, dict) and bool(raw.get("clusters"))
+class _StackFederation(Federation):
+    """The stack's Federation: each named cluster's Kubernetes provider is `cluster-<name>` at the stack's root
+    (the URN existing stacks hold), not the component's child `<federation>-cluster-<name>` a user's program gets.
+
+    The component makes them from its own plan, once that has passed: the stack is planned once a render (a hub's
+    thousands of keys validated once) and nothing is registered for a config the plan refuses. The program used to
+    plan first to make them and pass them in. A cheaper read of `clusters` before the component would register
+    providers for a config the plan then refuses; handing the program's plan to the component would need it to be
+    the component's own (planned under the stack's name, not the federation's, before `fromStack` outputs are
+    read), a second path to keep equal to the first."""
+
+    def _kubeconfig_provider(self, name: str, cluster: str) -> pulumi.ProviderResource:
+        return kubeconfig_provider(self.plan, cluster, f"{CLUSTER_PROVIDER_PREFIX}{cluster}")
 
 
 def run() -> Federation:
     """Stack config in, one Federation registered (it reads `fromStack` stacks and renders before registering
     anything), stack outputs exported. Each named cluster's provider is `cluster-<name>`, at the stack's root.
 
-    The program plans the config itself only when it must, before the component does: to say the problems of
-    its secret config with the config's own (all at once), or to make the named clusters' providers. Otherwise
-    the Federation's own plan is the only one (a hub's thousands of keys are validated once a render)."""
+    The program plans the config itself only to say the problems of its secret config with the config's own (all
+    at once); otherwise the Federation's own plan is the only one (a hub's thousands of keys are validated once a
+    render), named clusters included."""
     raw: Any = pulumi.Config(PROJECT).get_object(CONFIG_KEY)  # checked by the plan, None included
     keys, problems = _node_auth_keys()
     problems += _kubeconfig_problems(raw)
-    providers: dict[str, pulumi.ProviderResource] = {}
-    if problems or _names_clusters(raw):
-        plan = _validated(raw, keys, problems)  # raises if there are problems
-        name = plan.name
-        providers = {c: kubeconfig_provider(plan, c, f"{CLUSTER_PROVIDER_PREFIX}{c}") for c in plan.clusters if c}
-    else:
-        # What load_plan names it (`name`, else the stack's): the component's plan reports a bad one.
-        name = federation_name(raw.get("name") if isinstance(raw, dict) else None, pulumi.get_stack())
-    component = Federation(name, raw, node_auth_keys=keys, cluster_providers=providers)
+    if problems:
+        _refuse(raw, keys, problems)
+    # What load_plan names it (`name`, else the stack's): the component's plan reports a bad one.
+    name = federation_name(raw.get("name") if isinstance(raw, dict) else None, pulumi.get_stack())
+    component = _StackFederation(name, raw, node_auth_keys=keys)
     plan = component.plan
     for key, value in stack_outputs(plan).items():
         pulumi.export(key, value)

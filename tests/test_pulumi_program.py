@@ -153,7 +153,9 @@ def _plans(monkeypatch) -> list[str]:
     return made
 
 
-def test_a_good_config_is_planned_once_a_run_and_named_clusters_or_secret_problems_plan_first(monkeypatch, tmp_path):
+def test_a_good_config_is_planned_once_a_run_named_clusters_included_and_secret_problems_plan_first(
+    monkeypatch, tmp_path
+):
     # A hub's thousands of keys are validated once a render: the component's plan is the only one, the CLI's
     # `render` included (it says a config's problems through that plan, the same list as `validate`).
     import yaml
@@ -170,23 +172,32 @@ def test_a_good_config_is_planned_once_a_run_and_named_clusters_or_secret_proble
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         assert main(["render", "--config-file", str(stack_file)]) == 0
     assert len(plans) == 1, plans
-    # Negative control, so the count is not blind to the program's own pass: named clusters need the plan first
-    # (their providers `cluster-<name>` are made at the stack's root, before the component) ...
+    # Named clusters too: their providers (`cluster-<name>`, at the stack's root) come from that same plan ...
     plans.clear()
     multi = yaml.safe_load((ROOT / "tests" / "golden" / "Pulumi.multi-cluster.yaml").read_text())["config"][KEY]
     assert any(r.name == "cluster-edge" for r in run_program({KEY: multi}, "mc").registrations)
-    assert len(plans) == 2, plans
-    # ... and so does secret config held in plain text, said with every problem of the config, nothing registered.
+    assert len(plans) == 1, plans
+    # ... so a bad config that names them registers nothing, not even a provider, and says every problem.
     plans.clear()
     bad = copy.deepcopy(multi)
-    bad["clusters"]["edge"] = {"kubeconfig": "apiVersion: v1\nkind: Config\n"}
     bad["supernodes"]["pools"][0]["replicas"] = -1
+    bad["clusters"]["edge"]["context"] = 7
+    run = Run()
+    with pytest.raises(pulumi.RunError) as err:
+        run_program({KEY: bad}, "mc", into=run)
+    assert "federation.supernodes.pools[0].replicas" in str(err.value)
+    assert "federation.clusters.edge.context" in str(err.value)
+    assert run.registrations == [] and len(plans) == 1, plans
+    # Negative control, so the count is not blind to the program's own pass: secret config held in plain text
+    # is said with every problem of the config, through a plan of the program's, and nothing is registered.
+    plans.clear()
+    bad["clusters"]["edge"] = {"kubeconfig": "apiVersion: v1\nkind: Config\n"}
     run = Run()
     with pytest.raises(pulumi.RunError) as err:
         run_program({KEY: bad}, "mc", into=run)
     assert "federation.clusters.edge.kubeconfig: holds credentials" in str(err.value)
     assert "federation.supernodes.pools[0].replicas" in str(err.value)
-    assert run.registrations == [] and len(plans) == 1
+    assert run.registrations == [] and len(plans) == 1, plans
 
 
 def test_missing_config_is_a_clear_error():

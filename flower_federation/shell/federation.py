@@ -14,8 +14,8 @@ and carry a checksum of the certificates and keys they mount, so new ones roll t
 Providers the Pulumi way: `opts.provider` (or `opts.providers`) is the home cluster's,
 inherited by every child; `cluster_providers` maps each named cluster (a key of `clusters`)
 to its own. A named cluster without one gets a provider made from its `kubeconfig`/`context`
-settings, a child named `<name>-cluster-<cluster>` (program.py makes the stack's own, at the
-root, `cluster-<cluster>`, and passes them).
+settings, a child named `<name>-cluster-<cluster>` (program.py's are `cluster-<cluster>`, at the
+stack's root: see `_kubeconfig_provider`).
 """
 
 from __future__ import annotations
@@ -122,16 +122,15 @@ class Federation(pulumi.ComponentResource):
         self, name: str, given: Mapping[str, pulumi.ProviderResource]
     ) -> dict[str, pulumi.ProviderResource]:
         """A Kubernetes provider for each named cluster not given one, from its kubeconfig (a secret input, which
-        pulumi-kubernetes keeps secret in state) and context; a child, named after the component, so two
-        federations in one program never clash."""
-        out: dict[str, pulumi.ProviderResource] = {}
-        for cluster in self.plan.clusters:
-            if not cluster or cluster in given:
-                continue
-            out[cluster] = kubeconfig_provider(
-                self.plan, cluster, f"{name}-{CLUSTER_PROVIDER_PREFIX}{cluster}", pulumi.ResourceOptions(parent=self)
-            )
-        return out
+        pulumi-kubernetes keeps secret in state) and context."""
+        return {c: self._kubeconfig_provider(name, c) for c in self.plan.clusters if c and c not in given}
+
+    def _kubeconfig_provider(self, name: str, cluster: str) -> pulumi.ProviderResource:
+        """A child, named after the component, so two federations in one program never clash (program.py's
+        stack Federation names its own otherwise)."""
+        return kubeconfig_provider(
+            self.plan, cluster, f"{name}-{CLUSTER_PROVIDER_PREFIX}{cluster}", pulumi.ResourceOptions(parent=self)
+        )
 
     def _register(
         self, name: str, plan: FederationPlan, rendered: Manifests, providers: dict[str, pulumi.ProviderResource]
