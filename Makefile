@@ -6,7 +6,7 @@ FLWR_VERSIONS := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
 FLWR_VENVS := $(foreach v,$(FLWR_VERSIONS),.venv-flwr-$(v)/.installed)
 STACK ?= dev
 
-.PHONY: render validate lint test test-live test-rest e2e e2e-tools schema docs golden bench clean
+.PHONY: render validate lint test test-live test-rest e2e e2e-scale e2e-tools schema docs golden bench clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes. The set-up talks on stderr only (make's echo of
@@ -104,6 +104,12 @@ test-rest: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed e2e-tools
 e2e: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
 	@$(PY) -m pytest tests/e2e -v; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
+
+# Many SuperNodes alone (tests/e2e/scale.py, scenario 19): E2E_SCALE SuperNodes across sites of ten, 30
+# unless set; its figures are the scenario's phases (docs/benchmarks.md, "Many SuperNodes"). Needs root.
+E2E_SCALE ?= 30
+e2e-scale: $(VENV)/.installed $(lastword $(FLWR_VENVS)) e2e-tools
+	@E2E_SCALE=$(E2E_SCALE) $(PY) -m pytest tests/e2e/test_e2e_scale.py tests/e2e/test_e2e.py::test_9_nothing_left_behind -v
 
 # Offline render time against the Pulumi SDK's floor (bench/run.py); not part of `make test`.
 # BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16.

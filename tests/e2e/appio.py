@@ -19,9 +19,10 @@ round ends once it replied: the app's round-quorum; the other two never answer).
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 from tests.e2e.harness import NotReady
 from tests.e2e.rendering import NAME, NAMESPACE, config
@@ -85,11 +86,25 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float, fed: Federati
         time.sleep(0.5)
 
 
-def run(version: str) -> list[str]:
-    """The scenario; returns its phases. Raises AssertionError (or NotReady) on failure."""
+def run(version: str, gate: Optional[threading.Semaphore] = None) -> list[str]:
+    """The scenario; returns its phases. Raises AssertionError (or NotReady) on failure. `gate`: held
+    while the federation starts (one start at a time: background.py)."""
     raw = raw_config(version)
-    fed = Federation(version, raw, label="appio", tamper=tamper)
+    if gate is not None:
+        gate.acquire()
     try:
+        fed = Federation(version, raw, label="appio", tamper=tamper)
+    except BaseException:
+        if gate is not None:
+            gate.release()
+        raise
+    try:
+        start = time.monotonic()
+        try:
+            fed.cluster.wait_pods_ready([fed.superlink], ONLINE_TIMEOUT)
+        finally:
+            if gate is not None:
+                gate.release()
         rendered_args = [
             a
             for m in fed.rendered.manifests
@@ -98,8 +113,6 @@ def run(version: str) -> list[str]:
             for a in c.get("args", [])
         ]
         assert "--insecure" not in rendered_args, "the render still has --insecure"
-        start = time.monotonic()
-        fed.cluster.wait_pods_ready([fed.superlink], ONLINE_TIMEOUT)
         fed.register()
         deadline = time.monotonic() + ONLINE_TIMEOUT
         while True:  # the SuperLink's state first (cheap), then the CLI confirms

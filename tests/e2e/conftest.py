@@ -21,6 +21,9 @@ pytest.register_assert_rewrite(
     "tests.e2e.sites",
     "tests.e2e.site_deployments",
     "tests.e2e.site_checks",
+    "tests.e2e.scale",
+    "tests.e2e.appio",
+    "tests.e2e.background",
     "tests.e2e.gateway_emulation_setup",
 )
 
@@ -48,6 +51,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _is_e2e(item):
             item.add_marker(pytest.mark.live)
+    # The check that nothing is left behind runs once every e2e module's federations closed: last.
+    last = [i for i in items if _is_e2e(i) and i.name == "test_9_nothing_left_behind"]
+    items[:] = [i for i in items if i not in last] + last
 
 
 def pytest_collection_finish(session):
@@ -88,6 +94,42 @@ def pytest_runtest_logreport(report):
         entry["outcome"] = "skipped" if report.skipped else report.outcome
 
 
+# Bounds a hang only: every scenario bounds its own waits; the longest lane takes about ten minutes.
+BACKGROUND_TIMEOUT = 1500
+
+
+@pytest.fixture(scope="session", autouse=True)
+def background(request):
+    """Every selected scenario's lane, started together at the first e2e test (background.py); the
+    tests wait for their outcomes. Session end: the lanes stop, their federations close."""
+    wanted: dict[str, set[str]] = {}
+    for item in request.session.items:
+        marker = item.get_closest_marker("scenario")
+        if marker is None or not _is_e2e(item) or item.get_closest_marker("skip"):
+            continue
+        version = item.callspec.params.get("version", "-") if hasattr(item, "callspec") else "-"
+        wanted.setdefault(version, set()).add(marker.kwargs["id"])
+    if not wanted:
+        yield None
+        return
+    from tests.e2e.background import Background  # not at the top: see register_assert_rewrite
+    from tests.support.flower import HTTP_ERA, venv
+
+    for version in wanted:
+        python = venv(HTTP_ERA if version == "-" else version) / "bin" / "python"
+        if not python.exists():
+            pytest.fail(f"{python} missing: run `make test` or `make e2e`, which install the Flower venvs")
+    harness.install_cleanup_handlers()
+    lanes = Background(wanted)
+    lanes.start()
+    try:
+        yield lanes
+    finally:
+        lanes.stop()
+        lanes.join(BACKGROUND_TIMEOUT)
+        harness.close_all()
+
+
 def _scenario_order(entry: dict) -> tuple[int, str]:
     """Scenarios by number, then letter: 1, 2, 2b, 3, ..., 10, 11, 12."""
     number = entry["scenario"].split(".")[0]
@@ -121,9 +163,9 @@ def pytest_terminal_summary(terminalreporter):
     tr.write_line(
         "(a scenario's time counts from the end of the previous one on the same federation; "
         "the first on a federation includes starting it: 1 (subprocess; then 3, 4, 11, 8), 2 (process; then 10, 12), "
-        "2b (distributed), 5 (negative), 13 (upgrade; then 14), 15 (era), 16 (keys), 18 (ca), 6 (sites: a hub and "
-        "four site clusters), 7 (the SuperExec hop). "
-        "Both versions run side by side.)"
+        "2b (distributed), 5 (negative), 13 (upgrade; then 14), 15 (era), 16 (keys), 18 (ca), 6 and 6g (sites: a hub "
+        "and four site clusters), 7 (the SuperExec hop), 19 (many SuperNodes: a hub and its sites). "
+        "All run side by side, one federation starting at a time.)"
     )
     if harness.EXPOSED:
         tr.write_line(

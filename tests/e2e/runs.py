@@ -41,6 +41,7 @@ class RunResult:
     during_error: Optional[BaseException] = None
     # (pod, container) -> the most resident memory its processes held together, in bytes
     peak_rss: dict[tuple[str, str], int] = field(default_factory=dict)
+    round_seconds: list[float] = field(default_factory=list)  # each round's time, the ServerApp's clock
 
     def summary(self) -> str:
         return f"exit {self.returncode}, {len(self.rounds)} rounds, done={self.done}, {self.seconds:.1f}s"
@@ -110,7 +111,8 @@ class AppRuns:
             stop.set()
             sampler.join(timeout=5)
         output = res.stdout + res.stderr
-        rounds = [json.loads(m.group(1)) for m in re.finditer(r"E2E round=\d+ clients=(\{.*?\})$", output, re.M)]
+        lines = list(re.finditer(r"E2E round=\d+ seconds=([\d.]+) clients=(\{.*?\})$", output, re.M))
+        rounds = [json.loads(m.group(2)) for m in lines]
         self.phase("run", time.monotonic() - start)
         return RunResult(
             res.returncode,
@@ -121,6 +123,7 @@ class AppRuns:
             ran,
             errors[0] if errors else None,
             peak_rss,
+            [float(m.group(1)) for m in lines],
         )
 
     def runs(self) -> list[dict[str, Any]]:

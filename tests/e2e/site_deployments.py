@@ -116,8 +116,8 @@ class SitesRun:
             self.wan.close()
 
 
-def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str) -> Site:
-    cluster = Cluster(run.version, venv(run.version), name)
+def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str, nice: int = 0) -> Site:
+    cluster = Cluster(run.version, venv(run.version), name, nice=nice)
     site = Site(name, rendered, cluster)
     run.sites[name] = site
     cluster.apply(rendered.manifests)

@@ -1,57 +1,24 @@
 """End to end: the rendered federation, started pod by pod as the kubelet would, with
 real Flower 1.26.1 (gRPC era) and 1.42.0 (HTTP era). See harness/ for what is
 emulated and how, stack.py for the rendering and the CLI, scenarios.py for what each
-scenario proves. Both versions run side by side (three lanes each, see lanes.LANES); each test waits for
-its scenario's outcome and reports it, with the scenario's own duration."""
+scenario proves. Both versions run side by side (three lanes each, see lanes.LANES), beside the other
+modules' scenarios (background.py); each test waits for its scenario's outcome and reports it, with the
+scenario's own duration."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.e2e import harness
-from tests.e2e.lanes import LANES, Lane
-from tests.e2e.stack import VERSIONS, venv
+from tests.e2e.background import report
+from tests.e2e.stack import VERSIONS
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PREVIOUS_HTTP_ERA
 
 RESULT_TIMEOUT = 900  # the whole e2e takes a few minutes; this only bounds a hang
 
 
-@pytest.fixture(scope="session")
-def lanes(request):
-    """One lane per Flower version, running the selected scenarios."""
-    harness.install_cleanup_handlers()
-    wanted: dict[str, set[str]] = {}
-    for item in request.session.items:
-        marker = item.get_closest_marker("scenario")
-        if marker is None or item.get_closest_marker("skip") or not hasattr(item, "callspec"):
-            continue
-        wanted.setdefault(item.callspec.params["version"], set()).add(marker.kwargs["id"])
-    for version in wanted:
-        python = venv(version) / "bin" / "python"
-        if not python.exists():
-            pytest.fail(f"{python} missing: run `make test` or `make e2e`, which install flwr=={version}")
-    running = [lane for v, s in wanted.items() for groups in LANES if (lane := Lane(v, s, groups)).wanted]
-    for lane in running:
-        lane.start()
-    try:
-        yield running
-    finally:
-        for lane in running:
-            lane.stopping = True
-        for lane in running:
-            lane.join(timeout=RESULT_TIMEOUT)
-        harness.close_all()
-
-
-def check(lanes, version: str, scenario: str, record_property) -> None:
-    lane = next(lane for lane in lanes if lane.version == version and scenario in lane.wanted)
-    outcome = lane.outcome(scenario, RESULT_TIMEOUT)
-    record_property("scenario_seconds", outcome.seconds)
-    record_property("phases", ", ".join(outcome.phases))
-    for text in outcome.incidents:
-        record_property("incident", text)
-    if outcome.status != "passed":
-        pytest.fail(outcome.error, pytrace=False)
+def check(background, version: str, scenario: str, record_property) -> None:
+    report(background.lane(version, scenario).outcome(scenario, RESULT_TIMEOUT), record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -60,14 +27,14 @@ def check(lanes, version: str, scenario: str, record_property) -> None:
     "NetworkPolicy controls (intruder, outside world)",
     id="1",
 )
-def test_1_subprocess_isolation(lanes, version, record_property):
-    check(lanes, version, "1", record_property)
+def test_1_subprocess_isolation(background, version, record_property):
+    check(background, version, "1", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.scenario("process isolation: the run completes in the SuperExec sidecars", id="2")
-def test_2_process_isolation(lanes, version, record_property):
-    check(lanes, version, "2", record_property)
+def test_2_process_isolation(background, version, record_property):
+    check(background, version, "2", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -76,36 +43,36 @@ def test_2_process_isolation(lanes, version, record_property):
     "their APIs refuse an intruder (NetworkPolicies enforced)",
     id="2b",
 )
-def test_2b_distributed_superexecs(lanes, version, record_property):
-    check(lanes, version, "2b", record_property)
+def test_2b_distributed_superexecs(background, version, record_property):
+    check(background, version, "2b", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.scenario(
     "SuperLink restart on the same volume: runs and nodes kept, SuperNodes reconnect, new run completes", id="3"
 )
-def test_3_superlink_restart(lanes, version, record_property):
-    check(lanes, version, "3", record_property)
+def test_3_superlink_restart(background, version, record_property):
+    check(background, version, "3", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.scenario("SuperNode killed mid-run: restarted, rejoins, federation stays usable", id="4")
-def test_4_supernode_killed_mid_run(lanes, version, record_property):
-    check(lanes, version, "4", record_property)
+def test_4_supernode_killed_mid_run(background, version, record_property):
+    check(background, version, "4", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.scenario("negative control: SuperNodes trusting the wrong CA are detected as not ready", id="5")
-def test_5_negative_control_wrong_ca(lanes, version, record_property):
-    check(lanes, version, "5", record_property)
+def test_5_negative_control_wrong_ca(background, version, record_property):
+    check(background, version, "5", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.scenario(
     "SuperLink killed mid-run: that run reported finished by Flower, not hung; the next run completes", id="8"
 )
-def test_8_superlink_restart_mid_run(lanes, version, record_property):
-    check(lanes, version, "8", record_property)
+def test_8_superlink_restart_mid_run(background, version, record_property):
+    check(background, version, "8", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -113,8 +80,8 @@ def test_8_superlink_restart_mid_run(lanes, version, record_property):
     "process isolation, ClientApp SuperExec killed mid-run: restarted, the run finishes, the next has every node",
     id="10",
 )
-def test_10_clientapp_superexec_killed(lanes, version, record_property):
-    check(lanes, version, "10", record_property)
+def test_10_clientapp_superexec_killed(background, version, record_property):
+    check(background, version, "10", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -122,8 +89,8 @@ def test_10_clientapp_superexec_killed(lanes, version, record_property):
     "rolling update of pool a (nodeConfig): pool b never offline, pool a within its PDB, the next run sees it",
     id="11",
 )
-def test_11_rolling_update(lanes, version, record_property):
-    check(lanes, version, "11", record_property)
+def test_11_rolling_update(background, version, record_property):
+    check(background, version, "11", record_property)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -131,8 +98,8 @@ def test_11_rolling_update(lanes, version, record_property):
     "network partition SuperNodes/SuperLink for 60 s, healed: every node offline then back online, a run completes",
     id="12",
 )
-def test_12_network_partition(lanes, version, record_property):
-    check(lanes, version, "12", record_property)
+def test_12_network_partition(background, version, record_property):
+    check(background, version, "12", record_property)
 
 
 @pytest.mark.parametrize("version", [HTTP_ERA])
@@ -141,8 +108,8 @@ def test_12_network_partition(lanes, version, record_property):
     "SuperNodes reconnect without registering again, a new run completes",
     id="13",
 )
-def test_13_upgrade_on_live_state(lanes, version, record_property):
-    check(lanes, version, "13", record_property)
+def test_13_upgrade_on_live_state(background, version, record_property):
+    check(background, version, "13", record_property)
 
 
 @pytest.mark.parametrize("version", [HTTP_ERA])
@@ -151,8 +118,8 @@ def test_13_upgrade_on_live_state(lanes, version, record_property):
     "state before the upgrade, the old run listed, a new run completes",
     id="14",
 )
-def test_14_downgrade_refused_restore(lanes, version, record_property):
-    check(lanes, version, "14", record_property)
+def test_14_downgrade_refused_restore(background, version, record_property):
+    check(background, version, "14", record_property)
 
 
 @pytest.mark.parametrize("version", [GRPC_ERA])
@@ -161,8 +128,8 @@ def test_14_downgrade_refused_restore(lanes, version, record_property):
     "reconnect without registering again, a new run completes; the old flwr config reaches nothing",
     id="15",
 )
-def test_15_era_change(lanes, version, record_property):
-    check(lanes, version, "15", record_property)
+def test_15_era_change(background, version, record_property):
+    check(background, version, "15", record_property)
 
 
 # Day-2 scenarios run once each, spread over the two versions' third lanes so that neither
@@ -175,8 +142,8 @@ def test_15_era_change(lanes, version, record_property):
     "every run completes, no SuperNode refused; rolled before registration, a SuperNode is refused",
     id="16",
 )
-def test_16_node_key_rotation(lanes, version, record_property):
-    check(lanes, version, "16", record_property)
+def test_16_node_key_rotation(background, version, record_property):
+    check(background, version, "16", record_property)
 
 
 @pytest.mark.parametrize("version", [HTTP_ERA])
@@ -185,17 +152,17 @@ def test_16_node_key_rotation(lanes, version, record_property):
     "throughout, a run after each; a client pinned to the old CA is refused after the switch",
     id="18",
 )
-def test_18_ca_rotation(lanes, version, record_property):
-    check(lanes, version, "18", record_property)
+def test_18_ca_rotation(background, version, record_property):
+    check(background, version, "18", record_property)
 
 
-def test_9_nothing_left_behind(lanes):
-    """After every federation closed: no network namespace, /etc/netns entry, process,
-    work directory or mountpoint of ours is left."""
-    for lane in lanes:
-        lane.stopping = True
-        lane.join(timeout=RESULT_TIMEOUT)
-        assert not lane.is_alive(), f"lane {lane.version} still running"
+def test_9_nothing_left_behind(background):
+    """After every federation of every e2e module closed (conftest.py runs this test after the
+    others): no network namespace, /etc/netns entry, process, work directory or mountpoint of ours
+    is left."""
+    if background is not None:
+        running = background.join(RESULT_TIMEOUT)
+        assert running == [], f"still running: {running}"
     assert harness.CREATED, "no cluster was created"
     left = harness.leftovers()
     assert left == [], f"left behind: {left}"

@@ -61,10 +61,13 @@ class FlowerImages:
 class Cluster(ClusterNetwork, ClusterProcesses):
     """One emulated node running Flower's images: `version`'s (`venv`) unless a pod names another."""
 
-    def __init__(self, version: str, venv: Path, label: str = "e2e"):
+    def __init__(self, version: str, venv: Path, label: str = "e2e", nice: int = 0):
         _install_handlers()
         self.version = version
         self.label = label
+        # The niceness of every container's processes: a cluster that stands for other machines (a site's, in
+        # scale.py) yields the shared CPU to the clusters whose processes a test measures.
+        self.nice = nice
         self.images = {version: FlowerImages.of(version, venv)}
         self.id = f"{ID_PREFIX}{secrets.token_hex(2)}"
         self.netns: list[str] = []

@@ -69,6 +69,8 @@ class Container(ContainerProbes):
         while not self._stop.is_set():
             try:
                 argv, spec_file = self.pod.container_launch(self)
+                if self.pod.cluster.nice:
+                    argv = ["nice", "-n", str(self.pod.cluster.nice), *argv]
             except (HarnessError, MissingReference) as exc:  # CreateContainerConfigError
                 with open(self.log_path, "a") as log:
                     log.write(f"=== cannot start: {exc}\n")
@@ -86,6 +88,8 @@ class Container(ContainerProbes):
                     self.proc = subprocess.Popen(
                         argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
                     )
+                if self.pod.cluster.nice:
+                    self._yield_cpu(self.proc.pid, self.pod.cluster.nice)
                 self.started_at = time.monotonic()
                 self.readiness, self.liveness, self.startup = ProbeState(), ProbeState(), ProbeState()
                 self.started = threading.Event()
@@ -122,6 +126,16 @@ class Container(ContainerProbes):
                 backoff = BACKOFF_START
             self._stop.wait(backoff)
             backoff = min(backoff * 2, BACKOFF_CAP)
+
+    @staticmethod
+    def _yield_cpu(pid: int, nice: int) -> None:
+        """The container's session (its own: start_new_session) at `nice`. With the kernel's autogroup
+        scheduling on, a session's processes share one group, and groups share the CPU evenly whatever their
+        processes' niceness: the `nice` the command runs under counts only within the group, the group's
+        own niceness between groups."""
+        # No autogroup (CONFIG_SCHED_AUTOGROUP off): the plain `nice` is all it takes.
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(nice))
 
     @staticmethod
     def _find_pid1(unshare_pid: int) -> Optional[int]:

@@ -1,7 +1,8 @@
 """ServerApp: FedAvg over numpy arrays for `num-server-rounds` rounds.
 
-Prints one line per round from the train replies, `E2E round=<r> clients=<JSON
-{pod name: [num-partitions, partition-id]}>`, and `E2E done rounds=<n> model=<sum>` at
+Prints one line per round from the train replies, `E2E round=<r> seconds=<the round's
+time, from the previous round's end or main's start> clients=<JSON {pod name:
+[num-partitions, partition-id]}>`, and `E2E done rounds=<n> model=<sum>` at
 the end; the tests read them from `flwr run --stream`.
 
 `round-quorum` (comma-separated pod names, empty by default): a round also ends as
@@ -67,6 +68,7 @@ def main(grid: Grid, context: Context) -> None:
     timeout = float(context.run_config["round-timeout"])
     quorum = {p for p in str(context.run_config["round-quorum"]).split(",") if p}
     seen_rounds = []
+    clock = [time.monotonic()]  # when the previous round ended (the first: when main started)
 
     def train_metrics(records, weighting_key):
         clients = {}
@@ -75,7 +77,10 @@ def main(grid: Grid, context: Context) -> None:
             pod = str(r["identity"]["pod"]) if "identity" in r.config_records else "?"
             clients[pod] = [int(metrics["num-partitions"]), int(metrics["partition-id"])]
         seen_rounds.append(clients)
-        print(f"E2E round={len(seen_rounds)} clients={json.dumps(clients, sort_keys=True)}", flush=True)
+        now = time.monotonic()
+        seconds, clock[0] = now - clock[0], now
+        print(f"E2E round={len(seen_rounds)} seconds={seconds:.2f} clients={json.dumps(clients, sort_keys=True)}",
+              flush=True)
         return aggregate_metricrecords(records, weighting_key)
 
     strategy = FedAvg(fraction_train=1.0, fraction_evaluate=float(context.run_config["fraction-evaluate"]),
