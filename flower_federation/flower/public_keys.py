@@ -157,8 +157,8 @@ def _is_openssh_nist_key(text: str) -> bool:
 
 @functools.lru_cache(maxsize=1 << 17)
 def _is_openssh_nist_key_once(text: str) -> bool:
-    """`_is_openssh_nist_key`, once per key a process: a process may plan one config more than once (the program
-    before its component with named clusters, `diff` of two stack files, the tests)."""
+    """`_is_openssh_nist_key`, once per key a process: a process may plan one config more than once (`diff` of two
+    stack files, the tests)."""
     return _is_openssh_nist_key(text)
 
 
