@@ -1,15 +1,16 @@
 """Every selected e2e scenario runs in a thread started with the first e2e test (conftest.py's
-`background` fixture), so the federations of all test modules run side by side: the
-single-federation lanes (lanes.py), the sites scenarios (sites.py: 6, 6g), the SuperExec hop
-(appio.py: 7) and many SuperNodes (scale.py: 19). A test only waits for its scenario's
-outcome and reports it.
+`background` fixture); a test only waits for its scenario's outcome and reports it. The
+single-federation lanes (lanes.py) start at once; the scenarios of their own follow them: many
+SuperNodes (scale.py: 19), the sites scenarios (sites.py: 6, 6g) and the SuperExec hop (appio.py:
+7), each starting as soon as a lane has ended, heaviest first. Meanwhile pytest runs the other live
+tests (conftest.py orders the waits for the followers after them).
 
-Before, each module's scenarios started when its first test ran, after the previous module's
-had all finished: the sites scenarios, the SuperExec hop and the scale scenario added their
-minutes to the suite's, on a machine whose cores the lanes mostly leave idle (Flower polls and
-waits). Side by side they share lanes.START_GATE: one federation starts at a time (a start is a
-CPU burst), the long single-federation lanes first (they are queued first), and two runs at
-most at a time (runs.RUN_SLOTS).
+Why followers, not all at once: two cores are the limit. Started with the lanes, the followers' hubs
+and the scale scenario's thirty SuperNodes slowed the lanes by minutes (their last outcome at 1,000 s
+instead of 780 s) and starved the scale scenario's sites past their startup probes (CI, 2026-11-26).
+Started when their module's first test ran, as before, they waited for every lane to end and then
+for each other. All share lanes.START_GATE (one federation starts at a time: a start is a CPU burst)
+and runs.RUN_SLOTS (two runs at a time).
 """
 
 from __future__ import annotations
@@ -26,26 +27,30 @@ from tests.e2e.lanes import LANES, START_GATE, Lane
 from tests.e2e.scenarios import Outcome
 from tests.support.flower import HTTP_ERA
 
-# Scenarios of their own, not single-federation lanes: id -> how it runs for a version.
-SITES_EXPOSURES = {"6": "loadBalancer", "6g": "gateway"}
+SITES_EXPOSURES = {"6": "loadBalancer", "6g": "gateway"}  # the sites scenarios: id -> how the hub is reached
+TURN_TIMEOUT = 1200  # a follower's wait for a lane to end: bounds a hung lane only
 
 
 class OutcomeLane(threading.Thread):
-    """One scenario in a thread: `run` returns its Outcome."""
+    """One scenario in a thread: `run` returns its Outcome. It starts once it has a turn (`turns`), and gives
+    one back when it ends."""
 
-    def __init__(self, name: str, scenario: str, run: Callable[[], Outcome]):
+    def __init__(self, name: str, scenario: str, run: Callable[[], Outcome], turns: threading.Semaphore):
         super().__init__(name=name, daemon=True)
         self.scenario = scenario
         self._run = run
+        self._turns = turns
         self.outcome = Outcome(scenario)
         self.done = threading.Event()
 
     def run(self) -> None:
         try:
+            self._turns.acquire(timeout=TURN_TIMEOUT)  # past it, start anyway: the scenario's waits still bound it
             self.outcome = self._run()
         except BaseException:  # a scenario's runner reports its failures; this is a bug in one
             self.outcome.status, self.outcome.error = "failed", traceback.format_exc()
         finally:
+            self._turns.release()
             self.done.set()
 
     def wait(self, timeout: float) -> Outcome:
@@ -69,33 +74,41 @@ def _appio(version: str) -> Outcome:
 
 
 class Background:
-    """The lanes of the selected scenarios ({version: {scenario ids}}), started together."""
+    """The lanes of the selected scenarios ({version: {scenario ids}}), and the scenarios that follow them."""
 
     def __init__(self, wanted: dict[str, set[str]]):
         self.lanes = [lane for v, ids in wanted.items() for groups in LANES if (lane := Lane(v, ids, groups)).wanted]
-        self.others: dict[tuple[str, str], OutcomeLane] = {}
+        followers: list[tuple[str, str, str, Callable[[], Outcome]]] = []  # (version, id, thread name, run)
         for version, ids in wanted.items():
-            for sid in sorted(ids & set(SITES_EXPOSURES)):
-                exposure = SITES_EXPOSURES[sid]
-                self.others[(version, sid)] = OutcomeLane(
-                    f"e2e-sites-{sid}-{version}",
-                    sid,
-                    lambda v=version, e=exposure: sites.run_scenario(v, START_GATE, e),
-                )
             if "19" in ids:
                 n = scale.scale()
-                self.others[(version, "19")] = OutcomeLane(
-                    f"e2e-scale-{n}-{version}", "19", lambda v=version, n=n: scale.run_scenario(v, n, START_GATE)[0]
+                followers.append(
+                    (
+                        version,
+                        "19",
+                        f"e2e-scale-{n}-{version}",
+                        lambda v=version, n=n: scale.run_scenario(v, n, START_GATE)[0],
+                    )
                 )
+        for version, ids in sorted(wanted.items(), reverse=True):  # the newest Flower first
+            for sid in sorted(ids & set(SITES_EXPOSURES)):
+                run = lambda v=version, e=SITES_EXPOSURES[sid]: sites.run_scenario(v, START_GATE, e)  # noqa: E731
+                followers.append((version, sid, f"e2e-sites-{sid}-{version}", run))
         if "7" in wanted.get("-", set()):  # the SuperExec hop: one version (appio.py), no parameter
-            self.others[("-", "7")] = OutcomeLane("e2e-appio", "7", lambda: _appio(HTTP_ERA))
+            followers.append(("-", "7", "e2e-appio", lambda: _appio(HTTP_ERA)))
+        # A follower starts when a lane (or another follower) has ended: the lanes' federations keep the
+        # machine busy until then. With no lane selected, every follower starts at once.
+        self.turns = threading.Semaphore(0 if self.lanes else len(followers))
+        for lane in self.lanes:
+            lane.when_done.append(self.turns.release)
+        self.others = {(v, sid): OutcomeLane(name, sid, run, self.turns) for v, sid, name, run in followers}
 
     def start(self) -> None:
-        # The long single-federation lanes first: they queue first at START_GATE.
         for lane in self.lanes:
             lane.start()
-        for other in self.others.values():
+        for other in self.others.values():  # in order: they queue for their turns in it
             other.start()
+            time.sleep(0.05)
 
     def lane(self, version: str, scenario: str) -> Lane:
         return next(lane for lane in self.lanes if lane.version == version and scenario in lane.wanted)

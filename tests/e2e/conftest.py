@@ -51,9 +51,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _is_e2e(item):
             item.add_marker(pytest.mark.live)
-    # The check that nothing is left behind runs once every e2e module's federations closed: last.
+
+    # The tests that wait for the scenarios following the lanes (background.py: every scenario outside
+    # test_e2e.py) run after the other live tests, which run meanwhile; the check that nothing is left
+    # behind runs once every federation closed: last.
+    def follower(i) -> bool:
+        return _is_e2e(i) and i.get_closest_marker("scenario") is not None and Path(str(i.fspath)).name != "test_e2e.py"
+
     last = [i for i in items if _is_e2e(i) and i.name == "test_9_nothing_left_behind"]
-    items[:] = [i for i in items if i not in last] + last
+    waits = [i for i in items if follower(i)]
+    items[:] = [i for i in items if i not in last and i not in waits] + waits + last
 
 
 def pytest_collection_finish(session):

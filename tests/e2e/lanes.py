@@ -102,8 +102,16 @@ class Lane(threading.Thread):
         self.memo: dict[str, Any] = {}
         self.current: Optional[Federation] = None
         self.stopping = False
+        self.when_done: list[Callable[[], None]] = []  # called once the lane's last federation closed
 
     def run(self) -> None:
+        try:
+            self._run_groups()
+        finally:
+            for hook in self.when_done:
+                hook()
+
+    def _run_groups(self) -> None:
         for group in self.groups:
             todo = [(s, fn) for s, fn in group.scenarios if s in self.wanted]
             if not todo:
