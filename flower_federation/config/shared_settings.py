@@ -134,7 +134,16 @@ class Probes(Model):
     inherit key by key, as the Helm chart's do: a key set there wins, a key left out takes
     the top level's value, and a key set nowhere the default given here."""
 
-    liveness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it restarts the container.")
+    liveness_probe: ProbeSettings = Field(
+        default=ProbeSettings.model_validate({"timeoutSeconds": 5, "failureThreshold": 6}),
+        description=(
+            "Failing it restarts the container. By default a program must fail to answer within 5 s six times in a "
+            "row (a minute) before it is killed: a restart loses the SuperLink's running runs, and a busy SuperLink "
+            "(Python, one event loop) missed the Helm chart's 1 s three times with 30 SuperNodes in a round on a "
+            "loaded 2-core machine (docs/benchmarks.md, \"Many SuperNodes\"). Readiness keeps 1 s: it only takes the "
+            "pod out of its Service's endpoints for a while."
+        ),
+    )
     readiness_probe: ProbeSettings = Field(default=ProbeSettings(), description="Failing it marks the pod not ready.")
     startup_probe: ProbeSettings = Field(
         default=ProbeSettings.model_validate({"periodSeconds": 5, "failureThreshold": 24}),
