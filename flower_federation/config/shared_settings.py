@@ -140,7 +140,7 @@ class Probes(Model):
             "Failing it restarts the container. By default a program must fail to answer within 5 s six times in a "
             "row (a minute) before it is killed: a restart loses the SuperLink's running runs, and a busy SuperLink "
             "(Python, one event loop) missed the Helm chart's 1 s three times with 30 SuperNodes in a round on a "
-            "loaded 2-core machine (docs/benchmarks.md, \"Many SuperNodes\"). Readiness keeps 1 s: it only takes the "
+            'loaded 2-core machine (docs/benchmarks.md, "Many SuperNodes"). Readiness keeps 1 s: it only takes the '
             "pod out of its Service's endpoints for a while."
         ),
     )

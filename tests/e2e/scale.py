@@ -61,6 +61,10 @@ JOB_SECONDS_PER_KEY = 0.5  # the Job: one RegisterNode a key, ~5 ms each; its st
 # without it, 30 ClientApps starting at once starved the SuperLink past its liveness probe (an emulation artifact).
 SITE_NICE = 10
 IDLE_WINDOW = 20.0  # seconds of SuperLink CPU sampled with every node online and no run
+# Every site runs on this host: a SuperNode pod holds about 0.5 GiB while it trains (the SuperNode, its SuperExec
+# and a ClientApp, each a Python process importing Flower); at 45 and 60 SuperNodes a 24 GiB host ran out of memory.
+POD_MEMORY = 512 * 2**20
+HUB_MEMORY = 2**30
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -77,6 +81,20 @@ def sites_for(n: int) -> dict[str, int]:
     """{site name: SuperNodes}: N spread over ceil(N / SITE_NODES) sites, at least two."""
     count = max(2, math.ceil(n / SITE_NODES))
     return {f"site-{i:02d}": n // count + (i < n % count) for i in range(count)}
+
+
+def check_memory(n: int) -> None:
+    """Refuses, saying why, an N whose sites this host's available memory cannot hold: better than the kernel's
+    out-of-memory killer taking SuperNodes (or the test) mid-round."""
+    need = HUB_MEMORY + n * POD_MEMORY
+    with open("/proc/meminfo") as f:
+        available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    if need > available:
+        raise NotReady(
+            f"E2E_SCALE={n} needs about {need / 2**30:.1f} GiB of memory on this host (every site runs here: about "
+            f"{POD_MEMORY >> 20} MiB a SuperNode while it trains, {HUB_MEMORY >> 30} GiB for the hub) and "
+            f"{available / 2**30:.1f} GiB is available: run fewer SuperNodes, or on a larger host"
+        )
 
 
 def online_timeout(n: int) -> float:
@@ -154,6 +172,7 @@ class PeakRss:
 
 def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = None) -> dict[str, float]:
     """The scenario (see the module's docstring); returns its figures."""
+    check_memory(n)
     v = run.version
     sites = sites_for(n)
     hub_state = PulumiState()
