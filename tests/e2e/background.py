@@ -28,35 +28,33 @@ from tests.e2e.scenarios import Outcome
 from tests.support.flower import HTTP_ERA
 
 SITES_EXPOSURES = {"6": "loadBalancer", "6g": "gateway"}  # the sites scenarios: id -> how the hub is reached
-TURN_TIMEOUT = 1200  # a follower's wait for a lane to end: bounds a hung lane only
 
 
-class OutcomeLane(threading.Thread):
-    """One scenario in a thread: `run` returns its Outcome. It starts once it has a turn (`turns`), and gives
-    one back when it ends."""
+class Follower(threading.Thread):
+    """One scenario of its own in a thread (Background starts it when its turn comes): `run` returns its
+    Outcome; `then` is called when it ended, whatever happened."""
 
-    def __init__(self, name: str, scenario: str, run: Callable[[], Outcome], turns: threading.Semaphore):
+    def __init__(self, name: str, scenario: str, run: Callable[[], Outcome], then: Callable[[], None]):
         super().__init__(name=name, daemon=True)
         self.scenario = scenario
         self._run = run
-        self._turns = turns
+        self._then = then
         self.outcome = Outcome(scenario)
         self.done = threading.Event()
 
     def run(self) -> None:
         try:
-            self._turns.acquire(timeout=TURN_TIMEOUT)  # past it, start anyway: the scenario's waits still bound it
             self.outcome = self._run()
         except BaseException:  # a scenario's runner reports its failures; this is a bug in one
             self.outcome.status, self.outcome.error = "failed", traceback.format_exc()
         finally:
-            self._turns.release()
             self.done.set()
+            self._then()
 
     def wait(self, timeout: float) -> Outcome:
         if not self.done.wait(timeout):
             return Outcome(
-                self.scenario, status="failed", error=f"scenario {self.scenario} did not finish in {timeout:.0f}s"
+                self.scenario, status="failed", error=f"scenario {self.scenario} not done within {timeout:.0f}s"
             )
         return self.outcome
 
@@ -74,61 +72,71 @@ def _appio(version: str) -> Outcome:
 
 
 class Background:
-    """The lanes of the selected scenarios ({version: {scenario ids}}), and the scenarios that follow them."""
+    """The lanes of the selected scenarios ({version: {scenario ids}}), and the followers: the scenarios of
+    their own, in the order they start (heaviest first), one each time a lane or a follower ends."""
 
     def __init__(self, wanted: dict[str, set[str]]):
         self.lanes = [lane for v, ids in wanted.items() for groups in LANES if (lane := Lane(v, ids, groups)).wanted]
-        followers: list[tuple[str, str, str, Callable[[], Outcome]]] = []  # (version, id, thread name, run)
+        runs: list[tuple[str, str, str, Callable[[], Outcome]]] = []  # (version, id, thread name, run)
         for version, ids in wanted.items():
             if "19" in ids:
                 n = scale.scale()
-                followers.append(
-                    (
-                        version,
-                        "19",
-                        f"e2e-scale-{n}-{version}",
-                        lambda v=version, n=n: scale.run_scenario(v, n, START_GATE)[0],
-                    )
-                )
+                run = lambda v=version, n=n: scale.run_scenario(v, n, START_GATE)  # noqa: E731
+                runs.append((version, "19", f"e2e-scale-{n}-{version}", run))
         for version, ids in sorted(wanted.items(), reverse=True):  # the newest Flower first
             for sid in sorted(ids & set(SITES_EXPOSURES)):
                 run = lambda v=version, e=SITES_EXPOSURES[sid]: sites.run_scenario(v, START_GATE, e)  # noqa: E731
-                followers.append((version, sid, f"e2e-sites-{sid}-{version}", run))
+                runs.append((version, sid, f"e2e-sites-{sid}-{version}", run))
         if "7" in wanted.get("-", set()):  # the SuperExec hop: one version (appio.py), no parameter
-            followers.append(("-", "7", "e2e-appio", lambda: _appio(HTTP_ERA)))
-        # A follower starts when a lane (or another follower) has ended: the lanes' federations keep the
-        # machine busy until then. With no lane selected, every follower starts at once.
-        self.turns = threading.Semaphore(0 if self.lanes else len(followers))
+            runs.append(("-", "7", "e2e-appio", lambda: _appio(HTTP_ERA)))
+        self.followers = {(v, sid): Follower(name, sid, run, self._next) for v, sid, name, run in runs}
+        self._queue = list(self.followers.values())
+        self._lock = threading.Lock()
+        self.stopping = False
         for lane in self.lanes:
-            lane.when_done.append(self.turns.release)
-        self.others = {(v, sid): OutcomeLane(name, sid, run, self.turns) for v, sid, name, run in followers}
+            lane.when_done.append(self._next)
+
+    def _next(self) -> None:
+        """A lane or a follower ended: the next follower starts, unless the session is ending."""
+        with self._lock:
+            if self.stopping or not self._queue:
+                return
+            follower = self._queue.pop(0)
+        follower.start()
 
     def start(self) -> None:
         for lane in self.lanes:
             lane.start()
-        for other in self.others.values():  # in order: they queue for their turns in it
-            other.start()
-            time.sleep(0.05)
+        if not self.lanes:  # nothing to follow: every follower at once
+            for _ in list(self._queue):
+                self._next()
 
     def lane(self, version: str, scenario: str) -> Lane:
         return next(lane for lane in self.lanes if lane.version == version and scenario in lane.wanted)
 
-    def other(self, version: str, scenario: str) -> OutcomeLane:
-        return self.others[(version, scenario)]
+    def follower(self, version: str, scenario: str) -> Follower:
+        return self.followers[(version, scenario)]
 
     def stop(self) -> None:
-        """The lanes start no further federation (a session ending early)."""
+        """The lanes start no further federation and no follower starts (a session ending early); a follower
+        not started reports nothing, and its test (if it runs) fails by its timeout."""
+        with self._lock:
+            self.stopping = True
         for lane in self.lanes:
             lane.stopping = True
 
     def join(self, timeout: float) -> list[str]:
-        """Waits for every thread up to `timeout` in all (a lane's last federation closes after its last
-        outcome is reported); the names of those still running."""
+        """Waits up to `timeout` for every lane and every follower to end (a lane's last federation closes after
+        its last outcome is reported; a queued follower starts as others end, unless stopped); the names of the
+        threads still running or still queued."""
         deadline = time.monotonic() + timeout
-        every = [*self.lanes, *self.others.values()]
-        for t in every:
-            t.join(timeout=max(0.0, deadline - time.monotonic()))
-        return [t.name for t in every if t.is_alive()]
+        while True:
+            with self._lock:
+                queued = [] if self.stopping else [f.name for f in self._queue]
+            running = [t.name for t in [*self.lanes, *self.followers.values()] if t.is_alive()]
+            if not (queued or running) or time.monotonic() > deadline:
+                return running + queued
+            time.sleep(0.5)
 
 
 def report(outcome: Outcome, record_property: Callable[[str, object], None]) -> None:

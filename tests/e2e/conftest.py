@@ -107,7 +107,7 @@ BACKGROUND_TIMEOUT = 1500
 
 @pytest.fixture(scope="session", autouse=True)
 def background(request):
-    """Every selected scenario's lane, started together at the first e2e test (background.py); the
+    """Every selected scenario's thread, from the first e2e test on (background.py: the lanes, then the followers); the
     tests wait for their outcomes. Session end: the lanes stop, their federations close."""
     wanted: dict[str, set[str]] = {}
     for item in request.session.items:
@@ -172,7 +172,7 @@ def pytest_terminal_summary(terminalreporter):
         "the first on a federation includes starting it: 1 (subprocess; then 3, 4, 11, 8), 2 (process; then 10, 12), "
         "2b (distributed), 5 (negative), 13 (upgrade; then 14), 15 (era), 16 (keys), 18 (ca), 6 and 6g (sites: a hub "
         "and four site clusters), 7 (the SuperExec hop), 19 (many SuperNodes: a hub and its sites). "
-        "All run side by side, one federation starting at a time.)"
+        "The lanes run side by side; 19, 6, 6g and 7 follow them, each as a lane ends; federations start one by one.)"
     )
     if harness.EXPOSED:
         tr.write_line(

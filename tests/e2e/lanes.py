@@ -82,7 +82,7 @@ LANES = [["subprocess"], ["process", "distributed", "negative"], ["upgrade", "er
 # HTTP timeout (30 s: the retried activation then meets "already online" and the
 # SuperNode exits, Flower's code 2004). A lane holds the gate until its federation is
 # ready (every SuperNode online; the negative control's SuperLink Ready), GATE_HOLD at
-# most; runs take one of stack.RUN_SLOTS.
+# most; runs take one of runs.RUN_SLOTS.
 START_GATE = threading.Semaphore(1)
 GATE_HOLD = 90
 GATE_TIMEOUT = 600

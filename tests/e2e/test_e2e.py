@@ -1,8 +1,8 @@
 """End to end: the rendered federation, started pod by pod as the kubelet would, with
 real Flower 1.26.1 (gRPC era) and 1.42.0 (HTTP era). See harness/ for what is
 emulated and how, stack.py for the rendering and the CLI, scenarios.py for what each
-scenario proves. Both versions run side by side (three lanes each, see lanes.LANES), beside the other
-modules' scenarios (background.py); each test waits for its scenario's outcome and reports it, with the
+scenario proves. Both versions run side by side (three lanes each, see lanes.LANES), the other
+modules' scenarios following them (background.py); each test waits for its scenario's outcome and reports it, with the
 scenario's own duration."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.e2e.background import report
 from tests.e2e.stack import VERSIONS
 from tests.support.flower import GRPC_ERA, HTTP_ERA, PREVIOUS_HTTP_ERA
 
-RESULT_TIMEOUT = 900  # the whole e2e takes a few minutes; this only bounds a hang
+RESULT_TIMEOUT = 900  # a test's wait for its lane's outcome (the longest lane takes ~10 minutes); bounds a hang
 
 
 def check(background, version: str, scenario: str, record_property) -> None:

@@ -1,5 +1,5 @@
 """Many SuperNodes (scale.py): E2E_SCALE SuperNodes (30 by default) across sites of their own,
-admitted by one hub, on the newest Flower, beside every other e2e scenario (background.py); its
+admitted by one hub, on the newest Flower, following the lanes (background.py); its
 figures are the scenario's phases (docs/benchmarks.md, "Many SuperNodes"). `make e2e-scale
 E2E_SCALE=N` runs it alone."""
 
@@ -23,4 +23,4 @@ RESULT_TIMEOUT = 900 + 10 * scale.scale()
     id="19",
 )
 def test_19_many_supernodes(background, version, record_property):
-    report(background.other(version, "19").wait(RESULT_TIMEOUT), record_property)
+    report(background.follower(version, "19").wait(RESULT_TIMEOUT), record_property)

@@ -2,7 +2,7 @@
 cluster (see sites.py). Scenario 6 reaches the hub through a LoadBalancer Service, for
 both Flower versions; scenario 6g through a Gateway API route (the emulated Gateway,
 harness/gateway.py), for the HTTP era, whose hub needs the Fleet-only proxy. Each runs in
-a thread of its own beside every other e2e scenario (background.py); each test waits for
+a thread of its own, following the lanes (background.py); each test waits for
 its outcome and reports it with the scenario's own duration and phases."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ HTTP_ERA_VERSIONS = tuple(v for v in VERSIONS if not v.startswith("1.2"))
     id="6",
 )
 def test_6_sites(background, version, record_property):
-    report(background.other(version, "6").wait(RESULT_TIMEOUT), record_property)
+    report(background.follower(version, "6").wait(RESULT_TIMEOUT), record_property)
 
 
 @pytest.mark.parametrize("version", HTTP_ERA_VERSIONS)
@@ -35,4 +35,4 @@ def test_6_sites(background, version, record_property):
     id="6g",
 )
 def test_6g_sites_through_a_gateway(background, version, record_property):
-    report(background.other(version, "6g").wait(RESULT_TIMEOUT), record_property)
+    report(background.follower(version, "6g").wait(RESULT_TIMEOUT), record_property)
