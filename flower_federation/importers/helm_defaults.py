@@ -31,7 +31,7 @@ PROXY_VARIABLES = {"https_proxy", "http_proxy", "grpc_proxy", "all_proxy"}
 
 def differences(steps: ChartImport) -> list[str]:
     """The differences said while the steps run; `closing` says the rest once the stack is complete."""
-    return [*_egress(steps), *_ingress(steps), *_tokens(steps), *_telemetry(steps)]
+    return [*_egress(steps), *_ingress(steps), *_tokens(steps), *_liveness(steps), *_telemetry(steps)]
 
 
 def exposure(steps: ChartImport) -> None:
@@ -239,6 +239,22 @@ def _tokens(steps: ChartImport) -> list[str]:
     return [
         f"Service account token: the chart mounts one in every {who} pod ({params}: true, the chart's default); "
         "here none (Flower never calls the Kubernetes API). " + preserved
+    ]
+
+
+def _liveness(steps: ChartImport) -> list[str]:
+    """The chart's liveness probes give up after 1 s, three times in a row; ours after 5 s, six times (a busy
+    SuperLink answered late and was killed mid-round: docs/benchmarks.md, "Many SuperNodes")."""
+    v = steps.vals
+    keys = [k for k in ("timeoutSeconds", "failureThreshold") if not v.set_by_user(f"supernode.livenessProbe.{k}")]
+    if not keys or v.get("supernode.livenessProbe.enabled") is False:
+        return []
+    chart = {k: v.get(f"supernode.livenessProbe.{k}") for k in keys}
+    preserved = steps.preserved([(f"supernodes.probes.livenessProbe.{k}", chart[k]) for k in keys])
+    said = " and ".join(f"supernode.livenessProbe.{k}: {chart[k]}" for k in keys)
+    return [
+        f"Liveness probes: the chart restarts a container whose probe fails {said} (its defaults); here a probe "
+        "waits 5 s and restarts after six failures in a row, so a busy program is not killed mid-round. " + preserved
     ]
 
 
