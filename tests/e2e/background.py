@@ -1,13 +1,14 @@
 """Every selected e2e scenario runs in a thread started with the first e2e test (conftest.py's
 `background` fixture); a test only waits for its scenario's outcome and reports it. The
-single-federation lanes (lanes.py) start at once; the scenarios of their own follow them: many
-SuperNodes (scale.py: 19), the sites scenarios (sites.py: 6, 6g) and the SuperExec hop (appio.py:
-7), each starting as soon as a lane has ended, heaviest first. Meanwhile pytest runs the other live
-tests (conftest.py orders the waits for the followers after them).
+single-federation lanes (lanes.py) start at once; the scenarios of their own follow them: the sites
+scenarios (sites.py: 6, 6g) and the SuperExec hop (appio.py: 7) each as soon as a lane has ended, many
+SuperNodes (scale.py: 19) once every lane has ended. Meanwhile pytest runs the other live tests
+(conftest.py orders the waits for the followers after them).
 
 Why followers, not all at once: two cores are the limit. Started with the lanes, the followers' hubs
 and the scale scenario's thirty SuperNodes slowed the lanes by minutes (their last outcome at 1,000 s
-instead of 780 s) and starved the scale scenario's sites past their startup probes (CI, 2026-11-26).
+instead of 780 s) and starved the scale scenario's sites past their startup probes; started as the first
+lane ended, the thirty slowed the last lanes past a deadline and their own run past its bound (CI, 2026-11-26).
 Started when their module's first test ran, as before, they waited for every lane to end and then
 for each other. All share lanes.START_GATE (one federation starts at a time: a start is a CPU burst)
 and runs.RUN_SLOTS (two runs at a time).
@@ -73,42 +74,57 @@ def _appio(version: str) -> Outcome:
 
 class Background:
     """The lanes of the selected scenarios ({version: {scenario ids}}), and the followers: the scenarios of
-    their own, in the order they start (heaviest first), one each time a lane or a follower ends."""
+    their own. The sites scenarios and the SuperExec hop start one each time a lane or a follower ends; many
+    SuperNodes, the heaviest by far, once every lane has ended."""
 
     def __init__(self, wanted: dict[str, set[str]]):
         self.lanes = [lane for v, ids in wanted.items() for groups in LANES if (lane := Lane(v, ids, groups)).wanted]
         runs: list[tuple[str, str, str, Callable[[], Outcome]]] = []  # (version, id, thread name, run)
-        for version, ids in wanted.items():
-            if "19" in ids:
-                n = scale.scale()
-                run = lambda v=version, n=n: scale.run_scenario(v, n, START_GATE)  # noqa: E731
-                runs.append((version, "19", f"e2e-scale-{n}-{version}", run))
         for version, ids in sorted(wanted.items(), reverse=True):  # the newest Flower first
             for sid in sorted(ids & set(SITES_EXPOSURES)):
                 run = lambda v=version, e=SITES_EXPOSURES[sid]: sites.run_scenario(v, START_GATE, e)  # noqa: E731
                 runs.append((version, sid, f"e2e-sites-{sid}-{version}", run))
         if "7" in wanted.get("-", set()):  # the SuperExec hop: one version (appio.py), no parameter
             runs.append(("-", "7", "e2e-appio", lambda: _appio(HTTP_ERA)))
-        self.followers = {(v, sid): Follower(name, sid, run, self._next) for v, sid, name, run in runs}
-        self._queue = list(self.followers.values())
+        heavy: list[tuple[str, str, str, Callable[[], Outcome]]] = []
+        for version, ids in wanted.items():
+            if "19" in ids:
+                n = scale.scale()
+                run = lambda v=version, n=n: scale.run_scenario(v, n, START_GATE)  # noqa: E731
+                heavy.append((version, "19", f"e2e-scale-{n}-{version}", run))
+        self.followers = {(v, sid): Follower(name, sid, run, self._next) for v, sid, name, run in runs + heavy}
+        self._queue = [self.followers[(v, sid)] for v, sid, _, _ in runs]
+        self._last = [self.followers[(v, sid)] for v, sid, _, _ in heavy]
+        self._lanes_left = len(self.lanes)
         self._lock = threading.Lock()
         self.stopping = False
         for lane in self.lanes:
-            lane.when_done.append(self._next)
+            lane.when_done.append(self._lane_ended)
+
+    def _lane_ended(self) -> None:
+        with self._lock:
+            self._lanes_left -= 1
+        self._next()
 
     def _next(self) -> None:
-        """A lane or a follower ended: the next follower starts, unless the session is ending."""
+        """A lane or a follower ended: the next follower starts, and the heavy ones once no lane is left (in CI,
+        thirty SuperNodes beside the last lanes slowed them past their own deadlines); none once stopping."""
         with self._lock:
-            if self.stopping or not self._queue:
+            if self.stopping:
                 return
-            follower = self._queue.pop(0)
-        follower.start()
+            starting = self._queue[:1]
+            del self._queue[:1]
+            if self._lanes_left == 0:
+                starting += self._last
+                self._last = []
+        for follower in starting:
+            follower.start()
 
     def start(self) -> None:
         for lane in self.lanes:
             lane.start()
         if not self.lanes:  # nothing to follow: every follower at once
-            for _ in list(self._queue):
+            for _ in range(len(self.followers)):
                 self._next()
 
     def lane(self, version: str, scenario: str) -> Lane:
@@ -132,7 +148,7 @@ class Background:
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
-                queued = [] if self.stopping else [f.name for f in self._queue]
+                queued = [] if self.stopping else [f.name for f in self._queue + self._last]
             running = [t.name for t in [*self.lanes, *self.followers.values()] if t.is_alive()]
             if not (queued or running) or time.monotonic() > deadline:
                 return running + queued
