@@ -31,9 +31,9 @@ def test_e2e_scale_must_be_a_number_of_supernodes(monkeypatch, value):
         scale.scale()
 
 
-def test_e2e_scale_defaults_to_thirty(monkeypatch):
+def test_e2e_scale_defaults_to_what_ci_carries(monkeypatch):
     monkeypatch.delenv("E2E_SCALE", raising=False)
-    assert scale.scale() == scale.DEFAULT_SCALE == 30
+    assert scale.scale() == scale.DEFAULT_SCALE == 10
     monkeypatch.setenv("E2E_SCALE", "200")
     assert scale.scale() == 200
 

@@ -2,8 +2,7 @@
 `background` fixture); a test only waits for its scenario's outcome and reports it. The
 single-federation lanes (lanes.py) start at once; the scenarios of their own follow them: the sites
 scenarios (sites.py: 6, 6g) and the SuperExec hop (appio.py: 7) each as soon as a lane has ended, many
-SuperNodes (scale.py: 19) once every lane has ended. Meanwhile pytest runs the other live tests
-(conftest.py orders the waits for the followers after them).
+SuperNodes (scale.py: 19) once every lane has ended.
 
 Why followers, not all at once: two cores are the limit. Started with the lanes, the followers' hubs
 and the scale scenario's thirty SuperNodes slowed the lanes by minutes (their last outcome at 1,000 s

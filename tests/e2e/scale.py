@@ -1,7 +1,7 @@
 """Scenario 19, many SuperNodes: a hub and the sites it admits, each site its own stack and
-cluster (as in the sites scenario, sites.py), with E2E_SCALE SuperNodes in all (30 by
-default: what CI's two cores carry beside the other scenarios; `make e2e-scale
-E2E_SCALE=200` runs it larger where more memory and cores exist: every site runs on this host, about 0.5 GiB a
+cluster (as in the sites scenario, sites.py), with E2E_SCALE SuperNodes in all (10 by
+default: what CI's two cores carry beside the rest of the suite; `make e2e-scale` runs 30, and
+`make e2e-scale E2E_SCALE=200` larger where more memory and cores exist: every site runs on this host, about 0.5 GiB a
 SuperNode), at most SITE_NODES to a site.
 
 The order is a team's that admits its sites in one go: the sites' stacks are rendered
@@ -55,7 +55,10 @@ from tests.e2e.site_stacks import (
 )
 from tests.support.flower import venv
 
-DEFAULT_SCALE = 30
+# In `make test`: 30 SuperNodes (make e2e-scale's default) ran on a quiet 2-core machine (docs/benchmarks.md), but in
+# CI, beside the unit tests' lane, their ClientApps (at SITE_NICE) answered no round within 135 s (clean-clone runs
+# of 5200d12 and e169bcc, 2026-11-26).
+DEFAULT_SCALE = 10
 SITE_NODES = 10  # SuperNodes to a site (one pool): N = 30 is three sites
 SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
 JOB_SECONDS_PER_KEY = 0.5  # the Job: one RegisterNode a key, ~5 ms each; its start dominates at this size
@@ -299,17 +302,5 @@ def _node_id(pod: Any) -> Optional[str]:
 
 def run_scenario(version: str, n: int, gate: Optional[threading.Semaphore] = None) -> Outcome:
     """The scenario for one Flower version, as an Outcome (passed / failed); its figures are its phases."""
-    outcome = Outcome("19")
     run = SitesRun(version)
-    start = time.monotonic()
-    try:
-        scenario_scale(run, n, gate)
-    except BaseException:
-        outcome.status, outcome.error = "failed", run.explain()
-    else:
-        outcome.status = "passed"
-    finally:
-        run.close()
-        outcome.seconds = time.monotonic() - start
-        outcome.phases, outcome.incidents = run.phases, run.incidents
-    return outcome
+    return run.outcome("19", lambda: scenario_scale(run, n, gate))

@@ -9,6 +9,7 @@ import re
 import time
 import tomllib
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -19,6 +20,7 @@ from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.wan import Wan
 from tests.e2e.readiness import registration_jobs, wait_job
 from tests.e2e.rendering import Rendered
+from tests.e2e.scenarios import Outcome
 from tests.e2e.site_stacks import EXTERNAL_HOST, HUB, HUB_NAME, HUB_NAMESPACE, PulumiState, render_stack, workload
 from tests.e2e.stack import Federation
 from tests.support.flower import venv
@@ -114,6 +116,23 @@ class SitesRun:
             c.close()
         if self.wan is not None:
             self.wan.close()
+
+    def outcome(self, scenario: str, body: Callable[[], None]) -> Outcome:
+        """`body` (the scenario on this run) as an Outcome: passed, or failed with what explains it; closed either
+        way, with its duration, phases and incidents."""
+        outcome = Outcome(scenario)
+        start = time.monotonic()
+        try:
+            body()
+        except BaseException:
+            outcome.status, outcome.error = "failed", self.explain()
+        else:
+            outcome.status = "passed"
+        finally:
+            self.close()
+            outcome.seconds = time.monotonic() - start
+            outcome.phases, outcome.incidents = self.phases, self.incidents
+        return outcome
 
 
 def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str, nice: int = 0) -> Site:

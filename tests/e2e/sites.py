@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from typing import Any, Optional
 
 from tests.e2e import fleet_only, gateway_objects, netpol_controls
@@ -347,17 +346,5 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
 
 def run_scenario(version: str, gate: Optional[threading.Semaphore] = None, exposure: str = "loadBalancer") -> Outcome:
     """The scenario for one Flower version and way of reaching the hub, as an Outcome (passed / failed)."""
-    outcome = Outcome("6" if exposure == "loadBalancer" else "6g")
     run = SitesRun(version, exposure)
-    start = time.monotonic()
-    try:
-        scenario_sites(run, gate)
-    except BaseException:
-        outcome.status, outcome.error = "failed", run.explain()
-    else:
-        outcome.status = "passed"
-    finally:
-        run.close()
-        outcome.seconds = time.monotonic() - start
-        outcome.phases, outcome.incidents = run.phases, run.incidents
-    return outcome
+    return run.outcome("6" if exposure == "loadBalancer" else "6g", lambda: scenario_sites(run, gate))

@@ -1,4 +1,4 @@
-"""Many SuperNodes (scale.py): E2E_SCALE SuperNodes (30 by default) across sites of their own,
+"""Many SuperNodes (scale.py): E2E_SCALE SuperNodes (10 by default) across sites of their own,
 admitted by one hub, on the newest Flower, following the lanes (background.py); its
 figures are the scenario's phases (docs/benchmarks.md, "Many SuperNodes"). `make e2e-scale
 E2E_SCALE=N` runs it alone."""
