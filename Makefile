@@ -111,9 +111,11 @@ E2E_SCALE ?= 30
 e2e-scale: $(VENV)/.installed $(lastword $(FLWR_VENVS)) e2e-tools
 	@E2E_SCALE=$(E2E_SCALE) $(PY) -m pytest tests/e2e/test_e2e_scale.py tests/e2e/test_e2e.py::test_9_nothing_left_behind -v
 
-# Offline render time against the Pulumi SDK's floor (bench/run.py); not part of `make test`.
-# BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16.
-bench: $(VENV)/.installed
+# Offline render time against the Pulumi SDK's floor, and node registration against a live SuperLink
+# (bench/run.py); not part of `make test`. BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16,register-10000.
+# The registration rows run the newest Flower of requirements-flwr.txt (the last line: tests/support/flower.py's
+# HTTP_ERA), so only its venv is made here.
+bench: $(VENV)/.installed $(lastword $(FLWR_VENVS))
 	@$(PY) bench/run.py $(BENCH_ARGS)
 
 # The venvs and the tools' caches (pytest, hypothesis, mypy, ruff).

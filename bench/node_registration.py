@@ -98,6 +98,28 @@ def measure(keys: int, concurrency: int, script: Path | None, workdir: Path) -> 
         }
 
 
+def measure_fresh(keys: int, concurrency: int = 1, script: Path | None = None) -> dict[str, float]:
+    """`measure` on a SuperLink of its own, in a temporary directory removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="bench-registration-") as tmp:
+        return measure(keys, concurrency, script, Path(tmp))
+
+
+# The report's table (also `make bench`'s registration table, bench/registration_rows.py, with medians).
+HEADER = [
+    "| new keys | concurrency | first run s | keys/s | no-change run s | SuperLink CPU s | Job CPU s "
+    "| SuperLink RSS after MiB | SuperLink peak MiB | state file MiB | Job peak MiB |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+]
+
+
+def table_row(keys: int, concurrency: int, m: dict[str, float]) -> str:
+    return (
+        f"| {keys:,} | {concurrency} | {m['first']:.1f} | {keys / m['first']:.0f} | {m['again']:.1f} "
+        f"| {m['link_cpu']:.1f} | {m['job_cpu']:.1f} | {m['rss']:.0f} | {m['hwm']:.0f} | {m['state']:.1f} "
+        f"| {m['job_peak']:.0f} |"
+    )
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", default="1000,10000", help="comma-separated numbers of new keys (multiples of 10)")
@@ -119,20 +141,12 @@ def main(argv: list[str]) -> int:
         f"Flower {HTTP_ERA}, {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
         f"load average {os.getloadavg()[0]:.2f} before; script: {args.script or 'current'}",
         "",
-        "| new keys | concurrency | first run s | keys/s | no-change run s | SuperLink CPU s | Job CPU s "
-        "| SuperLink RSS after MiB | SuperLink peak MiB | state file MiB | Job peak MiB |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *HEADER,
     ]
     print("\n".join(out), flush=True)
     for keys in (int(k) for k in args.keys.split(",")):
         for concurrency in (int(c) for c in args.concurrency.split(",")):
-            with tempfile.TemporaryDirectory(prefix="bench-registration-") as tmp:
-                m = measure(keys, concurrency, args.script, Path(tmp))
-            row = (
-                f"| {keys:,} | {concurrency} | {m['first']:.1f} | {keys / m['first']:.0f} | {m['again']:.1f} "
-                f"| {m['link_cpu']:.1f} | {m['job_cpu']:.1f} | {m['rss']:.0f} | {m['hwm']:.0f} | {m['state']:.1f} "
-                f"| {m['job_peak']:.0f} |"
-            )
+            row = table_row(keys, concurrency, measure_fresh(keys, concurrency, args.script))
             out.append(row)
             print(row, flush=True)
     out.append(f"\nload average {os.getloadavg()[0]:.2f} after")

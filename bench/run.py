@@ -1,4 +1,4 @@
-"""`make bench`: offline render time against the Pulumi SDK's floor, per stack.
+"""`make bench`: offline render time against the Pulumi SDK's floor, per stack; node registration's throughput.
 
     python bench/run.py [--repeat N] [--rows ROW,...] [--out FILE.md]
 
@@ -18,6 +18,10 @@ machine), the render/floor ratio of the medians, and the targets of issues 9 and
 Prints a markdown table, with machine information and the load average, to stdout; a
 row whose wall time exceeds its CPU time by more than 10% is flagged (the machine was
 busy: rerun).
+
+The `register-N` rows (bench/registration_rows.py; `register-1000` by default) then time the rendered
+registration Job registering N new keys against a live Flower SuperLink, and its no-change re-run: a second
+table, flagged the same way. They need the newest Flower's venv, which `make bench` installs.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import stacks  # noqa: E402
+from bench import registration_rows, stacks  # noqa: E402
 
 PY = sys.executable
 BUILD = ROOT / "build" / "bench"
@@ -138,7 +142,7 @@ def loadavg() -> str:
         return "n/a"
 
 
-def table(rows: list[Row], repeat: int, load_before: str, load_after: str) -> str:
+def table(rows: list[Row], repeat: int) -> str:
     out = [
         "| stack | registrations | render wall s | floor wall s | ratio | render CPU s | floor CPU s "
         "| render peak MiB | floor peak MiB |",
@@ -167,9 +171,11 @@ def table(rows: list[Row], repeat: int, load_before: str, load_after: str) -> st
         "an ingress) admitting sites x keys inline site keys (tests/support/hub_scale.py).",
         "",
     ]
-    out.append(f"Machine: {machine()}")
-    out.append(f"Load average (1/5/15 min) before: {load_before}; after: {load_after}.")
-    contended = [r.id for r in rows if contention(r) > CONTENDED]
+    return "\n".join(out)
+
+
+def footer(contended: list[str], load_before: str, load_after: str) -> str:
+    out = [f"Machine: {machine()}", f"Load average (1/5/15 min) before: {load_before}; after: {load_after}."]
     if contended:
         out.append(
             f"WARNING: wall time exceeds CPU time by more than {CONTENDED - 1:.0%} for {', '.join(contended)}: "
@@ -221,22 +227,36 @@ def targets(rows: list[Row]) -> str:
     return "\n".join(lines) if len(lines) > 3 else ""
 
 
+RENDER_ROWS = ["dev", *stacks.ROWS, *stacks.HUB_ROWS]
+DEFAULT_ROWS = [*RENDER_ROWS, *registration_rows.DEFAULT]
+
+
+def select(text: str) -> tuple[list[str], list[str]]:
+    """--rows: (render rows, registration rows), each in the order given. ValueError naming unknown ones."""
+    ids = [r for r in text.split(",") if r]
+    unknown = [r for r in ids if r not in RENDER_ROWS and r not in registration_rows.ROWS]
+    if unknown:
+        raise ValueError(f"unknown rows {unknown}; known: {', '.join([*RENDER_ROWS, *registration_rows.ROWS])}")
+    return [r for r in ids if r in RENDER_ROWS], [r for r in ids if r in registration_rows.ROWS]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per row and side (median reported)")
-    parser.add_argument(
-        "--rows", default=",".join(["dev", *stacks.ROWS, *stacks.HUB_ROWS]), help="comma-separated row ids"
-    )
+    parser.add_argument("--rows", default=",".join(DEFAULT_ROWS), help="comma-separated row ids")
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args(argv)
-    ids = [r for r in args.rows.split(",") if r]
-    files = stacks.write(BUILD / "stacks")
-    unknown = [r for r in ids if r not in files]
-    if unknown:
-        parser.error(f"unknown rows {unknown}; known: {', '.join(files)}")
+    try:
+        render_ids, registration_ids = select(args.rows)
+    except ValueError as e:
+        parser.error(str(e))
+    # Before any row runs: a missing venv found after minutes of render rows would waste them.
+    if registration_ids and (missing := registration_rows.missing_flower()):
+        parser.error(missing)
+    files = stacks.write(BUILD / "stacks") if render_ids else {}
     load_before = loadavg()
     rows = []
-    for row_id in ids:
+    for row_id in render_ids:
         regs, count = prepare(row_id, files[row_id])
         row = Row(row_id, count)
         for _ in range(args.repeat):
@@ -248,7 +268,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         rows.append(row)
-    report = table(rows, args.repeat, load_before, loadavg()) + "\n" + targets(rows) + "\n"
+    registrations = registration_rows.run(registration_ids, args.repeat)
+    contended = [r.id for r in rows if contention(r) > CONTENDED]
+    contended += [r.id for r in registrations if r.contention() > CONTENDED]
+    parts = [table(rows, args.repeat)] if rows else []
+    parts += [registration_rows.table(registrations, args.repeat)] if registrations else []
+    parts += [footer(contended, load_before, loadavg()), targets(rows)]
+    report = "\n".join(parts) + "\n"
     sys.stdout.write(report)
     if args.out:
         Path(args.out).write_text(report)
