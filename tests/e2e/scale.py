@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import re
 import threading
 import time
 from typing import Any, Optional
@@ -42,7 +41,15 @@ from tests.e2e.lanes import GATE_HOLD, GATE_TIMEOUT
 from tests.e2e.readiness import registration_jobs
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
 from tests.e2e.site_checks import wait_for
-from tests.e2e.site_deployments import Hub, SitesRun, deploy_site, registered_by_job, run_jobs
+from tests.e2e.site_deployments import (
+    Hub,
+    SitesRun,
+    deploy_site,
+    logged_node_id,
+    registered_by_job,
+    run_jobs,
+    start_hub,
+)
 from tests.e2e.site_stacks import (
     HUB,
     HUB_NAME,
@@ -60,7 +67,6 @@ from tests.support.flower import venv
 # of 5200d12 and e169bcc, 2026-11-26).
 DEFAULT_SCALE = 10
 SITE_NODES = 10  # SuperNodes to a site (one pool): N = 30 is three sites
-SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
 JOB_SECONDS_PER_KEY = 0.5  # the Job: one RegisterNode a key, ~5 ms each; its start dominates at this size
 # The sites are other organisations' machines; here they share two cores with the hub. At this niceness their
 # SuperNodes and ClientApps yield the CPU to the hub's SuperLink, as its own node would give it the CPU it requests:
@@ -207,14 +213,7 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
     hub_cluster.create_pods()
     run.hub = hub = Hub(v, hub_v2, hub_cluster)
     lb_ip = run.wan.expose(hub_cluster, f"{HUB_NAME}-superlink")
-    if gate is not None and not gate.acquire(timeout=GATE_TIMEOUT):
-        raise NotReady(f"no turn to start the hub within {GATE_TIMEOUT}s")
-    try:
-        hub_cluster.start_pods()
-        hub_cluster.wait_pods_ready([hub.superlink], SUPERLINK_READY_TIMEOUT)
-    finally:
-        if gate is not None:
-            gate.release()
+    start_hub(hub, gate)
     t = time.monotonic()
     registration = registration_jobs(list(hub_cluster.jobs.values()))
     log, _ = run_jobs(run, registration)
@@ -252,7 +251,7 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
     assert listed == dict.fromkeys(want, "online"), f"listed {listed}, registered by the Job {sorted(want)}"
     pods = {p.name: p for s in rendered for p in run.sites[s].cluster.pods.values()}
     assert len(pods) == n, sorted(pods)
-    logged = {name: _node_id(p) for name, p in pods.items()}
+    logged = {name: logged_node_id(p) for name, p in pods.items()}
     for s, k in sites.items():
         for slot in range(k):
             name = f"{s}-supernode-{POOL}-{slot}"
@@ -293,11 +292,6 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
         + f"): SuperLink {figures['run_cpu_s']:.1f} CPU-s, peak RSS {figures['run_peak_rss_mib']:.0f} MiB of {limit}"
     )
     return figures
-
-
-def _node_id(pod: Any) -> Optional[str]:
-    ids = re.findall(r"SuperNode ID: (\d+)", pod.containers[0].log(100000)) if pod.containers else []
-    return ids[-1] if ids else None
 
 
 def run_scenario(version: str, n: int, gate: Optional[threading.Semaphore] = None) -> Outcome:

@@ -6,6 +6,7 @@ hub's `pulumi up`s with their registration and revocation Jobs."""
 from __future__ import annotations
 
 import re
+import threading
 import time
 import tomllib
 import traceback
@@ -14,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from tests.e2e.cli_user import CLI_LABELS
-from tests.e2e.harness import Cluster
+from tests.e2e.harness import Cluster, NotReady
 from tests.e2e.harness.gateway import ExposedGateway
 from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.wan import Wan
+from tests.e2e.lanes import GATE_TIMEOUT
 from tests.e2e.readiness import registration_jobs, wait_job
 from tests.e2e.rendering import Rendered
 from tests.e2e.scenarios import Outcome
@@ -25,6 +27,7 @@ from tests.e2e.site_stacks import EXTERNAL_HOST, HUB, HUB_NAME, HUB_NAMESPACE, P
 from tests.e2e.stack import Federation
 from tests.support.flower import venv
 
+SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
 JOB_TIMEOUT = 90  # a Ready SuperLink: one pass of the script (Python + flwr imports, 3-10 s on a busy CPU)
 
 
@@ -70,8 +73,25 @@ class Site:
         return self.pod.containers[0].log(100000) if self.pod.containers else ""
 
     def node_id(self) -> Optional[str]:
-        ids = re.findall(r"SuperNode ID: (\d+)", self.log())
-        return ids[-1] if ids else None
+        return logged_node_id(self.pod)
+
+
+def logged_node_id(pod: Any) -> Optional[str]:
+    """The node id a SuperNode pod's latest incarnation logged (None before it activated)."""
+    ids = re.findall(r"SuperNode ID: (\d+)", pod.containers[0].log(100000)) if pod.containers else []
+    return ids[-1] if ids else None
+
+
+def start_hub(hub: Hub, gate: Optional[threading.Semaphore]) -> None:
+    """The hub's pods started and its SuperLink Ready, holding `gate` (one start at a time) meanwhile."""
+    if gate is not None and not gate.acquire(timeout=GATE_TIMEOUT):
+        raise NotReady(f"no turn to start the hub within {GATE_TIMEOUT}s")
+    try:
+        hub.cluster.start_pods()
+        hub.cluster.wait_pods_ready([hub.superlink], SUPERLINK_READY_TIMEOUT)
+    finally:
+        if gate is not None:
+            gate.release()
 
 
 @dataclass

@@ -54,7 +54,7 @@ from tests.e2e.harness.wan import Wan
 from tests.e2e.readiness import registration_jobs
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
 from tests.e2e.site_checks import REFUSED, UNKNOWN_KEY, UNTRUSTED, line_of, reach_from, wait_for
-from tests.e2e.site_deployments import Hub, SitesRun, deploy_site, hub_up, registered_by_job, run_jobs
+from tests.e2e.site_deployments import Hub, SitesRun, deploy_site, hub_up, registered_by_job, run_jobs, start_hub
 from tests.e2e.site_stacks import (
     ADMITTED,
     EXTERNAL_HOST,
@@ -79,7 +79,6 @@ from tests.e2e.site_stacks import (
 )
 from tests.support.flower import venv
 
-SUPERLINK_READY_TIMEOUT = 120  # the product's startupProbe allows 24 x 5 s
 # Registration Job complete -> an admitted site online: its next restart (<= 8 s back-off)
 # plus one SuperNode start and activation, doubled for a loaded machine.
 ONLINE_TIMEOUT = 75
@@ -113,14 +112,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
         lb_ip = run.wan.expose(hub_cluster, f"{HUB_NAME}-superlink")
     fleet_port = int(hub_v1.outputs["superlink"]["externalAddress"].rsplit(":", 1)[1])
     assert hub_v1.outputs["superlink"]["externalAddress"] == f"{EXTERNAL_HOST}:{fleet_port}", hub_v1.outputs
-    if gate is not None:
-        gate.acquire()
-    try:
-        hub_cluster.start_pods()
-        hub_cluster.wait_pods_ready([hub.superlink], SUPERLINK_READY_TIMEOUT)
-    finally:
-        if gate is not None:
-            gate.release()
+    start_hub(hub, gate)
     job_v1 = registration_jobs(list(hub_cluster.jobs.values()))  # Pulumi creates them once the SuperLink is ready
     log_v1, _ = run_jobs(run, job_v1)
     assert "done (register): 0 trusted keys" in log_v1, log_v1
