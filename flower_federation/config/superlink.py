@@ -77,8 +77,9 @@ class Backups(Model):
         ge=1,
         le=100,
         description=(
-            "How many backups of the state `state-guard` keeps in `backups/` on the state volume (the newest; one is "
-            "taken before each Flower upgrade or change of version)."
+            "How many states `state-guard` keeps backups of in `backups/` on the state volume (the newest copy of "
+            "each of the newest states, a state being its writer and schema revisions; one is taken when the Flower "
+            "version that wrote the state changes, never on a retried start); as many `replaced-*` a restore kept."
         ),
     )
 
@@ -107,8 +108,9 @@ class Persistence(Model):
         default=None,
         description=(
             "A file name in `/var/lib/flower/backups/` (as the refusal or `state-guard`'s log lists them): the state "
-            "is replaced by it once, before the SuperLink starts (the replaced state kept as `replaced-<time>.db`). "
-            "Remove it afterwards."
+            "is replaced by it before the SuperLink starts, once each time this names it (a restart says \"already "
+            "restored, not applied\"; removed and set again, it restores again), the replaced state kept as "
+            "`replaced-<writer>-<revisions>-<time>.db`. Remove it afterwards."
         ),
     )
 

@@ -62,7 +62,7 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     elif amount is not None and amount <= 0:
         yield problem(("superlink", "persistence", "size"), f"'{size}' must be more than 0 (e.g. 1Gi)")
     restore = get(raw, "superlink", "persistence", "restore")
-    if isinstance(restore, str) and not BACKUP_NAME.match(restore):
+    if isinstance(restore, str) and not BACKUP_NAME.fullmatch(restore):
         yield problem(
             ("superlink", "persistence", "restore"),
             f"'{restore}' is not a backup's file name (e.g. 1.41.0-d90a2f91f23c-20261125T101500Z.db, as state-guard "

@@ -12,7 +12,7 @@ from flower_federation.config.errors import PathPart
 
 Raw = dict[str, Any]  # a mapping of the raw config (possibly with wrong types inside)
 # A state backup's file name (state_guard.py): no directory, no hidden file.
-BACKUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.db$")
+BACKUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.db")  # fullmatch
 Pools = list[tuple[int, Raw]]  # (index, raw pool) of every pool that is a mapping
 At = tuple[PathPart, ...]  # a config path under `federation`
 
