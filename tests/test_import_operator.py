@@ -25,12 +25,30 @@ from tests.support.manifests import get, pod_spec
 from tests.support.paths import ROOT
 from tests.support.seeds import operator_crs
 
-CRS = operator_crs()
+ALL_CRS = operator_crs()
+
+
+def _unpinned(cr: str) -> bool:
+    """A CR whose images are `latest` (two README examples): refused, as `check`'s mandatory flower-images-pinned
+    would fail their render (a deliberate difference, docs/migrating.md)."""
+    return ":latest" in cr
+
+
+CRS = [cr for cr in ALL_CRS if not _unpinned(cr)]
+UNPINNED = [cr for cr in ALL_CRS if _unpinned(cr)]
 IDS = [yaml.safe_load(cr)["metadata"]["name"] for cr in CRS]
 
 
 def test_the_readme_has_crs():
-    assert len(CRS) >= 12
+    assert len(CRS) >= 10 and len(UNPINNED) == 2
+
+
+@pytest.mark.parametrize("cr", UNPINNED, ids=[yaml.safe_load(cr)["metadata"]["name"] for cr in UNPINNED])
+def test_a_cr_with_a_latest_image_is_refused_naming_it(cr: str, tmp_path, capsys):
+    code, out, err = run_import(capsys, "operator", write(tmp_path, "cr.yaml", cr))
+    assert code != 0 and out == ""
+    assert "federation.supernodes.image (from spec.supernodes): 'my-app/client:latest' is `latest`" in err, err
+    assert "flower-images-pinned" in err, err
 
 
 @pytest.mark.parametrize("cr", CRS, ids=IDS)

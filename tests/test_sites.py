@@ -16,7 +16,9 @@ import yaml
 
 from flower_federation.builders import registration
 from flower_federation.cli.offline import Run, run_program
+from flower_federation.flower.public_keys import public_key
 from tests.support.certificates import ca_pem
+from tests.support.fuzz_stacks import private_keys
 from tests.support.manifests import by_kind, get
 from tests.support.tls_provider import RealTlsProvider
 
@@ -111,7 +113,8 @@ def test_a_hub_stack_without_the_outputs_a_site_needs_is_a_clear_error_and_nothi
 
 def _hub(**kw: Any) -> Run:
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
-    site_outputs["nodeAuth"]["publicKeys"] = {"ward": {"0": settings("hub")["sites"][1]["publicKeys"][0]}}
+    # The site's own key (a key listed by two sites is refused: tests/test_trusted_set.py).
+    site_outputs["nodeAuth"]["publicKeys"] = {"ward": {"0": public_key(private_keys()[3], "hospital-a/ward/0")}}
     return run(settings("hub"), "hub", stack_outputs={SITE_STACK: site_outputs}, **kw)
 
 
@@ -152,7 +155,7 @@ def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
     job = by_kind(first.manifests(), "Job")[0]
     config_map = get(first.manifests(), "ConfigMap", "fl-node-registration")
     keys = config_map["data"][registration.KEYS_FILE].splitlines()
-    assert len(keys) == 1 and keys[0].endswith("lab-c/0")  # the site's one key and lab-c's are the same key
+    assert sorted(k.rsplit(" ", 1)[-1] for k in keys) == ["hospital-a/ward/0", "lab-c/0"]
     assert job["metadata"]["name"] == registration.job_name(first_plan(), config_map["data"][registration.KEYS_FILE])
     # Same keys, same Job: re-running `pulumi up` changes nothing.
     assert by_kind(again.manifests(), "Job")[0]["metadata"]["name"] == job["metadata"]["name"]

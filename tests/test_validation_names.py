@@ -40,7 +40,7 @@ def test_at_most_16_pools():
 
 @pytest.mark.parametrize("name", ["1abc", "Demo", "a_b", "a-", "a.b", ""])
 def test_federation_name_must_be_dns_1035_label(name):
-    assert problems(cfg(name=name)) == [("federation.name", f"name {DNS_NAME_MSG}")]
+    assert problems(cfg(name=name)) == [("federation.name", f"name {name!r} {DNS_NAME_MSG}")]
 
 
 def test_default_name_is_the_stack_name():
@@ -57,7 +57,7 @@ def test_invalid_stack_name_is_reported_when_it_is_the_default_name():
 
 def test_namespace_must_be_dns_label():
     assert problems(cfg(namespace="Flower_NS")) == [
-        ("federation.namespace", "must be a DNS label of at most 63 characters"),
+        ("federation.namespace", "'Flower_NS' must be a DNS label of at most 63 characters"),
     ]
 
 

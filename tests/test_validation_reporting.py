@@ -51,7 +51,7 @@ MANY_PROBLEMS = {
 }
 MANY_EXPECTED = [
     ("federation.isolatonMode", "unknown key 'isolatonMode'; did you mean 'isolationMode'?"),
-    ("federation.namespace", "must be a DNS label of at most 63 characters"),
+    ("federation.namespace", "'Flower_NS' must be a DNS label of at most 63 characters"),
     ("federation.superexecPlacement", "distributed SuperExec needs isolationMode=process"),
     ("federation.superlink.env[0].name", "FLOWER_POD_INDEX is set by flower-federation (node config placeholders)"),
     ("federation.superlink.podTemplate.spec", not_a_field("nodeSelectr")),

@@ -54,7 +54,7 @@ CASES = {
     "site-with-superlink-keys-and-tls": (
         {
             **site(address="fl.example.org", certificate={"pem": PEM}),
-            "superlink": {"image": "x"},
+            "superlink": {"image": "flwr/superlink:1.41.0"},
             "tls": {"dnsNames": ["a"]},
         },
         [

@@ -57,8 +57,13 @@ def test_version_from_superlink_image_tag(image):
     assert plan.dialect.name == "gRPC era"
 
 
-def test_superlink_image_without_version_tag_uses_the_default():
-    plan = assert_valid(cfg(superlink={"image": "registry.example.com:5000/flwr/superlink"}))
+def test_superlink_image_without_version_tag_is_refused_as_check_fails_it():
+    """An untagged image was taken for the default version (048b1d8) while `check`'s mandatory flower-images-pinned
+    fails it: validate now gives check's verdict."""
+    image = "registry.example.com:5000/flwr/superlink"
+    ((path, message),) = problems(cfg(superlink={"image": image}))
+    assert path == "federation.superlink.image" and message.startswith(f"'{image}' has no tag: it pulls `latest`")
+    plan = assert_valid(cfg(superlink={"image": image + "@sha256:" + "ab" * 32}, version=DEFAULT_VERSION))
     assert str(plan.version) == DEFAULT_VERSION
 
 
@@ -236,7 +241,7 @@ def test_runtime_dependency_installation_allowed_from_flower_1_29(version):
 def test_cli_root_certificates_must_be_absolute_from_flwr_1_26():
     # Real flwr 1.26+ refuses a relative root-certificates path in config.toml.
     assert problems(cfg(cli={"rootCertificates": "ca.crt"})) == [
-        ("federation.cli.rootCertificates", f"flwr {DEFAULT_VERSION} needs an absolute path here"),
+        ("federation.cli.rootCertificates", f"'ca.crt': flwr {DEFAULT_VERSION} needs an absolute path here"),
     ]
     # Before 1.26 the path sits in the app's pyproject.toml, where relative paths work.
     assert load_plan(cfg(version="1.25.0", cli={"rootCertificates": "ca.crt"}), "dev").version.minor == 25

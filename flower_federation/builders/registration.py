@@ -41,9 +41,12 @@ The one change of shape, crossing SINGLE_BUDGET, moves the keys from `N-node-reg
 shards in one `pulumi up` (ConfigMaps only: the trusted set, and so the Jobs' names, is unchanged by
 the move itself).
 
-A key set the SuperLink can never accept (a trusted key it revoked before: Flower does not
-register a revoked key again) makes the script exit EXIT_REFUSED, on which the Job's
-podFailurePolicy fails the Job at once, saying why, rather than retrying until its deadline.
+A trusted key the SuperLink revoked before (stale: Flower does not register a revoked key
+again) never blocks the rest: the registration Job registers every other key and says so
+(STALE), so the pools roll and the revocation Job runs; that Job revokes every untrusted
+node, then exits EXIT_REFUSED, on which its podFailurePolicy fails it at once, saying why,
+rather than retrying until its deadline: the `pulumi up` fails at its last step, after
+every site removed was revoked.
 """
 
 from __future__ import annotations
@@ -229,6 +232,8 @@ def job(plan: FederationPlan, phase: str = REGISTER) -> Manifest:
         pull_policy=plan.pull_policy(plan.spec.superlink.image),
     )
     container["command"] = ["python"]
+    # A stale key's REFUSED line (the log's last) is what `kubectl describe` shows for the failed pod.
+    container["terminationMessagePolicy"] = "FallbackToLogsOnError"
     volume: dict[str, Any] = {"name": names.node_registration, "defaultMode": 0o444}
     if sharded:  # the script and every shard in one directory
         sources = [{"configMap": {"name": names.node_registration}}]

@@ -197,7 +197,8 @@ def main():
         copy(src, state)
         # The backup stays in backups/ as this state's copy: recorded as this Flower's, so it is not copied again.
         marker.write_text(version + "\n")
-        done.write_text(f"at {now()} (state {digest(state)}, the one it replaced kept as backups/{replaced or 'none'})\n")
+        kept = f"backups/{replaced or 'none'}"
+        done.write_text(f"at {now()} (state {digest(state)}, the one it replaced kept as {kept})\n")
         say(f"restored backups/{restore} (the state it replaced is backups/{replaced or 'none'}); remove "
             "superlink.persistence.restore from the stack's config")
 

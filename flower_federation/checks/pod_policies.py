@@ -29,6 +29,7 @@ from flower_federation.checks.model import (
 from flower_federation.checks.pods import PodSite, flower_pods
 from flower_federation.flower.versions import image_tag
 from flower_federation.kube.pod_security import restricted_violations
+from flower_federation.rules.images import VERSION_TAG
 
 DIRECTIONS = ("Ingress", "Egress")
 
@@ -178,9 +179,6 @@ def check_service_account_token(objects: Objects) -> Iterator[Violation]:
         )
 
 
-_VERSION_TAG = re.compile(r"^v?\d")
-
-
 def check_images_pinned(objects: Objects) -> Iterator[Violation]:
     for pod in flower_pods(objects):
         for path, c in pod.containers(("initContainers", "containers")):
@@ -192,7 +190,7 @@ def check_images_pinned(objects: Objects) -> Iterator[Violation]:
                 problem = "has no tag: it pulls `latest`, whatever that is on the day a pod starts"
             elif tag == "latest":
                 problem = "is `latest`: it pulls whatever that is on the day a pod starts"
-            elif not _VERSION_TAG.match(tag):
+            elif not VERSION_TAG.fullmatch(tag):
                 problem = f"has tag `{tag}`, which names no version"
             else:
                 continue

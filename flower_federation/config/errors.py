@@ -27,7 +27,7 @@ def format_path(parts: Sequence[PathPart], root: str = ROOT) -> str:
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif _PLAIN_KEY.match(part):
+        elif _PLAIN_KEY.fullmatch(part):
             out += f".{part}"
         else:
             out += f'["{part}"]'

@@ -108,8 +108,8 @@ class Persistence(Model):
         default=None,
         description=(
             "A file name in `/var/lib/flower/backups/` (as the refusal or `state-guard`'s log lists them): the state "
-            "is replaced by it before the SuperLink starts, once each time this names it (a restart says \"already "
-            "restored, not applied\"; removed and set again, it restores again), the replaced state kept as "
+            'is replaced by it before the SuperLink starts, once each time this names it (a restart says "already '
+            'restored, not applied"; removed and set again, it restores again), the replaced state kept as '
             "`replaced-<writer>-<revisions>-<time>.db`. Remove it afterwards."
         ),
     )

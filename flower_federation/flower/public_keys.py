@@ -6,6 +6,7 @@ load_ssh_private_key), or PEM ones (PKCS#8, SEC1) to be written as OpenSSH."""
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Optional
 
 # cryptography is imported where keys are read: only stacks with nodeAuth.keySource config need it.
@@ -162,6 +163,12 @@ def _is_openssh_nist_key_once(text: str) -> bool:
     return _is_openssh_nist_key(text)
 
 
+# An OpenSSH public key line, whole: its type, the key in base64, an optional comment of printable ASCII. Nothing
+# else (no other whitespace, no control or Unicode line separator) so that the registration script's "\n" split
+# and Flower's parser see the same single key.
+OPENSSH_PUBLIC_KEY = re.compile(r"ecdsa-sha2-nistp(?:256|384|521) [A-Za-z0-9+/]+={0,2}(?: [\x21-\x7e][\x20-\x7e]*)?")
+
+
 def public_key_problem(text: Any, placeholders: bool = True) -> Optional[str]:
     """Why `text` is not a public key Flower registers (`flwr supernode register` loads
     OpenSSH public keys on a NIST elliptic curve), or None. `placeholders`: accept an
@@ -170,11 +177,16 @@ def public_key_problem(text: Any, placeholders: bool = True) -> Optional[str]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
+    # The comment is printable ASCII: one line, nothing the registration script could split.
     hint = "must be an OpenSSH ECDSA public key line (ecdsa-sha2-nistp384 AAAA... comment)"
-    if not isinstance(text, str) or "\n" in text.strip():
+    if not isinstance(text, str):
         return hint
     if placeholders and is_deploy_time_placeholder(text):
         return None
+    if not OPENSSH_PUBLIC_KEY.fullmatch(text):
+        # One line, split by the registration script on "\n" alone: any other line or paragraph separator
+        # (\r, \v, \f, \x85, U+2028, ...) would let one entry smuggle a second key under another's label.
+        return hint
     if _is_openssh_nist_key_once(text.strip()):
         return None
     try:

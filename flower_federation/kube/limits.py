@@ -73,9 +73,9 @@ def qualified_name_problem(key: str) -> Optional[str]:
     prefix, _, name = key.rpartition("/")
     if "/" in prefix:
         return "has more than one '/'"
-    if prefix and (len(prefix) > PREFIX_MAX or not DNS1123_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > PREFIX_MAX or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return f"its prefix '{prefix}' must be a DNS subdomain of at most {PREFIX_MAX} characters"
-    if not name or len(name) > QUALIFIED_NAME_MAX or not NAME_PART.match(name):
+    if not name or len(name) > QUALIFIED_NAME_MAX or not NAME_PART.fullmatch(name):
         return (
             f"its name '{name}' must be at most {QUALIFIED_NAME_MAX} alphanumerics, '-', '_' or '.', "
             "starting and ending alphanumeric"

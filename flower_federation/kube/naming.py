@@ -48,10 +48,11 @@ NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 NAME_PART_MAX = 63  # a label value, a qualified name's name part
 PREFIX_MAX = 253
+DNS_SUBDOMAIN_MAX = 253  # a DNS-1123 subdomain (an object name, a domain)
 
 
 def is_label_value(value: str) -> bool:
-    return value == "" or (len(value) <= NAME_PART_MAX and bool(NAME_PART.match(value)))
+    return value == "" or (len(value) <= NAME_PART_MAX and bool(NAME_PART.fullmatch(value)))
 
 
 STATEFULSET_NAME_MAX = 52

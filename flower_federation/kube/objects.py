@@ -35,6 +35,7 @@ class Container(TypedDict):
     readinessProbe: NotRequired[dict[str, Any]]
     startupProbe: NotRequired[dict[str, Any]]
     lifecycle: NotRequired[dict[str, Any]]
+    terminationMessagePolicy: NotRequired[str]
 
 
 # A pod volume: every kind Kubernetes has, so left to the schema check.

@@ -33,9 +33,9 @@ _SUFFIX: dict[str, int | Decimal] = {
 
 
 def parse_quantity(text: str) -> Optional[Decimal]:
-    if not QUANTITY.match(text):
+    if not QUANTITY.fullmatch(text):
         return None
-    m = re.match(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$", text)
+    m = re.fullmatch(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)", text, re.DOTALL)
     assert m is not None  # QUANTITY matched
     number, suffix = m.group(1), m.group(2)
     try:

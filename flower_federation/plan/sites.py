@@ -150,6 +150,7 @@ def site_keys(
     `nodeAuth.publicKeys` output (in pool, then slot order)."""
     problems: list[Problem] = []
     found: list[tuple[str, tuple[str, ...]]] = []
+    owner: dict[str, tuple[int, str]] = {}  # key material (its base64 field) -> the first site that lists it
     for i, site in enumerate(spec.sites):
         keys = list(site.public_keys)
         if site.from_stack and outputs is not None:
@@ -171,8 +172,35 @@ def site_keys(
                 if why:
                     problems.append(problem(at, f"stack '{site.from_stack}' exports a key that {why}"))
                     break
+        problems += _shared_keys(i, site.name, keys, bool(site.from_stack), owner)
         found.append((site.name, tuple(keys)))
     return problems, tuple(found)
+
+
+def _shared_keys(
+    i: int, name: str, keys: list[str], from_stack: bool, owner: dict[str, tuple[int, str]]
+) -> list[Problem]:
+    """A key two sites list (or one twice) is refused, naming both: the registered set would be their union, so
+    removing either site would never revoke it."""
+    problems = []
+    for j, key in enumerate(keys):
+        fields = key.split() if isinstance(key, str) else []
+        if len(fields) < 2 or is_deploy_time_placeholder(key):
+            continue
+        at = ("sites", i, "fromStack") if from_stack else ("sites", i, "publicKeys", j)
+        first = owner.setdefault(fields[1], (i, name))
+        if first != (i, name) or (
+            not from_stack and fields[1] in {k.split()[1] for k in keys[:j] if len(k.split()) > 1}
+        ):
+            shown = f"{fields[0]} ...{fields[1][-16:]}"
+            problems.append(
+                problem(
+                    at,
+                    f"the key {shown} is also listed by site '{first[1]}' (sites[{first[0]}]): a key admits "
+                    "one site, and removing either would leave it admitted",
+                )
+            )
+    return problems
 
 
 def site_versions(spec: Federation, outputs: Optional[StackOutputs]) -> tuple[tuple[str, str], ...]:

@@ -10,17 +10,46 @@ from typing import Any
 from flower_federation.config.errors import Problem, problem
 from flower_federation.rules.raw import At, Pools, Raw, as_list, get
 
-# The grammar of docker/distribution's reference package.
+# The grammar of the OCI distribution reference (github.com/distribution/reference, regexp.go), matched whole
+# (`fullmatch`): `[registry[:port]/]path[:tag][@digest]`, path components lowercase.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-REPOSITORY = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
-TAG = re.compile(r"^[\w][\w.-]{0,127}$")
-REGISTRY = re.compile(
-    r"^(?:[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(?:\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])"
-    r"(?::[0-9]{1,5})?$"
+_REGISTRY = (
+    r"(?:[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])"
+    r"(?::[0-9]{1,5})?"
 )
-DIGEST = re.compile(r"^(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_TAG = r"[\w][\w.-]{0,127}"
+_DIGEST = r"(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})"
+REPOSITORY = re.compile(rf"{_COMPONENT}(?:/{_COMPONENT})*")
+TAG = re.compile(_TAG)
+REGISTRY = re.compile(_REGISTRY)
+DIGEST = re.compile(_DIGEST)
+REFERENCE = re.compile(
+    rf"(?:(?P<registry>{_REGISTRY})/)?(?P<repository>{_COMPONENT}(?:/{_COMPONENT})*)"
+    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?"
+)
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 DIGEST_RULE = "a digest is `sha256:` and 64 lowercase hex digits (or `sha512:` and 128)"
+REFERENCE_RULE = (
+    "an image reference is `[registry[:port]/]repository[:tag][@digest]`, the repository lowercase path components "
+    "(e.g. flwr/superlink:1.42.0)"
+)
+# What `check`'s mandatory policy flower-images-pinned accepts (checks/pod_policies.py): a tag that names a
+# version, or a digest. validate gives the same verdict, so nothing it passes fails `check`.
+VERSION_TAG = re.compile(r"v?\d.*")
+UNPINNED = "an unplanned Flower upgrade migrates the SuperLink's state one way (the policy flower-images-pinned)"
+
+
+def pinning_problem(tag: Any, digest: Any) -> str:
+    """Why an image with this tag and digest is not pinned to a version, or '' when it is."""
+    if isinstance(digest, str):
+        return ""
+    if tag is None:
+        return f"has no tag: it pulls `latest`, whatever that is on the day a pod starts; {UNPINNED}"
+    if tag == "latest":
+        return f"is `latest`: it pulls whatever that is on the day a pod starts; {UNPINNED}"
+    if isinstance(tag, str) and not VERSION_TAG.fullmatch(tag):
+        return f"has tag `{tag}`, which names no version; {UNPINNED}"
+    return ""
 
 
 def image_locations(raw: Raw, pools: Pools) -> list[tuple[At, Any]]:
@@ -49,27 +78,39 @@ def _parts(at: At, image: dict[str, Any]) -> Iterator[Problem]:
     )
     for key, pattern, rule in checks:
         value = image.get(key)
-        if isinstance(value, str) and not pattern.match(value):
+        if isinstance(value, str) and not pattern.fullmatch(value):
             yield problem(at + (key,), f"'{value}' is not valid here: {rule}")
     if image.get("tag") is None and image.get("digest") is None:
         yield problem(
             at,
             "give a tag or a digest: without either the image is `latest`, which moves under a running federation",
         )
+    elif why := pinning_problem(image.get("tag"), image.get("digest")):
+        yield problem(at + ("tag",), f"'{image.get('tag')}' {why}")
 
 
 def images(raw: Raw, pools: Pools) -> Iterator[Problem]:
     for at, image in image_locations(raw, pools):
         if isinstance(image, dict):
             yield from _parts(at, image)
-        elif isinstance(image, str) and "@" in image and not DIGEST.match(image.rsplit("@", 1)[1]):
-            yield problem(at, f"'{image}': {DIGEST_RULE}")
+        elif isinstance(image, str):
+            ref = REFERENCE.fullmatch(image)
+            registry = ref.group("registry") if ref else None
+            if registry and not (any(c in registry for c in ".:[") or registry == "localhost"):
+                # Not a registry (docker/distribution: a domain has a '.' or a port, or is localhost): a path
+                # component, lowercase.
+                ref = ref if ref and re.fullmatch(_COMPONENT, registry) else None
+            if ref is None:
+                rule = DIGEST_RULE if "@" in image and not DIGEST.fullmatch(image.rsplit("@", 1)[1]) else REFERENCE_RULE
+                yield problem(at, f"{image!r} is not an image reference: {rule}")
+            elif why := pinning_problem(ref.group("tag"), ref.group("digest")):
+                yield problem(at, f"'{image}' {why}")
 
 
 def pull_secrets(raw: Raw, sections: list[tuple[At, Raw]]) -> Iterator[Problem]:
     for at, section in [((), raw), *sections]:
         for j, name in enumerate(as_list(section.get("imagePullSecrets"))):
-            if isinstance(name, str) and not (DNS_SUBDOMAIN.match(name) and len(name) <= 253):
+            if isinstance(name, str) and not (DNS_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
                 yield problem(
                     at + ("imagePullSecrets", j), f"'{name}' is not a Secret name (a lowercase DNS subdomain)"
                 )

@@ -52,7 +52,7 @@ def supplied_key_problems(spec: Federation, keys: Any) -> list[Problem]:
             bad((pool_name,), "give at least one node name and its key")
         for slot, text in sorted(slots_given.items(), key=lambda kv: slot_order(str(kv[0]))):
             slot = str(slot)
-            if spec.mode == "DaemonSet" and not DNS_NAME.match(slot):
+            if spec.mode == "DaemonSet" and not DNS_NAME.fullmatch(slot):
                 bad((pool_name, slot), "DaemonSet keys are named by Kubernetes node name")
             why = key_problem(text)
             if why:

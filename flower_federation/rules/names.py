@@ -10,7 +10,9 @@ from flower_federation.config.errors import Problem, problem
 from flower_federation.kube.naming import (
     DNS1035_LABEL,
     DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
     DNS_LABEL_MAX,
+    DNS_SUBDOMAIN_MAX,
     REGISTRATION_DIGEST_LENGTH,
     SERVERAPP_ROLE,
     STATEFULSET_NAME_MAX,
@@ -21,15 +23,24 @@ from flower_federation.rules.raw import Pools, Raw, effective_name, get, superex
 
 def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
     name = effective_name(raw, stack)
-    name_ok = isinstance(name, str) and bool(DNS1035_LABEL.match(name))
+    name_ok = isinstance(name, str) and bool(DNS1035_LABEL.fullmatch(name)) and len(name) <= DNS_LABEL_MAX
     if not name_ok:
-        where = "name" if "name" in raw else f"stack name '{stack}' (the default for name)"
+        where = f"name {name!r}" if "name" in raw else f"stack name '{stack}' (the default for name)"
         yield problem(
-            ("name",), f"{where} must be a DNS label: lowercase letters, digits and '-', starting with a letter"
+            ("name",),
+            f"{where} must be a DNS label: up to 63 lowercase letters, digits and '-', starting with a letter",
         )
     namespace = raw.get("namespace", DEFAULTS.namespace)
-    if isinstance(namespace, str) and not (DNS1123_LABEL.match(namespace) and len(namespace) <= DNS_LABEL_MAX):
-        yield problem(("namespace",), "must be a DNS label of at most 63 characters")
+    if isinstance(namespace, str) and not (DNS1123_LABEL.fullmatch(namespace) and len(namespace) <= DNS_LABEL_MAX):
+        yield problem(("namespace",), f"{namespace!r} must be a DNS label of at most 63 characters")
+    domain = raw.get("clusterDomain", DEFAULTS.cluster_domain)
+    # It ends every in-cluster name: certificate SANs, the Fleet-only proxy's `proxy_ssl_name`, SuperNodes' addresses.
+    if isinstance(domain, str) and not (DNS1123_SUBDOMAIN.fullmatch(domain) and len(domain) <= DNS_SUBDOMAIN_MAX):
+        yield problem(
+            ("clusterDomain",),
+            f"{domain!r} is not a DNS domain: lowercase labels of letters, digits and '-', joined by '.' "
+            "(e.g. cluster.local)",
+        )
 
     names = Names(name if name_ok else "x")
     fixed = []
@@ -55,7 +66,7 @@ def names(raw: Raw, stack: str, mode: str, pools: Pools) -> Iterator[Problem]:
         pname = pool.get("name")
         if not isinstance(pname, str):
             continue
-        if not DNS1123_LABEL.match(pname):
+        if not DNS1123_LABEL.fullmatch(pname):
             yield problem(at, f"'{pname}': pool names must be DNS labels: lowercase letters, digits and '-'")
             continue
         if pname in seen:

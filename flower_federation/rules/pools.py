@@ -31,7 +31,7 @@ def node_config(pool: Raw, i: int, mode: str) -> Iterator[Problem]:
         return
     at = ("supernodes", "pools", i, "nodeConfig")
     for key, value in config.items():
-        if not KEY_RE.match(str(key)):
+        if not KEY_RE.fullmatch(str(key)):
             yield problem(at + (key,), "keys may only hold letters, digits, '_' and '-'")
         why = value_problem(value)
         if why:
@@ -68,7 +68,7 @@ def disruption_budget(pool: Raw, i: int) -> Iterator[Problem]:
         yield problem(at, "set maxUnavailable or minAvailable, not both")
     for key in ("maxUnavailable", "minAvailable"):
         value = budget.get(key)
-        if isinstance(value, str) and not (PERCENT.match(value) and int(value[:-1]) <= 100):
+        if isinstance(value, str) and not (PERCENT.fullmatch(value) and int(value[:-1]) <= 100):
             yield problem(at + (key,), f"'{value}' must be a count or a percentage from 0% to 100%")
         if isinstance(value, int) and not isinstance(value, bool) and value < 0:
             yield problem(at + (key,), "must not be negative")

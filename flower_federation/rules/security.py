@@ -60,7 +60,7 @@ def tls(raw: Raw) -> Iterator[Problem]:
     cert_manager = DEFAULTS.tls.cert_manager
     for key, default in (("duration", cert_manager.duration), ("renewBefore", cert_manager.renew_before)):
         value = get(tls, "certManager", key, default=default)
-        if isinstance(value, str) and not GO_DURATION.match(value):
+        if isinstance(value, str) and not GO_DURATION.fullmatch(value):
             yield problem(("tls", "certManager", key), f"'{value}' is not a duration (e.g. 43800h, 360h)")
         elif isinstance(value, str):
             durations[key] = go_duration_seconds(value)
@@ -97,7 +97,7 @@ def tls(raw: Raw) -> Iterator[Problem]:
     if trust.get("existingSecret") and trust_source != "existingSecret":
         yield problem(("tls", "trust", "existingSecret"), "only used with trust.source: existingSecret")
     for j, name in enumerate(as_list(tls.get("dnsNames"))):
-        if isinstance(name, str) and not (DNS_NAME.match(name) and len(name) <= 253):
+        if isinstance(name, str) and not (DNS_NAME.fullmatch(name) and len(name) <= 253):
             yield problem(("tls", "dnsNames", j), f"'{name}' is not a DNS name")
     for j, ip in enumerate(as_list(tls.get("ipAddresses"))):
         if isinstance(ip, str):
@@ -153,7 +153,7 @@ def runtime_api_secrets(raw: Raw, stack: str, pools: Pools, dialect: Optional[Di
                 "Flower 1.40+ (otherwise the certificate is made for you, or the hop has no TLS)",
             )
         elif isinstance(secret, str) and not (
-            DNS_NAME.match(secret) and not secret.startswith("*") and len(secret) <= 253
+            DNS_NAME.fullmatch(secret) and not secret.startswith("*") and len(secret) <= 253
         ):
             yield problem(at, f"'{secret}' is not a Secret name")
 

@@ -60,7 +60,7 @@ def valid_host(host: str) -> bool:
         ipaddress.ip_address(host)
         return True
     except ValueError:
-        return bool(DNS_NAME.match(host)) and not host.startswith("*")
+        return bool(DNS_NAME.fullmatch(host)) and not host.startswith("*")
 
 
 def roles(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
@@ -212,18 +212,18 @@ def _gateway(raw: Raw) -> Iterator[Problem]:
     host = gw.get("hostname")
     if isinstance(host, str) and ":" in host:
         yield problem(at + ("hostname",), f"'{host}': give the name only (sites dial it on the listener's port, 443)")
-    elif isinstance(host, str) and not (DNS_NAME.match(host) and not host.startswith("*")):
+    elif isinstance(host, str) and not (DNS_NAME.fullmatch(host) and not host.startswith("*")):
         yield problem(at + ("hostname",), f"'{host}' is not a DNS name (sites dial it; no wildcard)")
     refs = gw.get("parentRefs")
     if isinstance(refs, list) and not refs:
         yield problem(at + ("parentRefs",), "at least one Gateway (name, namespace, sectionName) to attach to")
     for i, ref in enumerate(as_list(refs)):
         ns = get(ref, "namespace")
-        if isinstance(ns, str) and not (DNS_NAME.match(ns) and "." not in ns and len(ns) <= DNS_LABEL_MAX):
+        if isinstance(ns, str) and not (DNS_NAME.fullmatch(ns) and "." not in ns and len(ns) <= DNS_LABEL_MAX):
             yield problem(at + ("parentRefs", i, "namespace"), f"'{ns}' is not a namespace name")
         for key in ("name", "sectionName"):
             value = get(ref, key)
-            if isinstance(value, str) and not (DNS_NAME.match(value) and len(value) <= 253):
+            if isinstance(value, str) and not (DNS_NAME.fullmatch(value) and len(value) <= 253):
                 yield problem(at + ("parentRefs", i, key), f"'{value}' is not a Gateway API object name")
     for key in ("podSelector", "namespaceSelector"):
         labels = gw.get(key)
@@ -287,9 +287,9 @@ def _site(raw: Raw) -> Iterator[Problem]:
     if why:
         yield problem(at + ("certificate", "pem"), f"must be the hub's CA certificate in PEM; this one {why}")
     secret = cert.get("existingSecret")
-    if isinstance(secret, str) and not (DNS_NAME.match(secret) and len(secret) <= 253):
+    if isinstance(secret, str) and not (DNS_NAME.fullmatch(secret) and len(secret) <= 253):
         yield problem(at + ("certificate", "existingSecret"), f"'{secret}' is not a Secret name")
-    if isinstance(from_stack, str) and not STACK_NAME.match(from_stack):
+    if isinstance(from_stack, str) and not STACK_NAME.fullmatch(from_stack):
         yield problem(at + ("certificate", "fromStack"), f"'{from_stack}' is not a stack name (org/project/stack)")
     if isinstance(secret, str) and raw.get("createNamespace", DEFAULTS.create_namespace) is True:
         yield problem(
@@ -310,7 +310,7 @@ def _external_address(raw: Raw) -> Iterator[Problem]:
         except ValueError:
             yield problem(("superlink", "externalAddress"), f"'{address}' is not `host` or `host:port`")
     host = get(raw, "superlink", "ingress", "host")
-    if isinstance(host, str) and not (DNS_NAME.match(host) and not host.startswith("*")):
+    if isinstance(host, str) and not (DNS_NAME.fullmatch(host) and not host.startswith("*")):
         yield problem(("superlink", "ingress", "host"), f"'{host}' is not a DNS name")
 
 
@@ -327,7 +327,7 @@ def _sites(raw: Raw, role: str) -> Iterator[Problem]:
         at = ("sites", i)
         name = site.get("name")
         if isinstance(name, str):
-            if not (DNS1123_LABEL.match(name) and len(name) <= DNS_LABEL_MAX):
+            if not (DNS1123_LABEL.fullmatch(name) and len(name) <= DNS_LABEL_MAX):
                 yield problem(at + ("name",), f"'{name}' is not a DNS label (lowercase letters, digits and '-')")
             elif name in seen:
                 yield problem(at + ("name",), f"duplicate site name '{name}' (also sites[{seen[name]}])")
@@ -336,7 +336,7 @@ def _sites(raw: Raw, role: str) -> Iterator[Problem]:
         from_stack = site.get("fromStack")
         if bool(keys) == bool(from_stack):
             yield problem(at, "set exactly one of publicKeys (inline) and fromStack (the site stack's output)")
-        if isinstance(from_stack, str) and not STACK_NAME.match(from_stack):
+        if isinstance(from_stack, str) and not STACK_NAME.fullmatch(from_stack):
             yield problem(at + ("fromStack",), f"'{from_stack}' is not a stack name (org/project/stack)")
         for j, key in enumerate(keys):
             why = public_key_problem(key, placeholders=False)
@@ -348,7 +348,7 @@ def _sites(raw: Raw, role: str) -> Iterator[Problem]:
 def _clusters(raw: Raw, pools: Pools) -> Iterator[Problem]:
     clusters = as_dict(raw.get("clusters"))
     for name, cluster in clusters.items():
-        if not (DNS1123_LABEL.match(name) and len(name) <= DNS_LABEL_MAX):
+        if not (DNS1123_LABEL.fullmatch(name) and len(name) <= DNS_LABEL_MAX):
             yield problem(("clusters", name), f"cluster name '{name}' must be a DNS label")
         elif name == AMBIENT_CLUSTER:
             yield problem(

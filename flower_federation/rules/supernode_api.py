@@ -37,7 +37,7 @@ def supernode_apis(raw: Raw, pools: Pools, isolation: str, dialect: Optional[Dia
         service = as_dict(pool.get("service"))
         kind = service.get("type", POOL_SERVICE_DEFAULTS.type)
         name = service.get("portName")
-        if isinstance(name, str) and not PORT_NAME.match(name):
+        if isinstance(name, str) and not PORT_NAME.fullmatch(name):
             yield problem(
                 at + ("service", "portName"),
                 f"'{name}' is not a port name: at most 15 lowercase letters, digits and '-', with a letter",
@@ -86,7 +86,9 @@ def _external_names(raw: Raw, service: Raw, at: tuple[Any, ...], kind: str, prot
     if names and kind not in ("NodePort", "LoadBalancer"):
         yield problem(where, "only with service.type NodePort or LoadBalancer (what SuperExecs outside dial)")
     for j, name in enumerate(names if isinstance(names, list) else []):
-        if isinstance(name, str) and not (is_ip_address(name) or (DNS_NAME.match(name) and not name.startswith("*"))):
+        if isinstance(name, str) and not (
+            is_ip_address(name) or (DNS_NAME.fullmatch(name) and not name.startswith("*"))
+        ):
             yield problem(where + (j,), f"'{name}' is not a DNS name or an IP address")
     made_here = get(raw, "tls", "source", default=DEFAULTS.tls.source) in ("generate", "certManager")
     tls = raw.get("insecure") is not True and raw.get("role", DEFAULTS.role) != "site"

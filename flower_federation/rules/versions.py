@@ -3,6 +3,7 @@ its dialect, the images and ports that must agree with it, and features gated by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Iterator
 from typing import Optional
 
@@ -31,12 +32,16 @@ def version_source(raw: Raw) -> Optional[At]:
     return None
 
 
+VERSION_STRING = re.compile(r"v?\d+\.\d+(?:\.\d+)?")  # the whole `version` string (fullmatch)
+
+
 def resolve_version(raw: Raw) -> tuple[Optional[FlowerVersion], Optional[At]]:
     """(version, where it came from): `version`, else the tag of the image `version_source` names, else the
     default (source None)."""
     text = raw.get("version")
     if isinstance(text, str):
-        return FlowerVersion.parse(text), ("version",)
+        # The whole string (`X.Y[.Z]`): a version is written into labels, command lines and outputs.
+        return (FlowerVersion.parse(text) if VERSION_STRING.fullmatch(text) else None), ("version",)
     source = version_source(raw)
     if source is not None:
         v = version_from_image(str(raw_reference(get(raw, *source))))
@@ -101,7 +106,8 @@ def version_gates(raw: Raw, dialect: Dialect) -> Iterator[Problem]:
     v = dialect.version
     root_certs = get(raw, "cli", "rootCertificates")
     if isinstance(root_certs, str) and not root_certs.startswith("/") and v >= FLWR_CONFIG_TOML_SINCE:
-        yield problem(("cli", "rootCertificates"), f"flwr {v} needs an absolute path here")
+        tilde = '; `~` is not expanded here (in a shell, write "$HOME/...")' if root_certs.startswith("~") else ""
+        yield problem(("cli", "rootCertificates"), f"{root_certs!r}: flwr {v} needs an absolute path here{tilde}")
     if raw.get("allowRuntimeDependencyInstallation") is True and v < RUNTIME_DEPS_SINCE:
         yield problem(
             ("allowRuntimeDependencyInstallation",),

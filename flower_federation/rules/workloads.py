@@ -23,9 +23,9 @@ KEY_RULE = (
 def qualified_name_problem(key: str) -> str:
     """Why `key` is not a label or annotation key ("" if it is one)."""
     prefix, _, name = key.rpartition("/")
-    ok = bool(NAME_PART.match(name)) and len(name) <= NAME_PART_MAX
+    ok = bool(NAME_PART.fullmatch(name)) and len(name) <= NAME_PART_MAX
     if "/" in key:
-        ok = ok and bool(DNS1123_SUBDOMAIN.match(prefix)) and len(prefix) <= PREFIX_MAX
+        ok = ok and bool(DNS1123_SUBDOMAIN.fullmatch(prefix)) and len(prefix) <= PREFIX_MAX
     return "" if ok else f"'{key}' is not a Kubernetes key: {KEY_RULE}"
 
 

@@ -13,7 +13,7 @@ from flower_federation.config.errors import ConfigError, Problem
 from flower_federation.plan import FederationPlan, load_plan
 
 SUPPORTED = "supported: 1.21-1.34 (gRPC era) or 1.40 - 1.x, not 2.0 (HTTP era)"
-DNS_NAME_MSG = "must be a DNS label: lowercase letters, digits and '-', starting with a letter"
+DNS_NAME_MSG = "must be a DNS label: up to 63 lowercase letters, digits and '-', starting with a letter"
 POOL_NAME_MSG = "'{}': pool names must be DNS labels: lowercase letters, digits and '-'"
 
 # The operator's CEL messages, verbatim.

@@ -1,0 +1,131 @@
+"""Config strings are checked by full-match grammars (issue 32 parts 1 and 8): no validation regex of the core uses
+`re.match` (whose `$` takes a trailing newline), the reproductions of 048b1d8 are refused at their paths, and an image
+reference is parsed by the OCI distribution grammar, with the verdict of `check`'s mandatory flower-images-pinned."""
+
+from __future__ import annotations
+
+import ast
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flower_federation.checks.model import MANDATORY
+from flower_federation.config.errors import ConfigError
+from flower_federation.plan import load_plan
+from tests.support.policy_objects import container, find, found, golden
+
+ROOT = Path(__file__).resolve().parents[1]
+VALIDATING = ("kube", "config", "rules", "plan", "checks")
+BASE: dict[str, Any] = {"name": "demo", "version": "1.42.0", "supernodes": {"pools": [{"name": "a", "replicas": 1}]}}
+DIGEST = "sha256:" + "ab" * 32
+
+
+def prefix_matches(source: str) -> list[int]:
+    """Lines of `source` that call `.match(` (a compiled pattern's, or `re.match`): a prefix match."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "match"
+    ]
+
+
+def test_no_validation_regex_matches_a_prefix() -> None:
+    found_lines = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for layer in VALIDATING
+        for path in sorted((ROOT / "flower_federation" / layer).glob("*.py"))
+        for line in prefix_matches(path.read_text(encoding="utf-8"))
+    ]
+    assert found_lines == [], "use fullmatch: `$` accepts a trailing newline"
+
+
+def test_the_scan_sees_a_prefix_match() -> None:  # the negative control
+    assert prefix_matches("import re\nNAME = re.compile('^a$')\nNAME.match(x)\nre.match('b', y)\n") == [3, 4]
+
+
+def problems(**settings: Any) -> dict[str, str]:
+    """Each problem's path, with its messages joined (one path may have several)."""
+    raw = copy.deepcopy(BASE)
+    for dotted, value in settings.items():
+        node = raw
+        *parents, last = dotted.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    try:
+        load_plan(raw, "dev", None)
+    except ConfigError as e:
+        out: dict[str, str] = {}
+        for p in e.problems:
+            out[p.path] = (out[p.path] + " | " if p.path in out else "") + p.message
+        return out
+    return {}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "path"),
+    [
+        ("clusterDomain", "cluster.local; location /v1/ { proxy_pass https://127.0.0.1:9095; } #", "clusterDomain"),
+        ("clusterDomain", "cluster.local\n", "clusterDomain"),
+        ("namespace", "flower\n", "namespace"),
+        ("name", "demo\n", "name"),
+        ("version", "1.42.0\n", "version"),
+        ("version", "1.42.0; x", "version"),
+        ("superlink__persistence__size", "1Gi\n", "superlink.persistence.size"),
+        ("superlink__persistence__restore", "1.41.0-x-20261125T101500Z.db\n", "superlink.persistence.restore"),
+        ("cli__connectionName", "prod]\n[x", "cli.connectionName"),
+        ("cli__connectionName", "default", "cli.connectionName"),
+        ("cli__address", "127.0.0.1:8000\n", "cli.address"),
+        ("cli__rootCertificates", "/ca.crt\u2028x", "cli.rootCertificates"),
+        ("cli__rootCertificates", "~/ca.crt", "cli.rootCertificates"),
+    ],
+)
+def test_a_string_that_would_change_a_generated_file_is_refused_at_its_path(key: str, value: str, path: str) -> None:
+    got = problems(**{key: value})
+    assert f"federation.{path}" in got, got
+    assert repr(value) in got[f"federation.{path}"] or value in got[f"federation.{path}"], got
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "flwr/superlink::1.42",
+        "not an image",
+        "Flwr/superlink:1.42.0",
+        "flwr/superlink:1.42.0\n",
+        "flwr//x:1.0",
+        "flwr/superlink:1.42.0@sha256:abc",
+        ":1.42.0",
+        "flwr/superlink:-1",
+    ],
+)
+def test_an_image_that_does_not_parse_is_refused(image: str) -> None:
+    got = problems(superlink__image=image)
+    assert "is not an image reference" in got.get("federation.superlink.image", ""), got
+
+
+@pytest.mark.parametrize(
+    ("image", "pinned"),
+    [
+        ("flwr/supernode", False),
+        ("flwr/supernode:latest", False),
+        ("flwr/supernode:nightly", False),
+        ("registry:5000/flwr/supernode", False),
+        (f"flwr/supernode@{DIGEST}", True),
+        (f"flwr/supernode:1.42.0@{DIGEST}", True),
+        ("registry:5000/flwr/supernode:1.42.0-py3.11", True),
+        ("[fd00::1]:5000/flwr/supernode:1.42.0", True),
+    ],
+)
+def test_validate_gives_checks_verdict_on_pinning(image: str, pinned: bool) -> None:
+    """validate refuses exactly what `check`'s mandatory policy fails, so nothing validate passes fails `check`."""
+    objects = golden("dev")
+    container(find(objects, "StatefulSet", "demo-supernode-cpu"), "supernode")["image"] = image
+    check_fails = any(level == MANDATORY and policy == "flower-images-pinned" for level, policy, _, _ in found(objects))
+    got = problems(supernodes__image=image)
+    refused = "federation.supernodes.image" in got
+    assert (check_fails, refused) == (not pinned, not pinned), got
+    if refused:
+        assert "flower-images-pinned" in got["federation.supernodes.image"]
