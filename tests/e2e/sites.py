@@ -22,8 +22,10 @@ pod in the hub's cluster (harness/jobs.py), created once the SuperLink is Ready 
 Pulumi does: the Job depends on the SuperLink). Then `flwr run` (a user in the hub's
 cluster, with the hub's exported flwrConfig and CA) must complete with one node of each
 admitted site in every round, while the intruder is refused and the misconfigured site
-fails its TLS handshake. Last, the hub drops hospital-b (a third `pulumi up`): the Job
-revokes its node, which is refused from then on while hospital-a stays online; and
+fails its TLS handshake. In the HTTP era hospital-a runs its ClientApps in a distributed SuperExec, which dials its
+SuperNode's Runtime API over TLS with a certificate of the site's own CA (the run's ClientApp must have run in
+that SuperExec's pod; runtime_tls.py checks the hop refuses plaintext). Last, the hub drops hospital-b (a third
+`pulumi up`): the Job revokes its node, which is refused from then on while hospital-a stays online; and
 trusting hospital-b's same key again (a fourth) fails the Job at once, naming the key
 (Flower never registers a revoked key again; the Job's podFailurePolicy).
 
