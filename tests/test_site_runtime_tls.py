@@ -150,3 +150,20 @@ def test_a_site_in_subprocess_isolation_or_the_grpc_era_gets_no_runtime_ca():
         r = _render(raw)
         assert not [g for g in r.registrations if g.type.startswith("tls:")]
         assert not [n for n in _secrets(r) if n.endswith(("-runtime-ca", "-runtime-tls"))]
+
+
+def test_a_site_across_two_clusters_gets_its_ca_in_each_pools_cluster():
+    """Pool beta in cluster `edge`: its certificate and the site CA's certificate are registered there (by the
+    pool's own component, under edge's provider), signed by the one site CA; alpha's stay in the ambient one."""
+    raw = site(HTTP_ERA, "distributed", clusters={"edge": {"context": "edge-admin"}})
+    raw["supernodes"]["pools"][1]["cluster"] = "edge"
+    r = _render(raw)
+    where = {g.name: g.cluster for g in r.registrations if g.type == "kubernetes:core/v1:Secret"}
+    assert where["clinic-supernode-alpha-runtime-ca"] == where["clinic-supernode-alpha-runtime-tls"] != "edge"
+    assert where["clinic-supernode-beta-runtime-ca"] == where["clinic-supernode-beta-runtime-tls"] == "edge"
+    secrets = _secrets(r)
+    pems = {secrets[f"clinic-supernode-{p}-runtime-ca"]["stringData"]["ca.crt"] for p in ("alpha", "beta")}
+    (ca_pem_text,) = pems
+    ca = x509.load_pem_x509_certificate(ca_pem_text.encode())
+    cert = secrets["clinic-supernode-beta-runtime-tls"]["stringData"]["tls.crt"].encode()
+    x509.load_pem_x509_certificate(cert).verify_directly_issued_by(ca)
