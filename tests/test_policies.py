@@ -24,18 +24,9 @@ from tests.support.policy_objects import (
 
 SUPERLINK_ARGS = "spec.template.spec.containers[superlink].args"
 # Goldens that opt into something a policy reports (or that the render does without saying so).
-EXPECTED = {
-    # A site has no CA key to sign its pools' Runtime API certificates: the distributed SuperExec hop is
-    # plaintext (guarded by the SuperExec auth secret and NetworkPolicies).
-    "site-chart-values": {
-        (ADVISORY, "flower-runtime-api-tls", f"StatefulSet flower/{name}", f"spec.template.spec.containers[{c}].args")
-        for name, c in (
-            ("clinic-supernode-supernode", "supernode"),
-            ("clinic-superexec-supernode", "superexec-clientapp"),
-            ("clinic-superexec-supernode-1", "superexec-clientapp"),
-        )
-    },
-}
+# None since a site signs its pools' Runtime API certificates with a CA of its own (site-chart-values: its
+# distributed SuperExec hop was plaintext before, flagged by flower-runtime-api-tls).
+EXPECTED: dict[str, set[tuple[str, str, str, str]]] = {}
 
 
 def test_policies_are_named_leveled_and_remediated() -> None:

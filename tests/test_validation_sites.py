@@ -59,7 +59,8 @@ CASES = {
         },
         [
             "federation.superlink.image: a site runs no SuperLink: its SuperNodes dial supernodes.superlink",
-            "federation.tls: a site serves no TLS; it trusts the hub's CA (supernodes.superlink.certificate)",
+            "federation.tls: a site takes no TLS settings: it trusts the hub's CA (supernodes.superlink.certificate) "
+            "and generates its own CA for its SuperNodes' Runtime API (isolationMode process)",
         ],
     ),
     "site-without-remote": (

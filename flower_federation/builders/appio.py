@@ -5,7 +5,10 @@ SuperNode's Runtime API (a pool) or the SuperLink's (Flower 1.40+, process isola
   (`N-supernode-P-runtime-tls`), signed by the federation's CA (generate), issued by the
   federation's cert-manager issuer (certManager), or the user's (existingSecret,
   `pools[].runtimeApiSecret`). SuperExecs verify it with the federation's CA. The
-  SuperLink side needs nothing new: its Runtime API shares the TLS port.
+  SuperLink side needs nothing new: its Runtime API shares the TLS port. A site has the
+  hub's CA certificate but never its key: its pools' certificates are signed by a CA of
+  the site's own (pulumi-tls, secret in Pulumi state), whose certificate each pool gets in
+  `N-supernode-P-runtime-ca`; its SuperNodes and SuperExecs mount that, not the hub's CA.
 - SuperExec auth: a random secret per pool (`N-supernode-P-superexec-auth`) and one for
   the SuperLink (`N-superlink-superexec-auth`), mounted as a file into the server and its
   SuperExecs; the SuperExec signs every request with it (HMAC), the server refuses the
@@ -23,6 +26,8 @@ from flower_federation.config import Pool
 from flower_federation.config.derived import runtime_api_sans
 from flower_federation.flower.dialects import ServerTls
 from flower_federation.flower.layout import (
+    RUNTIME_CA_DIR,
+    RUNTIME_CA_VOLUME,
     RUNTIME_TLS_DIR,
     RUNTIME_TLS_VOLUME,
     SUPEREXEC_AUTH_DIR,
@@ -74,6 +79,17 @@ def pool_tls_secret(plan: FederationPlan, pool: Pool) -> Manifest:
     }
 
 
+def pool_ca_secret(plan: FederationPlan, pool: Pool) -> Manifest:
+    """A site's CA certificate for one pool's Runtime API (key ca.crt, public), in the pool's cluster; the shell
+    fills `stringData` with the site-local CA's certificate."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": plan.meta(_runtime(plan).pool_ca_secret(pool.name), SUPERNODE, pool.name),
+    }
+
+
 def pool_certificate(plan: FederationPlan, pool: Pool) -> Manifest:
     """cert-manager Certificate of a pool's Runtime API (source certManager)."""
     return trust.cert_manager_certificate(
@@ -111,6 +127,8 @@ def pool_objects(plan: FederationPlan, pool: Pool) -> list[Manifest]:
     runtime = plan.runtime_trust
     if runtime is not None and runtime.source == "generate":
         out.append(pool_tls_secret(plan, pool))
+        if runtime.own_ca:
+            out.append(pool_ca_secret(plan, pool))
     elif runtime is not None and runtime.source == "certManager":
         out.append(pool_certificate(plan, pool))
     if plan.superexec_auth:
@@ -155,6 +173,20 @@ def runtime_tls_mounts(plan: FederationPlan) -> list[dict[str, Any]]:
     if plan.runtime_trust is None:
         return []
     return [{"name": RUNTIME_TLS_VOLUME, "mountPath": RUNTIME_TLS_DIR, "readOnly": True}]
+
+
+def own_ca_volumes(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
+    """A site's own Runtime API CA (public, 0444), for its SuperNodes (--ssl-ca-certfile) and SuperExecs."""
+    if plan.runtime_trust is None or not plan.runtime_trust.own_ca:
+        return []
+    secret = {"secretName": plan.runtime_trust.pool_ca_secret(pool.name), "defaultMode": 0o444}
+    return [{"name": RUNTIME_CA_VOLUME, "secret": {**secret, "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]
+
+
+def own_ca_mounts(plan: FederationPlan) -> list[dict[str, Any]]:
+    if plan.runtime_trust is None or not plan.runtime_trust.own_ca:
+        return []
+    return [{"name": RUNTIME_CA_VOLUME, "mountPath": RUNTIME_CA_DIR, "readOnly": True}]
 
 
 def auth_volumes(plan: FederationPlan, secret: str) -> list[dict[str, Any]]:

@@ -43,13 +43,24 @@ def clientapp_superexec(
         wiring=wiring,
         env=pods.merge_env(env, plan.spec.supernodes.env, pool.env),
         resources=resources.clientapp_superexec(plan, pool),
-        # The federation's CA verifies the pool's Runtime API certificate.
-        mounts=(ca_mounts(plan) if plan.runtime_trust else [])
-        + appio.auth_mounts(plan)
-        + list(pool.superexec_volume_mounts),
+        mounts=_hop_ca_mounts(plan) + appio.auth_mounts(plan) + list(pool.superexec_volume_mounts),
         auth_secret_file=appio.auth_file(plan),
         settings=pool.superexec,
     )
+
+
+def _hop_ca_mounts(plan: FederationPlan) -> list[dict[str, Any]]:
+    """The CA that verifies the pool's Runtime API certificate: the federation's, or a site's own (a SuperExec
+    dials only its SuperNode, so a site's SuperExecs need nothing of the hub's)."""
+    if plan.runtime_trust is None:
+        return []
+    return appio.own_ca_mounts(plan) if plan.runtime_trust.own_ca else ca_mounts(plan)
+
+
+def _hop_ca_volumes(plan: FederationPlan, pool: Pool) -> list[dict[str, Any]]:
+    if plan.runtime_trust is None:
+        return []
+    return appio.own_ca_volumes(plan, pool) if plan.runtime_trust.own_ca else ca_volumes(plan)
 
 
 def distributed_objects(plan: FederationPlan, pool: Pool, supernode_workload: str) -> list[Manifest]:
@@ -98,7 +109,7 @@ def _pod(
         PodRecipe(
             labels={**plan.labels(SUPEREXEC_CLIENTAPP, pool.name), **extra_labels},
             containers=[c],
-            volumes=(ca_volumes(plan) if plan.runtime_trust else [])
+            volumes=_hop_ca_volumes(plan, pool)
             + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
             + list(pool.volumes)
             + wiring.volumes,

@@ -54,7 +54,7 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         runtime_tls=appio.runtime_server_tls(plan),
         auth_secret_file=appio.auth_file(plan),
     )
-    mounts = ca_mounts(plan) + appio.runtime_tls_mounts(plan) + appio.auth_mounts(plan)
+    mounts = ca_mounts(plan) + appio.runtime_tls_mounts(plan) + appio.own_ca_mounts(plan) + appio.auth_mounts(plan)
     if plan.node_auth:
         args += ["--auth-supernode-private-key", node_auth.private_key_path(plan)]
         mounts.append(node_auth.key_mount())
@@ -125,6 +125,7 @@ def _pod(plan: FederationPlan, pool: Pool, workload: str) -> PodTemplate:
     volumes = (
         ca_volumes(plan)
         + appio.runtime_tls_volumes(plan, pool)
+        + appio.own_ca_volumes(plan, pool)
         + appio.auth_volumes(plan, appio.pool_auth_secret_name(plan, pool))
         + ([node_auth.key_volume(plan, pool)] if plan.node_auth else [])
         + list(pool.volumes)

@@ -148,11 +148,18 @@ def runtime_api_sans(
 
 def runtime_api_tls(insecure: Any, role: Any, isolation: Any, version: Optional[FlowerVersion]) -> bool:
     """Whether each pool's SuperNodes serve their Runtime API over TLS (with a certificate of the pool's): a stack
-    with TLS that runs its SuperLink, in process isolation, on Flower 1.40+ (the gRPC era's hop cannot carry TLS)."""
+    with TLS in process isolation on Flower 1.40+ (the gRPC era's hop cannot carry TLS). A stack that runs its
+    SuperLink signs the certificates with the federation's CA; a site, which never holds the hub's CA key, with a
+    CA of its own (`runtime_api_own_ca`). Only `insecure: true` leaves the hop plaintext."""
     return (
         insecure is not True
-        and runs_superlink(role)
         and superexec_layout(isolation, None).process_isolation
         and version is not None
         and version >= APPIO_PROTECTION_SINCE
     )
+
+
+def runtime_api_own_ca(role: Any) -> bool:
+    """Whether the Runtime API certificates are signed by a CA the stack generates for them alone (a site-local CA):
+    a site trusts the hub's CA but never has its key, so it cannot sign with it."""
+    return not runs_superlink(role)

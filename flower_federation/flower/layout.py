@@ -42,6 +42,11 @@ NODE_KEY_DIR = "/etc/flower/node-auth"
 # certificate and key; the SuperExec auth secret both sides sign/verify with.
 RUNTIME_TLS_VOLUME = "runtime-tls"
 RUNTIME_TLS_DIR = "/etc/flower/runtime-tls"
+# A site's own CA for that hop (a site has the hub's CA certificate, never its key): what its SuperNodes name as
+# --ssl-ca-certfile and its SuperExecs verify the Runtime API with; apart from CA_DIR, which holds the hub's CA.
+RUNTIME_CA_VOLUME = "runtime-ca"
+RUNTIME_CA_DIR = "/etc/flower/runtime-ca"
+RUNTIME_CA_FILE = f"{RUNTIME_CA_DIR}/ca.crt"
 SUPEREXEC_AUTH_VOLUME = "superexec-auth"
 SUPEREXEC_AUTH_DIR = "/etc/flower/superexec-auth"
 SUPEREXEC_AUTH_KEY = "secret"
@@ -75,6 +80,7 @@ RESERVED_VOLUMES = frozenset(
         TLS_VOLUME,
         CA_VOLUME,
         RUNTIME_TLS_VOLUME,
+        RUNTIME_CA_VOLUME,
         SUPEREXEC_AUTH_VOLUME,
         NODE_KEY_VOLUME,
         EXECUTOR_CONFIG_VOLUME,
@@ -92,6 +98,7 @@ RESERVED_MOUNT_PATHS = frozenset(
         TLS_DIR,
         CA_DIR,
         RUNTIME_TLS_DIR,
+        RUNTIME_CA_DIR,
         SUPEREXEC_AUTH_DIR,
         NODE_KEY_DIR,
         EXECUTOR_CONFIG_DIR,

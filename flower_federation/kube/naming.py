@@ -120,6 +120,10 @@ class Names:
         """A pool's Runtime API certificate (and its cert-manager Certificate)."""
         return f"{self.pool(pool)}-runtime-tls"
 
+    def runtime_ca_secret(self, pool: str) -> str:
+        """The CA certificate (public) a site's pool verifies its Runtime API with: the site-local CA's."""
+        return f"{self.pool(pool)}-runtime-ca"
+
     def superexec_auth_secret(self, owner: str) -> str:
         """The SuperExec auth secret of a pool's workload or of the SuperLink."""
         return f"{owner}-superexec-auth"

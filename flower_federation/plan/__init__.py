@@ -30,7 +30,7 @@ from flower_federation.config.errors import ConfigError, Problem
 from flower_federation.config.images import reference
 from flower_federation.config.pydantic_errors import pydantic_problems
 from flower_federation.flower.dialects import HEALTH_PORT, SUPERNODE_APPIO_PORT, Dialect, Ports
-from flower_federation.flower.layout import CA_FILE
+from flower_federation.flower.layout import CA_FILE, RUNTIME_CA_FILE
 from flower_federation.flower.versions import APPIO_PROTECTION_SINCE, REGISTRATION_JOB_SINCE, FlowerVersion
 from flower_federation.kube.naming import Names, common_labels
 from flower_federation.kube.objects import ObjectMeta
@@ -183,8 +183,8 @@ class FederationPlan:
     @property
     def runtime_ca_file(self) -> Optional[str]:
         """The CA file a ClientApp SuperExec verifies its SuperNode's Runtime API with
-        (None: that API is plaintext)."""
-        return None if self.runtime_trust is None else CA_FILE
+        (None: that API is plaintext): the federation's CA, or a site's own CA for that hop."""
+        return None if self.runtime_trust is None else RUNTIME_CA_FILE if self.runtime_trust.own_ca else CA_FILE
 
     @property
     def kubernetes_executor(self) -> bool:

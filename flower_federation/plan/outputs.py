@@ -195,11 +195,13 @@ def _exposed_api_warning(plan: FederationPlan, pool: Pool) -> str:
     if plan.runtime_trust is None:
         return (
             exposed.format("Runtime API")
-            + " without TLS (a site's pools, or insecure: true): the SuperExec auth secret guards it, but its "
+            + " without TLS (insecure: true): the SuperExec auth secret guards it, but its "
             "traffic can be read on the way. " + limit
         )
+    runtime = plan.runtime_trust
+    ca = f"the site's own CA (Secret {runtime.pool_ca_secret(pool.name)})" if runtime.own_ca else "the federation's CA"
     return (
         exposed.format("Runtime API")
-        + ", over TLS with the pool's certificate: SuperExecs there need the federation's CA, a name the "
-        "certificate carries (service.externalNames) and the pool's SuperExec auth secret. " + limit
+        + f", over TLS with the pool's certificate: SuperExecs there need {ca}, a name the certificate carries "
+        "(service.externalNames) and the pool's SuperExec auth secret. " + limit
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from flower_federation.config import Federation
-from flower_federation.config.derived import runtime_api_tls
+from flower_federation.config.derived import runtime_api_own_ca, runtime_api_tls
 from flower_federation.flower.versions import FlowerVersion
 from flower_federation.kube.naming import Names
 
@@ -57,15 +57,24 @@ class RuntimeTrust:
     (pulumi-tls), signed by the federation's CA; certManager, a Certificate per pool from
     the federation's issuer; existingSecret, the user (`pools[].runtimeApiSecret`).
     SuperExecs verify it with the federation's CA (`ca_secret`/`ca_key`), which they
-    mount anyway."""
+    mount anyway.
+
+    `own_ca`: a site's certificates (generate) are signed by a CA the site generates for this hop
+    alone (it has the hub's CA certificate, never its key); its certificate, public, reaches each pool
+    in a Secret of the pool's (`pool_ca_secrets`), which its SuperNodes and SuperExecs mount instead."""
 
     source: str
     ca_secret: str
     ca_key: str
     pool_secrets: tuple[tuple[str, str], ...]
+    own_ca: bool = False
+    pool_ca_secrets: tuple[tuple[str, str], ...] = ()
 
     def pool_secret(self, pool: str) -> str:
         return dict(self.pool_secrets)[pool]
+
+    def pool_ca_secret(self, pool: str) -> str:
+        return dict(self.pool_ca_secrets)[pool]
 
 
 def resolve_trust(spec: Federation, names: Names) -> Trust:
@@ -86,11 +95,19 @@ def resolve_trust(spec: Federation, names: Names) -> Trust:
 def resolve_runtime_trust(
     spec: Federation, names: Names, trust: Optional[Trust], version: FlowerVersion
 ) -> Optional[RuntimeTrust]:
-    # A site never gets here: the operator's rule wants superlink.superexecImage for
-    # process isolation, and a site has no `superlink`.
     if trust is None or not runtime_api_tls(spec.insecure, spec.role, spec.isolation_mode, version):
         return None
     pools = spec.supernodes.pools
+    if runtime_api_own_ca(spec.role):
+        # A site: the rules refuse `tls` there, so its certificates are always generated, by its own CA.
+        return RuntimeTrust(
+            "generate",
+            "",
+            "ca.crt",
+            tuple((p.name, names.runtime_tls_secret(p.name)) for p in pools),
+            own_ca=True,
+            pool_ca_secrets=tuple((p.name, names.runtime_ca_secret(p.name)) for p in pools),
+        )
     if trust.source == "existingSecret":
         secrets = tuple((p.name, str(p.runtime_api_secret)) for p in pools)
     else:

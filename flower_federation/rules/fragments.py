@@ -135,6 +135,7 @@ MOUNTED = {
     layout.TLS_DIR: "the component's TLS certificate",
     layout.CA_DIR: "the CA certificate",
     layout.RUNTIME_TLS_DIR: "the runtime API's TLS certificate",
+    layout.RUNTIME_CA_DIR: "a site's own CA certificate for the runtime API",
     layout.SUPEREXEC_AUTH_DIR: "the SuperExec auth secret",
     layout.NODE_KEY_DIR: "the node authentication key",
     layout.EXECUTOR_CONFIG_DIR: "the Kubernetes executor's config",

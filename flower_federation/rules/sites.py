@@ -250,7 +250,8 @@ def _site(raw: Raw) -> Iterator[Problem]:
     for key in ("tls", "cli", "sites"):
         if raw.get(key):
             reason = {
-                "tls": "a site serves no TLS; it trusts the hub's CA (supernodes.superlink.certificate)",
+                "tls": "a site takes no TLS settings: it trusts the hub's CA (supernodes.superlink.certificate) and "
+                "generates its own CA for its SuperNodes' Runtime API (isolationMode process)",
                 "cli": "`flwr` dials the hub's SuperLink: the hub stack exports its connection config",
                 "sites": "the hub admits sites; a site only hands its public keys over",
             }[key]

@@ -28,6 +28,8 @@ from flower_federation.shell.kubernetes import register
 class AppIoComponent(pulumi.ComponentResource):
     # Digest of the pool's Runtime API certificate and its CA (None: no certificate).
     checksum: Optional[pulumi.Output[str]]
+    # Digest of a site's own Runtime API CA alone (None: no site-local CA), for the SuperExecs, which mount only it.
+    ca_checksum: Optional[pulumi.Output[str]]
 
     def __init__(
         self,
@@ -42,6 +44,9 @@ class AppIoComponent(pulumi.ComponentResource):
         self._plan = plan
         self.resources: list[pulumi.Resource] = []
         self.checksum = None
+        self.ca_checksum = None
+        runtime = plan.runtime_trust
+        own_ca = runtime.pool_ca_secret(pool.name) if pool is not None and runtime and runtime.own_ca else None
         secret_opts = pulumi.ResourceOptions(parent=self, additional_secret_outputs=["data", "stringData"])
         for m in objects:
             if m["kind"] == "Secret" and m["type"] == "kubernetes.io/tls":
@@ -49,6 +54,12 @@ class AppIoComponent(pulumi.ComponentResource):
                     "a generated Runtime API certificate needs a pool and CA"
                 )
                 self._generate(name, pool, m, signer, secret_opts)
+            elif m["kind"] == "Secret" and m["metadata"]["name"] == own_ca:
+                assert signer is not None, "a site's Runtime API CA Secret needs its CA"
+                # A CA certificate is public; registered secret like every Secret's data here, all the same.
+                ca_fields: dict[str, Any] = {"stringData": {"ca.crt": pulumi.Output.secret(signer.cert_pem)}}
+                self.resources.append(register(m, secret_opts, fields=ca_fields))
+                self.ca_checksum = pulumi.Output.unsecret(signer.cert_pem.apply(lambda ca: trust.checksum([ca])))
             elif m["kind"] == "Secret":
                 password = random.RandomPassword(
                     f"{name}-superexec-auth",
@@ -61,7 +72,6 @@ class AppIoComponent(pulumi.ComponentResource):
                 self.resources.append(register(m, secret_opts, fields=fields))
             else:  # a cert-manager Certificate
                 self.resources.append(register(m, pulumi.ResourceOptions(parent=self)))
-        runtime = plan.runtime_trust
         if pool is not None and runtime is not None and runtime.source != "generate":
             certificates = [r for r in self.resources if isinstance(r, pulumi.CustomResource)]
             self.checksum = self._read_checksum(name, runtime.pool_secret(pool.name), certificates)

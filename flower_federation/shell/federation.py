@@ -52,6 +52,7 @@ from flower_federation.shell.inputs import plain_config, plain_value
 from flower_federation.shell.kubernetes import register
 from flower_federation.shell.registration import RegistrationComponent
 from flower_federation.shell.rollout import Rollout
+from flower_federation.shell.runtime_ca import RuntimeCaComponent
 from flower_federation.shell.superlink import SuperLinkComponent
 from flower_federation.shell.supernode_pool import SuperNodePoolComponent
 from flower_federation.shell.tls import TlsTrustComponent
@@ -177,6 +178,11 @@ class Federation(pulumi.ComponentResource):
             ready[cluster.name] = [component]
 
         signer = self.tls.signer if self.tls else None
+        self.runtime_ca: Optional[RuntimeCaComponent] = None
+        if plan.runtime_trust is not None and plan.runtime_trust.own_ca:
+            # A site signs its pools' Runtime API certificates with a CA of its own (it has no key of the hub's).
+            self.runtime_ca = RuntimeCaComponent(f"{name}-runtime-ca", plan, pulumi.ResourceOptions(parent=self))
+            signer = self.runtime_ca.signer
         self.superlink: Optional[SuperLinkComponent] = None
         if plan.runs_superlink:
             superlink_ready = list(ready[home.name])

@@ -64,6 +64,10 @@ class SuperNodePoolComponent(pulumi.ComponentResource):
             if hop.checksum is not None and plan.runtime_trust is not None:
                 secret = plan.runtime_trust.pool_secret(pool.name)
                 rollout = dataclasses.replace(rollout, runtime={**rollout.runtime, secret: hop.checksum})
+            if hop.ca_checksum is not None and plan.runtime_trust is not None:
+                # A site's own CA: its SuperExecs roll when it changes (they mount nothing else of the hop's TLS).
+                ca_secret = plan.runtime_trust.pool_ca_secret(pool.name)
+                rollout = dataclasses.replace(rollout, runtime={**rollout.runtime, ca_secret: hop.ca_checksum})
         self._rollout = rollout
         self.resources: list[pulumi.Resource] = []
 

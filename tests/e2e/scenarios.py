@@ -34,7 +34,9 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
   2b. the run completes with the apps in the SuperExec pods, each container under its
      memory limit; an intruder cannot reach
      either API, the SuperLink not the SuperNode's, the SuperExec not the outside world;
-     each SuperExec reaches its API.
+     each SuperExec reaches its API. HTTP era: from the SuperExec's namespace, the
+     SuperNode's Runtime API refuses plaintext and a client verifying with another CA,
+     and serves one verifying with the SuperExec's CA (runtime_tls.py).
 - `negative`: one SuperNode whose pod trusts another deployment's CA (its CA volume
   points at a Secret holding that CA).
   5. the harness reports the federation not ready (SuperLink Ready, no SuperNode
@@ -58,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from flower_federation.kube.quantity import parse_quantity
-from tests.e2e import netpol_controls
+from tests.e2e import netpol_controls, runtime_tls
 from tests.e2e.harness import NotReady
 from tests.e2e.kills import KillWhileTraining
 from tests.e2e.rendering import NAME, config, render
@@ -264,6 +266,8 @@ def scenario_2b(fed: Federation, memo: dict) -> None:
     assert_within_memory_limits(fed, result)
     assert_listed(fed, run_id(result))
     fed.phases.append(netpol_controls.distributed_apis(fed))
+    if not fed.version.startswith("1.2"):  # the HTTP era serves the hop over TLS; the gRPC era cannot
+        fed.phases.append(runtime_tls.assert_runtime_api_is_tls(fed))
 
 
 TLS_FAILURE = re.compile(

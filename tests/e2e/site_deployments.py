@@ -66,7 +66,8 @@ class Site:
 
     @property
     def pod(self):  # noqa: ANN201  (a harness Pod)
-        (pod,) = self.cluster.pods.values()
+        """The site's SuperNode (a site with distributed SuperExecs has their pods too)."""
+        (pod,) = [p for p in self.cluster.pods.values() if p.labels.get("app.kubernetes.io/component") == "supernode"]
         return pod
 
     def log(self) -> str:

@@ -96,10 +96,16 @@ def hub_config(version: str, sites: tuple[str, ...] = (), exposure: str = "loadB
 
 
 def site_config(
-    version: str, name: str, partition: tuple[int, int], superlink: Optional[dict[str, Any]] = None
+    version: str,
+    name: str,
+    partition: tuple[int, int],
+    superlink: Optional[dict[str, Any]] = None,
+    distributed: bool = False,
 ) -> dict[str, Any]:
-    """A site with one SuperNode; `superlink` defaults to everything from the hub stack."""
-    return {
+    """A site with one SuperNode; `superlink` defaults to everything from the hub stack. `distributed`: its
+    ClientApps run in a SuperExec pod of their own (process isolation), which dials the SuperNode's Runtime API
+    across the site's pod network (HTTP era: over TLS, verified with the site's own CA)."""
+    raw: dict[str, Any] = {
         "role": "site",
         "name": name,
         "namespace": SITE_NAMESPACE,
@@ -116,6 +122,11 @@ def site_config(
             ],
         },
     }
+    if distributed:
+        raw["isolationMode"] = "process"
+        raw["superexecPlacement"] = "distributed"
+        raw["supernodes"]["pools"][0]["images"] = {"superexecClientApp": f"flwr/superexec:{version}"}
+    return raw
 
 
 def other_ca() -> str:

@@ -22,11 +22,13 @@ pod in the hub's cluster (harness/jobs.py), created once the SuperLink is Ready 
 Pulumi does: the Job depends on the SuperLink). Then `flwr run` (a user in the hub's
 cluster, with the hub's exported flwrConfig and CA) must complete with one node of each
 admitted site in every round, while the intruder is refused and the misconfigured site
-fails its TLS handshake. Last, the hub drops hospital-b (a third `pulumi up`): the Job
-revokes its node, which is refused from then on while hospital-a stays online; and
-trusting hospital-b's same key again (a fourth) is said by the registration Job (STALE), which
-completes; the revocation Job then fails at once, naming the key (Flower never registers a revoked
-key again; its podFailurePolicy).
+fails its TLS handshake. In the HTTP era hospital-a runs its ClientApps in a distributed SuperExec, which dials its
+SuperNode's Runtime API over TLS with a certificate of the site's own CA (the run's ClientApp must have run in
+that SuperExec's pod; runtime_tls.py checks the hop refuses plaintext). Last, the hub drops hospital-b (a third
+`pulumi up`): the Job revokes its node, which is refused from then on while hospital-a stays online; and
+trusting hospital-b's same key again (a fourth) is said by the registration Job (STALE), which completes; the
+revocation Job then fails at once, naming the key (Flower never registers a revoked key again; its
+podFailurePolicy).
 
 Timeouts, from Flower's own behaviour (constants below): a SuperNode whose key is not
 registered is refused at activation (1.26: gRPC FAILED_PRECONDITION "No SuperNode found
@@ -48,7 +50,7 @@ import re
 import threading
 from typing import Any, Optional
 
-from tests.e2e import fleet_only, gateway_objects, netpol_controls
+from tests.e2e import fleet_only, gateway_objects, netpol_controls, runtime_tls
 from tests.e2e.harness import Cluster, NotReady
 from tests.e2e.harness.gateway import expose_gateway
 from tests.e2e.harness.wan import Wan
@@ -121,8 +123,11 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
 
     # 2. The sites' `pulumi up`s: each reads the hub stack's outputs.
     hub_outputs = {stack_name(HUB): hub_v1.outputs}
+    # HTTP era: hospital-a runs its ClientApps in a SuperExec pod of its own, which dials its SuperNode's Runtime API
+    # over TLS with a certificate of the site's own CA (the site has the hub's CA certificate, never its key).
+    distributed = not v.startswith("1.2")
     configs = {
-        ADMITTED[0]: site_config(v, ADMITTED[0], (2, 0)),
+        ADMITTED[0]: site_config(v, ADMITTED[0], (2, 0), distributed=distributed),
         ADMITTED[1]: site_config(v, ADMITTED[1], (2, 1)),
         INTRUDER: site_config(v, INTRUDER, (1, 0)),
         MISCONFIGURED: site_config(
@@ -139,6 +144,11 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
         assert args[args.index("--superlink") + 1] == f"{EXTERNAL_HOST}:{fleet_port}", args
     for name in ADMITTED + (INTRUDER,):
         assert secret_text(rendered[name], f"{name}-ca", "ca.crt") == hub_v1.outputs["caCertificate"], name
+    if distributed:
+        site_ca = secret_text(rendered[ADMITTED[0]], f"{ADMITTED[0]}-supernode-{POOL}-runtime-ca", "ca.crt")
+        assert site_ca and site_ca != hub_v1.outputs["caCertificate"], "the site's Runtime API CA is the hub's"
+        superexec = workload(rendered[ADMITTED[0]], "StatefulSet", f"{ADMITTED[0]}-superexec-{POOL}")
+        assert "--insecure" not in superexec["spec"]["template"]["spec"]["containers"][0]["args"], superexec
     for name in configs:
         deploy_site(run, name, rendered[name], lb_ip)
     run.phase("sites up (4 clusters, read the hub's outputs)")
@@ -263,6 +273,8 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
         run_config["model-floats"] = LARGE_MODEL_FLOATS
     result = hub.run_app(run_config)
     expected = {f"{s}-supernode-{POOL}-0": [2, i] for i, s in enumerate(ADMITTED)}
+    if distributed:  # hospital-a's ClientApp runs in its SuperExec's pod
+        expected[f"{ADMITTED[0]}-superexec-{POOL}-0"] = expected.pop(f"{ADMITTED[0]}-supernode-{POOL}-0")
     assert_completed(result, expected)
     rid = run_id(result)
     runs = {str(r["run-id"]): r["status"] for r in hub.runs()}
@@ -277,6 +289,12 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
         run.phase(f"run (2 rounds, both sites, a {8 * floats >> 20} MiB model; {crossed >> 20} MiB through the proxy)")
     else:
         run.phase("run (2 rounds, both sites)")
+    if distributed:  # the run crossed hospital-a's SuperExec hop: TLS only, verified with the site's own CA
+        site_a_pods = run.sites[ADMITTED[0]].cluster.pods.values()
+        (site_superexec,) = [
+            p for p in site_a_pods if p.labels.get("app.kubernetes.io/component") == "superexec-clientapp"
+        ]
+        run.phase(f"{ADMITTED[0]}: " + runtime_tls.assert_pair_is_tls(run.sites[ADMITTED[0]].pod, site_superexec))
 
     # 6b. HTTP era: the public address serves the Fleet API only. Control commands from
     # outside fail at the proxy and never reach the SuperLink; from inside they work.

@@ -19,7 +19,8 @@ HTTP_ERA_VERSIONS = tuple(v for v in VERSIONS if not v.startswith("1.2"))
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.scenario(
     "sites: hub + 2 sites, separate stacks and clusters, keys registered by the hub's Job, "
-    "run across both sites; an unlisted site refused, a wrong-CA site fails TLS; a dropped site revoked, "
+    "run across both sites (HTTP era: one site's ClientApps in distributed SuperExecs, its hop TLS with its own CA); "
+    "an unlisted site refused, a wrong-CA site fails TLS; a dropped site revoked, "
     "its key refused at once when trusted again",
     id="6",
 )
