@@ -8,14 +8,16 @@ safely. The Gateway itself (its listeners, addresses, class) is the platform's.
   `N-ca-bundle`, filled by the Pulumi shell with the same CA the pods trust) and the
   Service's in-cluster name, which the server certificate carries.
 - gRPC era: a `TLSRoute` passing TLS through to the Fleet port (the Fleet API has a
-  port of its own there): the SuperLink keeps terminating TLS.
+  port of its own there): the SuperLink keeps terminating TLS. `v1` (Gateway API v1.5+,
+  standard channel, which no longer serves v1alpha2), `v1alpha2` by `tlsRouteVersion`.
 - A `ReferenceGrant` when a Gateway in another namespace presents the federation's
   server certificate on its listener (HTTP era): sites then keep trusting the
   federation's CA at the same name. Nothing else crosses a namespace (the routes and
   their backends live in the federation's namespace).
 
-Versions: Gateway API v1.4 (HTTPRoute, BackendTLSPolicy: v1; ReferenceGrant: v1beta1;
-TLSRoute: v1alpha2, experimental channel). Offline schemas: tests/support/gateway_api/.
+Versions: Gateway API v1.4 to v1.6 (HTTPRoute, BackendTLSPolicy: v1; ReferenceGrant:
+v1beta1, served by all; TLSRoute: v1 from v1.5, v1alpha2 before). Offline schemas of each
+release: tests/support/gateway_api/.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def _tls_route(plan: FederationPlan) -> Manifest:
     gw = settings(plan)
     backend = {"group": "", "kind": "Service", "name": plan.names.superlink, "port": plan.ports.fleet}
     return {
-        "apiVersion": f"{GROUP}/v1alpha2",
+        "apiVersion": f"{GROUP}/{gw.tls_route_version}",
         "kind": "TLSRoute",
         "metadata": plan.meta(plan.names.superlink, SUPERLINK),
         "spec": {"parentRefs": _parent_refs(plan), "hostnames": [gw.hostname], "rules": [{"backendRefs": [backend]}]},

@@ -91,8 +91,23 @@ class ParentRef(Model):
 
     name: str = Field(description="The Gateway's name.")
     namespace: Optional[str] = Field(default=None, description="The Gateway's namespace. Unset: the federation's.")
-    section_name: Optional[str] = Field(default=None, description="The listener's name. Unset: every listener.")
+    section_name: Optional[str] = Field(
+        default=None,
+        description=(
+            "The listener's name: the HTTPS listener (HTTP era) or the TLS passthrough listener (gRPC era) sites "
+            "dial. Required unless `allListeners: true`: without it the route attaches to every listener of the "
+            "Gateway that admits it, plain-HTTP ones included, where the Fleet API would travel in clear."
+        ),
+    )
     port: Optional[int] = Field(default=None, ge=1, le=65535, description="The listener's port.")
+    all_listeners: bool = Field(
+        default=False,
+        description=(
+            "`true`: attach to every listener of this Gateway (no `sectionName`), e.g. a Gateway the platform "
+            "guarantees has TLS listeners only. An explicit opt-in: a plain-HTTP listener added later would serve "
+            "the Fleet API in clear."
+        ),
+    )
 
 
 class Gateway(Model):
@@ -117,6 +132,14 @@ class Gateway(Model):
     )
     namespace_selector: Optional[dict[str, str]] = Field(
         default=None, description="matchLabels of the namespace the gateway's pods run in (see `podSelector`)."
+    )
+    tls_route_version: Literal["v1", "v1alpha2"] = Field(
+        default="v1",
+        description=(
+            "gRPC era: the `TLSRoute`'s `gateway.networking.k8s.io` version. `v1`: Gateway API v1.5+ (standard "
+            "channel), which no longer serves `v1alpha2` there. `v1alpha2`: a cluster with Gateway API older than "
+            "v1.5 (experimental channel CRDs), or v1.5+ on the experimental channel, where it is deprecated."
+        ),
     )
     present_federation_certificate: bool = Field(
         default=True,

@@ -225,6 +225,14 @@ def _gateway(raw: Raw) -> Iterator[Problem]:
             value = get(ref, key)
             if isinstance(value, str) and not (DNS_NAME.match(value) and len(value) <= 253):
                 yield problem(at + ("parentRefs", i, key), f"'{value}' is not a Gateway API object name")
+        if get(ref, "sectionName") is None and get(ref, "allListeners") is not True:
+            # Without sectionName a route attaches to every listener that admits it, plain HTTP too.
+            yield problem(
+                at + ("parentRefs", i, "sectionName"),
+                f"unset: the route would attach to every listener of Gateway '{get(ref, 'name')}', plain-HTTP ones "
+                "included (the Fleet API in clear); name the listener sites dial (HTTPS, or TLS passthrough in the "
+                "gRPC era), or set allListeners: true",
+            )
     for key in ("podSelector", "namespaceSelector"):
         labels = gw.get(key)
         if isinstance(labels, dict) and not labels:
