@@ -129,11 +129,15 @@ def test_gateway_http_era_routes_only_the_fleet_api_verified_with_the_federation
     }
     bundle = get(objects, "ConfigMap", "fl-ca-bundle")
     assert set(bundle["data"]) == {"ca.crt"}  # filled by the shell with the CA the pods trust
-    grant = get(objects, "ReferenceGrant", "fl-superlink-tls")
+    # The grant hands the Gateway its own listener certificate (public hostname only), never the SuperLink's
+    # Secret fl-superlink-tls (was: that one).
+    (grant,) = by_kind(objects, "ReferenceGrant")
+    assert grant["metadata"]["name"] == "fl-gateway-tls"
     assert grant["spec"] == {
         "from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "gateway-system"}],
-        "to": [{"group": "", "kind": "Secret", "name": "fl-superlink-tls"}],
+        "to": [{"group": "", "kind": "Secret", "name": "fl-gateway-tls"}],
     }
+    assert get(objects, "Secret", "fl-gateway-tls")["type"] == "kubernetes.io/tls"
     assert get(objects, "Service", "fl-superlink")["spec"]["type"] == "ClusterIP"
     assert outputs["superlink"]["externalAddress"] == "fl.example.org:443"
 

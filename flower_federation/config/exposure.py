@@ -114,9 +114,10 @@ class Gateway(Model):
     """Gateway API (the successor of Ingress): routes only the Fleet API to the SuperLink. HTTP era: an `HTTPRoute`
     `N-superlink` matching `PathPrefix /v1/fleet/` to the Fleet-only proxy, and a `BackendTLSPolicy` so the gateway
     verifies that backend with the federation's CA (ConfigMap `N-ca-bundle`) and the Service's name. gRPC era: a
-    `TLSRoute` (passthrough) to the Fleet port. The Gateway itself is the platform's; its listener presents the
-    federation's server certificate (Secret `N-superlink-tls`; a ReferenceGrant lets a Gateway in another namespace
-    read it), so sites keep trusting the federation's CA."""
+    `TLSRoute` (passthrough) to the Fleet port. The Gateway itself is the platform's; in the HTTP era its listener
+    presents a certificate of its own from the federation's CA for `hostname` only (Secret `N-gateway-tls`; a
+    ReferenceGrant lets a Gateway in another namespace read that Secret, and no other), so sites keep trusting the
+    federation's CA."""
 
     parent_refs: list[ParentRef] = Field(description="The Gateway listeners to attach to (at least one).")
     hostname: str = Field(
@@ -144,9 +145,22 @@ class Gateway(Model):
     present_federation_certificate: bool = Field(
         default=True,
         description=(
-            "Render the ReferenceGrant that lets Gateways of the parentRefs' namespaces use Secret `N-superlink-tls` "
-            "as their listener certificate (sites keep the federation's CA). `false`: the listener has a certificate "
-            "of its own, and sites must trust its CA instead."
+            "HTTP era (the Gateway terminates TLS): its listener presents a certificate of its own from the "
+            "federation's CA that carries `hostname` only (Secret `N-gateway-tls`, made with the SuperLink's: "
+            "pulumi-tls for `tls.source: generate`, a cert-manager Certificate `N-gateway` from the same issuer for "
+            "`certManager`; `listenerSecretName` for `existingSecret`), and a ReferenceGrant lets the Gateways of "
+            "the parentRefs' namespaces read that Secret only, never the SuperLink's own key (whose certificate "
+            "also serves localhost and the in-cluster Control API). Sites keep trusting the federation's CA. "
+            "`false`: none of this; the listener has a certificate of its own, and sites must trust its CA instead."
+        ),
+    )
+    listener_secret_name: Optional[str] = Field(
+        default=None,
+        description=(
+            "`tls.source: existingSecret` only, and then required in the HTTP era unless "
+            "`presentFederationCertificate: false`: the kubernetes.io/tls Secret (in the federation's namespace) "
+            "the Gateway's listener presents, a certificate for `hostname` only from the CA sites trust; never the "
+            "SuperLink's own Secret (`tls.existingSecret`). The ReferenceGrant names it."
         ),
     )
 

@@ -17,6 +17,7 @@ from flower_federation.flower.certificates import certificate_problem
 from flower_federation.flower.dialects import HTTP_PORT, Dialect
 from flower_federation.flower.public_keys import public_key_problem
 from flower_federation.kube.naming import DNS1123_LABEL, DNS_LABEL_MAX
+from flower_federation.rules.gateway import gateway_listener
 from flower_federation.rules.raw import Pools, Raw, as_dict, as_list, get
 from flower_federation.rules.security import DNS_NAME, is_cidr
 
@@ -137,6 +138,7 @@ def exposure(raw: Raw, pools: Pools) -> Exposure:
 def _exposure(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
     yield from _control_service(raw)
     yield from _gateway(raw)
+    yield from gateway_listener(raw, dialect)
     if dialect is not None and dialect.resolve_ports({}).serverappio is not None:
         for key in ("fleetProxy", "controlService"):
             if get(raw, "superlink", key) is not None:
