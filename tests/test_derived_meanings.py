@@ -173,7 +173,10 @@ def test_rules_and_plan_read_one_exposure(
     if front == "ingress":
         raw["superlink"]["ingress"] = {"host": "fl.example.org"}
     elif front == "gateway":
-        raw["superlink"]["gateway"] = {"parentRefs": [{"name": "public"}], "hostname": "fl.example.org"}
+        raw["superlink"]["gateway"] = {
+            "parentRefs": [{"name": "public", "sectionName": "fleet"}],
+            "hostname": "fl.example.org",
+        }
     if remote_pool:
         raw["supernodes"]["pools"][1]["cluster"] = "edge"
     got = plan_exposure(Federation.model_validate(raw))

@@ -1,5 +1,5 @@
 """Gateway API objects (gateway.networking.k8s.io) are checked by `validate` against the
-vendored strict schemas of the Gateway API release (tests/support/gateway_api/): the
+vendored strict schemas of every Gateway API release that serves them (tests/support/gateway_api/): the
 kinds the project renders pass in realistic shapes, and unknown fields at any depth,
 wrong types, missing required fields and kinds or versions without a schema are refused
 at their path. Core kinds still go to kubernetes-validate."""
@@ -19,6 +19,7 @@ from tests.support.schema import (
     GATEWAY_API_DIR,
     GatewayAPISchemaNotFoundError,
     GatewayAPIValidationError,
+    gateway_api_releases_serving,
     validate,
     validate_all,
 )
@@ -106,6 +107,7 @@ VALID = {
     "grpcroute": GRPC_ROUTE,
     "tlsroute-v1alpha2": _tls_route("v1alpha2"),
     "tlsroute-v1alpha3": _tls_route("v1alpha3"),
+    "tlsroute-v1": _tls_route("v1"),
     "referencegrant": REFERENCE_GRANT,
 }
 
@@ -278,7 +280,7 @@ def test_list_map_keys_and_sets_refuse_duplicates():
         (f"{GW}/v2", "HTTPRoute"),
         (f"{GW}/v1beta1", "HTTPRoute"),  # served by the release, not vendored: we render v1
         (f"{GW}/v1alpha3", "BackendTLSPolicy"),  # not served by the standard channel
-        (f"{GW}/v1", "TLSRoute"),  # TLSRoute v1 comes with Gateway API v1.5
+        (f"{GW}/v1beta1", "TLSRoute"),  # TLSRoute went from v1alpha3 to v1 (Gateway API v1.5)
         (f"{GW}/v1", "ReferenceGrant"),
         (f"{GW}/v1", "Gateway"),  # a kind of the group without a vendored schema
         (f"{GW}/v1", "httproute"),
@@ -306,28 +308,47 @@ def test_errors_are_kubernetes_validate_errors_and_core_kinds_still_go_there():
 
 
 def _vendored() -> dict[str, dict[str, Any]]:
-    return {f.name: json.loads(f.read_text()) for f in sorted(GATEWAY_API_DIR.glob("*.json"))}
+    return {
+        str(f.relative_to(GATEWAY_API_DIR)): json.loads(f.read_text()) for f in sorted(GATEWAY_API_DIR.glob("*/*.json"))
+    }
 
 
-def test_the_vendored_schemas_are_the_selection_of_the_release():
+def test_the_vendored_schemas_are_the_selection_of_each_release():
     schemas = _vendored()
-    expected = set()
-    for channel, plural, versions in generate.SELECTION:
-        path = generate.crd_path(channel, plural)
-        for version in versions:
-            expected.add(f"{GW}/{version}")
-            owners = [
-                name
-                for name, s in schemas.items()
-                if s["properties"]["apiVersion"]["const"] == f"{GW}/{version}" and path in s["$comment"]
-            ]
-            assert len(owners) == 1, (path, version, owners)
-    for name, schema in schemas.items():
-        assert schema["$comment"].startswith(f"Gateway API {generate.RELEASE} ("), name
-        jsonschema.Draft202012Validator.check_schema(schema)
-    assert len(schemas) == sum(len(versions) for _c, _p, versions in generate.SELECTION) == 6
+    for release, selection in generate.RELEASES.items():
+        mine = {name: s for name, s in schemas.items() if name.startswith(f"{release}/")}
+        for channel, plural, versions in selection:
+            path = generate.crd_path(channel, plural)
+            for version in versions:
+                owners = [
+                    name
+                    for name, s in mine.items()
+                    if s["properties"]["apiVersion"]["const"] == f"{GW}/{version}" and path in s["$comment"]
+                ]
+                assert len(owners) == 1, (release, path, version, owners)
+        for name, schema in mine.items():
+            assert schema["$comment"].startswith(f"Gateway API {release} ("), name
+            jsonschema.Draft202012Validator.check_schema(schema)
+        assert len(mine) == sum(len(versions) for _c, _p, versions in selection), release
+    assert sorted(generate.RELEASES) == ["v1.4.1", "v1.5.1", "v1.6.1"]
+    assert len(schemas) == 6 + 5 + 5
     readme = (GATEWAY_API_DIR / "README.md").read_text()
-    assert f"release **{generate.RELEASE}**" in readme
+    assert all(f"**{release}** (commit `" in readme for release in generate.RELEASES)
+
+
+def test_tlsroute_v1_is_the_current_releases_and_v1alpha2_only_the_oldest():
+    """Gateway API v1.5 moved TLSRoute to v1 (standard channel); its standard CRD keeps v1alpha2/v1alpha3
+    listed but unserved, so a cluster on v1.5+ standard refuses the v1alpha2 route we rendered before."""
+    assert gateway_api_releases_serving(_tls_route("v1")) == ["v1.5.1", "v1.6.1"]
+    assert gateway_api_releases_serving(_tls_route("v1alpha2")) == ["v1.4.1"]
+    for release in ("v1.5.1", "v1.6.1"):
+        crd = (GATEWAY_API_DIR / release / "tlsroute-v1.json").read_text()
+        assert "standard channel: config/crd/standard/" in crd, release
+    # v1 wants hostnames (v1alpha2 did not) and exactly one rule, in both current releases.
+    error = _refused(_without(_tls_route("v1"), "spec.hostnames"))
+    assert error.validator == "required" and error.version == "v1.5.1"
+    error = _refused(_set(_tls_route("v1"), "spec.rules", _tls_route("v1")["spec"]["rules"] * 2))
+    assert error.validator == "maxItems" and " at spec.rules: " in str(error)
 
 
 def test_the_vendored_schemas_are_closed_everywhere():

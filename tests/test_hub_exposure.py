@@ -2,7 +2,8 @@
 on by default in the HTTP era and never in the gRPC era; the Gateway API objects; the
 Ingress; the Control API's Service; the NetworkPolicy on the SuperLink's two ports; the
 addresses every client is given. Every object passes the strict Kubernetes 1.34 schema,
-and the Gateway API objects the v1.4.1 CRD schemas (tests/support/gateway_api)."""
+and the Gateway API objects the CRD schemas of Gateway API v1.4.1, v1.5.1 and v1.6.1
+(tests/support/gateway_api)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from flower_federation.plan import load_plan
 from flower_federation.plan.outputs import warnings as preview_warnings
 from tests.support.manifests import by_kind, get
+from tests.support.schema import gateway_api_releases_serving
 from tests.test_sites import run
 
 GATEWAY = {
@@ -127,11 +129,15 @@ def test_gateway_http_era_routes_only_the_fleet_api_verified_with_the_federation
     }
     bundle = get(objects, "ConfigMap", "fl-ca-bundle")
     assert set(bundle["data"]) == {"ca.crt"}  # filled by the shell with the CA the pods trust
-    grant = get(objects, "ReferenceGrant", "fl-superlink-tls")
+    # The grant hands the Gateway its own listener certificate (public hostname only), never the SuperLink's
+    # Secret fl-superlink-tls (was: that one).
+    (grant,) = by_kind(objects, "ReferenceGrant")
+    assert grant["metadata"]["name"] == "fl-gateway-tls"
     assert grant["spec"] == {
         "from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "gateway-system"}],
-        "to": [{"group": "", "kind": "Secret", "name": "fl-superlink-tls"}],
+        "to": [{"group": "", "kind": "Secret", "name": "fl-gateway-tls"}],
     }
+    assert get(objects, "Secret", "fl-gateway-tls")["type"] == "kubernetes.io/tls"
     assert get(objects, "Service", "fl-superlink")["spec"]["type"] == "ClusterIP"
     assert outputs["superlink"]["externalAddress"] == "fl.example.org:443"
 
@@ -165,12 +171,34 @@ def test_gateway_grpc_era_passes_tls_through_to_the_fleet_port(k8s_validate) -> 
     for obj in objects:
         k8s_validate(obj)
     route = get(objects, "TLSRoute", "fl-superlink")
-    assert route["apiVersion"] == "gateway.networking.k8s.io/v1alpha2"
+    # Gateway API v1.5+ serves TLSRoute v1 in the standard channel, no longer v1alpha2 (was: v1alpha2).
+    assert route["apiVersion"] == "gateway.networking.k8s.io/v1"
+    assert gateway_api_releases_serving(route) == ["v1.5.1", "v1.6.1"]
     assert route["spec"]["rules"] == [
         {"backendRefs": [{"group": "", "kind": "Service", "name": "fl-superlink", "port": 9092}]}
     ]
     assert not by_kind(objects, "BackendTLSPolicy") and not by_kind(objects, "HTTPRoute")
     assert containers(objects) == ["superlink"]
+
+
+def test_gateway_grpc_era_tlsroute_v1alpha2_for_an_older_gateway_api_on_request(k8s_validate) -> None:
+    objects, _, _ = render(hub("1.26.1", gateway={**GATEWAY, "tlsRouteVersion": "v1alpha2"}))
+    route = get(objects, "TLSRoute", "fl-superlink")
+    assert route["apiVersion"] == "gateway.networking.k8s.io/v1alpha2"
+    assert gateway_api_releases_serving(route) == ["v1.4.1"]
+    k8s_validate(route)
+
+
+@pytest.mark.parametrize("version", ["1.41.0", "1.26.1"])
+def test_every_gateway_api_object_passes_the_current_releases(version: str, k8s_validate) -> None:
+    """Each rendered Gateway API object is served by Gateway API v1.5 and v1.6 (standard channel) and passes both
+    strict schemas (validate checks it against every vendored release that serves it, v1.4.1 too where it does)."""
+    objects, _, _ = render(hub(version, gateway=GATEWAY))
+    gateway_objects = [o for o in objects if o["apiVersion"].startswith("gateway.networking.k8s.io/")]
+    assert gateway_objects
+    for obj in gateway_objects:
+        assert {"v1.5.1", "v1.6.1"} <= set(gateway_api_releases_serving(obj)), obj["kind"]
+        k8s_validate(obj)
 
 
 @pytest.mark.parametrize("version", ["1.41.0", "1.26.1"])

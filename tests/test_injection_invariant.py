@@ -122,6 +122,9 @@ def stacks() -> dict[str, dict[str, Any]]:
     gateway["superlink"] = {
         "gateway": {"hostname": "fl.example.org", "parentRefs": [{"name": "gw", "sectionName": "tls"}]}
     }
+    gateway_existing = copy.deepcopy(gateway)
+    gateway_existing["tls"] = {"source": "existingSecret", "existingSecret": "server-tls"}
+    gateway_existing["superlink"]["gateway"]["listenerSecretName"] = "gateway-tls"
     kubernetes = copy.deepcopy(single)
     kubernetes["executor"] = {"type": "kubernetes", "image": "flwr/superexec:1.42.0"}
     cert_manager = copy.deepcopy(single)
@@ -148,6 +151,7 @@ def stacks() -> dict[str, dict[str, Any]]:
         "grpc": grpc,
         "clusters": clusters,
         "gateway": gateway,
+        "gatewayExistingSecret": gateway_existing,
         "kubernetes": kubernetes,
         "certManager": cert_manager,
         "existingSecret": existing,

@@ -168,10 +168,36 @@ CASES["control-service-and-gateway-mistakes"] = (
         "federation.superlink.gateway.hostname: '*.example.org' is not a DNS name (sites dial it; no wildcard)",
         "federation.superlink.gateway.parentRefs[0].name: 'Public_GW' is not a Gateway API object name",
         "federation.superlink.gateway.parentRefs[0].namespace: 'gw.system' is not a namespace name",
+        "federation.superlink.gateway.parentRefs[0].sectionName: unset: the route would attach to every listener of "
+        "Gateway 'Public_GW', plain-HTTP ones included (the Fleet API in clear); name the listener sites dial (HTTPS, "
+        "or TLS passthrough in the gRPC era), or set allListeners: true",
+    ],
+)
+CASES["gateway-parent-ref-names-its-listener"] = (
+    hub(
+        superlink={
+            "gateway": {
+                "parentRefs": [
+                    {"name": "public", "sectionName": "fleet"},
+                    {"name": "edge", "namespace": "gateway-system", "port": 443},
+                    {"name": "tls-only", "allListeners": True},  # the explicit opt-in
+                ],
+                "hostname": "fl.example.org",
+            }
+        }
+    ),
+    [
+        "federation.superlink.gateway.parentRefs[1].sectionName: unset: the route would attach to every listener of "
+        "Gateway 'edge', plain-HTTP ones included (the Fleet API in clear); name the listener sites dial (HTTPS, or "
+        "TLS passthrough in the gRPC era), or set allListeners: true",
     ],
 )
 CASES["gateway-hostname-is-a-name-without-port"] = (
-    hub(superlink={"gateway": {"parentRefs": [{"name": "public"}], "hostname": "fl.example.org:443"}}),
+    hub(
+        superlink={
+            "gateway": {"parentRefs": [{"name": "public", "sectionName": "fleet"}], "hostname": "fl.example.org:443"}
+        }
+    ),
     [
         "federation.superlink.gateway.hostname: 'fl.example.org:443': give the name only (sites dial it on the "
         "listener's port, 443)"

@@ -8,19 +8,25 @@ safely. The Gateway itself (its listeners, addresses, class) is the platform's.
   `N-ca-bundle`, filled by the Pulumi shell with the same CA the pods trust) and the
   Service's in-cluster name, which the server certificate carries.
 - gRPC era: a `TLSRoute` passing TLS through to the Fleet port (the Fleet API has a
-  port of its own there): the SuperLink keeps terminating TLS.
-- A `ReferenceGrant` when a Gateway in another namespace presents the federation's
-  server certificate on its listener (HTTP era): sites then keep trusting the
-  federation's CA at the same name. Nothing else crosses a namespace (the routes and
-  their backends live in the federation's namespace).
+  port of its own there): the SuperLink keeps terminating TLS. `v1` (Gateway API v1.5+,
+  standard channel, which no longer serves v1alpha2), `v1alpha2` by `tlsRouteVersion`.
+- HTTP era, the Gateway terminating TLS: its listener presents a certificate of its own
+  from the federation's CA for the public hostname only (`listener_secret`, made by
+  gateway_tls.py with the SuperLink's), so sites keep trusting the federation's CA, and
+  a `ReferenceGrant` lets a Gateway in another namespace read that Secret, and no other:
+  never the SuperLink's own key, whose certificate also carries localhost and the
+  in-cluster Control Service (whoever runs a Gateway there could impersonate the Control
+  API to in-cluster `flwr` and the registration Job). Nothing else crosses a namespace
+  (the routes and their backends live in the federation's namespace).
 
-Versions: Gateway API v1.4 (HTTPRoute, BackendTLSPolicy: v1; ReferenceGrant: v1beta1;
-TLSRoute: v1alpha2, experimental channel). Offline schemas: tests/support/gateway_api/.
+Versions: Gateway API v1.4 to v1.6 (HTTPRoute, BackendTLSPolicy: v1; ReferenceGrant:
+v1beta1, served by all; TLSRoute: v1 from v1.5, v1alpha2 before). Offline schemas of each
+release: tests/support/gateway_api/.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from flower_federation.builders import fleet_proxy
 from flower_federation.config import Gateway
@@ -94,17 +100,30 @@ def _tls_route(plan: FederationPlan) -> Manifest:
     gw = settings(plan)
     backend = {"group": "", "kind": "Service", "name": plan.names.superlink, "port": plan.ports.fleet}
     return {
-        "apiVersion": f"{GROUP}/v1alpha2",
+        "apiVersion": f"{GROUP}/{gw.tls_route_version}",
         "kind": "TLSRoute",
         "metadata": plan.meta(plan.names.superlink, SUPERLINK),
         "spec": {"parentRefs": _parent_refs(plan), "hostnames": [gw.hostname], "rules": [{"backendRefs": [backend]}]},
     }
 
 
+def listener_secret(plan: FederationPlan) -> Optional[str]:
+    """The Secret the Gateway's TLS listener presents (HTTP era, presentFederationCertificate), else None: ours
+    (`N-gateway-tls`) unless the user manages the TLS Secrets (`listenerSecretName`, required by the rules)."""
+    gw = plan.spec.superlink.gateway
+    if gw is None or plan.grpc_era or plan.trust is None or not gw.present_federation_certificate:
+        return None
+    if plan.trust.source == "existingSecret":
+        assert gw.listener_secret_name is not None, "rules require listenerSecretName with existingSecret"
+        return gw.listener_secret_name
+    return plan.names.gateway_tls_secret
+
+
 def _reference_grant(plan: FederationPlan) -> list[Manifest]:
-    """Lets the Gateways of other namespaces present Secret `N-superlink-tls`."""
+    """Lets the Gateways of other namespaces present the listener's Secret, that one only."""
     gw = settings(plan)
-    if plan.trust is None or not gw.present_federation_certificate:
+    secret = listener_secret(plan)
+    if secret is None:
         return []
     namespaces = sorted({r.namespace for r in gw.parent_refs if r.namespace and r.namespace != plan.namespace})
     if not namespaces:
@@ -113,10 +132,10 @@ def _reference_grant(plan: FederationPlan) -> list[Manifest]:
         {
             "apiVersion": f"{GROUP}/v1beta1",
             "kind": "ReferenceGrant",
-            "metadata": plan.meta(plan.trust.server_secret, SUPERLINK),
+            "metadata": plan.meta(secret, SUPERLINK),
             "spec": {
                 "from": [{"group": GROUP, "kind": "Gateway", "namespace": ns} for ns in namespaces],
-                "to": [{"group": "", "kind": "Secret", "name": plan.trust.server_secret}],
+                "to": [{"group": "", "kind": "Secret", "name": secret}],
             },
         }
     ]

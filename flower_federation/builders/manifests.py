@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Optional
 from flower_federation.builders import (
     access,
     appio,
+    gateway_tls,
     limits,
     network,
     network_links,
@@ -191,7 +192,7 @@ def _trust_objects(plan: FederationPlan, superlink_here: bool) -> list[Manifest]
     if plan.trust is None:
         return []
     if superlink_here or not plan.trust.serves:
-        return trust.objects(plan)
+        return trust.objects(plan) + gateway_tls.objects(plan)
     return [trust.trust_secret(plan)] if plan.trust.creates_ca_secret else []
 
 

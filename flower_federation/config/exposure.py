@@ -91,17 +91,33 @@ class ParentRef(Model):
 
     name: str = Field(description="The Gateway's name.")
     namespace: Optional[str] = Field(default=None, description="The Gateway's namespace. Unset: the federation's.")
-    section_name: Optional[str] = Field(default=None, description="The listener's name. Unset: every listener.")
+    section_name: Optional[str] = Field(
+        default=None,
+        description=(
+            "The listener's name: the HTTPS listener (HTTP era) or the TLS passthrough listener (gRPC era) sites "
+            "dial. Required unless `allListeners: true`: without it the route attaches to every listener of the "
+            "Gateway that admits it, plain-HTTP ones included, where the Fleet API would travel in clear."
+        ),
+    )
     port: Optional[int] = Field(default=None, ge=1, le=65535, description="The listener's port.")
+    all_listeners: bool = Field(
+        default=False,
+        description=(
+            "`true`: attach to every listener of this Gateway (no `sectionName`), e.g. a Gateway the platform "
+            "guarantees has TLS listeners only. An explicit opt-in: a plain-HTTP listener added later would serve "
+            "the Fleet API in clear."
+        ),
+    )
 
 
 class Gateway(Model):
     """Gateway API (the successor of Ingress): routes only the Fleet API to the SuperLink. HTTP era: an `HTTPRoute`
     `N-superlink` matching `PathPrefix /v1/fleet/` to the Fleet-only proxy, and a `BackendTLSPolicy` so the gateway
     verifies that backend with the federation's CA (ConfigMap `N-ca-bundle`) and the Service's name. gRPC era: a
-    `TLSRoute` (passthrough) to the Fleet port. The Gateway itself is the platform's; its listener presents the
-    federation's server certificate (Secret `N-superlink-tls`; a ReferenceGrant lets a Gateway in another namespace
-    read it), so sites keep trusting the federation's CA."""
+    `TLSRoute` (passthrough) to the Fleet port. The Gateway itself is the platform's; in the HTTP era its listener
+    presents a certificate of its own from the federation's CA for `hostname` only (Secret `N-gateway-tls`; a
+    ReferenceGrant lets a Gateway in another namespace read that Secret, and no other), so sites keep trusting the
+    federation's CA."""
 
     parent_refs: list[ParentRef] = Field(description="The Gateway listeners to attach to (at least one).")
     hostname: str = Field(
@@ -118,12 +134,33 @@ class Gateway(Model):
     namespace_selector: Optional[dict[str, str]] = Field(
         default=None, description="matchLabels of the namespace the gateway's pods run in (see `podSelector`)."
     )
+    tls_route_version: Literal["v1", "v1alpha2"] = Field(
+        default="v1",
+        description=(
+            "gRPC era: the `TLSRoute`'s `gateway.networking.k8s.io` version. `v1`: Gateway API v1.5+ (standard "
+            "channel), which no longer serves `v1alpha2` there. `v1alpha2`: a cluster with Gateway API older than "
+            "v1.5 (experimental channel CRDs), or v1.5+ on the experimental channel, where it is deprecated."
+        ),
+    )
     present_federation_certificate: bool = Field(
         default=True,
         description=(
-            "Render the ReferenceGrant that lets Gateways of the parentRefs' namespaces use Secret `N-superlink-tls` "
-            "as their listener certificate (sites keep the federation's CA). `false`: the listener has a certificate "
-            "of its own, and sites must trust its CA instead."
+            "HTTP era (the Gateway terminates TLS): its listener presents a certificate of its own from the "
+            "federation's CA that carries `hostname` only (Secret `N-gateway-tls`, made with the SuperLink's: "
+            "pulumi-tls for `tls.source: generate`, a cert-manager Certificate `N-gateway` from the same issuer for "
+            "`certManager`; `listenerSecretName` for `existingSecret`), and a ReferenceGrant lets the Gateways of "
+            "the parentRefs' namespaces read that Secret only, never the SuperLink's own key (whose certificate "
+            "also serves localhost and the in-cluster Control API). Sites keep trusting the federation's CA. "
+            "`false`: none of this; the listener has a certificate of its own, and sites must trust its CA instead."
+        ),
+    )
+    listener_secret_name: Optional[str] = Field(
+        default=None,
+        description=(
+            "`tls.source: existingSecret` only, and then required in the HTTP era unless "
+            "`presentFederationCertificate: false`: the kubernetes.io/tls Secret (in the federation's namespace) "
+            "the Gateway's listener presents, a certificate for `hostname` only from the CA sites trust; never the "
+            "SuperLink's own Secret (`tls.existingSecret`). The ReferenceGrant names it."
         ),
     )
 

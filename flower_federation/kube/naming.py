@@ -109,6 +109,15 @@ class Names:
         return f"{self.federation}-superlink-tls"
 
     @property
+    def gateway_tls_secret(self) -> str:
+        """The Gateway listener's certificate (public hostname only) and its cert-manager Certificate's Secret."""
+        return f"{self.federation}-gateway-tls"
+
+    @property
+    def gateway_certificate(self) -> str:
+        return f"{self.federation}-gateway"
+
+    @property
     def ca_secret(self) -> str:
         return f"{self.federation}-ca"
 

@@ -17,6 +17,7 @@ from flower_federation.flower.certificates import certificate_problem
 from flower_federation.flower.dialects import HTTP_PORT, Dialect
 from flower_federation.flower.public_keys import public_key_problem
 from flower_federation.kube.naming import DNS1123_LABEL, DNS_LABEL_MAX
+from flower_federation.rules.gateway import gateway_listener
 from flower_federation.rules.raw import Pools, Raw, as_dict, as_list, get
 from flower_federation.rules.security import DNS_NAME, is_cidr
 
@@ -137,6 +138,7 @@ def exposure(raw: Raw, pools: Pools) -> Exposure:
 def _exposure(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Problem]:
     yield from _control_service(raw)
     yield from _gateway(raw)
+    yield from gateway_listener(raw, dialect)
     if dialect is not None and dialect.resolve_ports({}).serverappio is not None:
         for key in ("fleetProxy", "controlService"):
             if get(raw, "superlink", key) is not None:
@@ -225,6 +227,14 @@ def _gateway(raw: Raw) -> Iterator[Problem]:
             value = get(ref, key)
             if isinstance(value, str) and not (DNS_NAME.fullmatch(value) and len(value) <= 253):
                 yield problem(at + ("parentRefs", i, key), f"'{value}' is not a Gateway API object name")
+        if get(ref, "sectionName") is None and get(ref, "allListeners") is not True:
+            # Without sectionName a route attaches to every listener that admits it, plain HTTP too.
+            yield problem(
+                at + ("parentRefs", i, "sectionName"),
+                f"unset: the route would attach to every listener of Gateway '{get(ref, 'name')}', plain-HTTP ones "
+                "included (the Fleet API in clear); name the listener sites dial (HTTPS, or TLS passthrough in the "
+                "gRPC era), or set allListeners: true",
+            )
     for key in ("podSelector", "namespaceSelector"):
         labels = gw.get(key)
         if isinstance(labels, dict) and not labels:

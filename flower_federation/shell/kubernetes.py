@@ -42,9 +42,12 @@ _CUSTOM_KINDS = {
     ("cert-manager.io/v1", "Certificate"),
     ("gateway.networking.k8s.io/v1", "HTTPRoute"),
     ("gateway.networking.k8s.io/v1", "BackendTLSPolicy"),
+    ("gateway.networking.k8s.io/v1", "TLSRoute"),
     ("gateway.networking.k8s.io/v1alpha2", "TLSRoute"),
     ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"),
 }
+
+_V1ALPHA2_TLSROUTE = "gateway.networking.k8s.io/v1alpha2:TLSRoute"
 
 
 def register(
@@ -70,6 +73,12 @@ def register(
     name = prefix + manifest["metadata"]["name"]
     if key in _CUSTOM_KINDS:
         extra = {k: v for k, v in body.items() if k not in ("metadata", "spec")}
+        if key == ("gateway.networking.k8s.io/v1", "TLSRoute"):
+            # The same object as the v1alpha2 route rendered before (one CRD, two versions): an update in place,
+            # not a create that the API server refuses as "already exists".
+            opts = pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=f"kubernetes:{_V1ALPHA2_TLSROUTE}")])
+            )
         return k8s.apiextensions.CustomResource(
             name, api_version=key[0], kind=key[1], metadata=body["metadata"], spec=body.get("spec"), opts=opts, **extra
         )

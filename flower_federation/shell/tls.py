@@ -23,6 +23,7 @@ from flower_federation.builders import trust
 from flower_federation.kube.objects import Manifest
 from flower_federation.plan import FederationPlan
 from flower_federation.plan.tls_sources import Trust
+from flower_federation.shell import gateway_tls
 from flower_federation.shell.certs import (
     CA_USES,
     Signer,
@@ -115,6 +116,8 @@ class TlsTrustComponent(pulumi.ComponentResource):
                     ca_data.apply(lambda d: trust.checksum([decoded(d, ca_key)]))
                 )
                 self.ca_pem = pulumi.Output.unsecret(ca_data.apply(lambda d: decoded(d, ca_key)))
+        # The Gateway listener's own certificate (public hostname only), never the SuperLink's key.
+        self.resources += gateway_tls.listener_certificate(self, name, plan, self._objects, self.signer)
         bundle = self._objects.get(("ConfigMap", plan.names.ca_bundle))
         if bundle is not None:
             # The CA as a ConfigMap (public), for a Gateway's BackendTLSPolicy.

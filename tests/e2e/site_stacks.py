@@ -61,7 +61,8 @@ def pem_body(openssh_key: str) -> str:
 
 
 # The platform's Gateway in the hub's cluster (exposure "gateway"): its listener `fleet`
-# presents the federation's server certificate, which the hub's ReferenceGrant allows.
+# presents the hub's listener certificate (Secret N-gateway-tls: the public name only, from
+# the federation's CA), the one Secret the hub's ReferenceGrant allows.
 GATEWAY_NAME = "public"
 GATEWAY_NAMESPACE = "gateway-system"
 GATEWAY_LISTENER = "fleet"

@@ -106,8 +106,8 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     hub_cluster.apply(hub_v1.manifests)
     hub_cluster.create_pods()
     run.hub = hub = Hub(v, hub_v1, hub_cluster)
-    if via_gateway:  # the platform's Gateway, presenting the federation's server certificate
-        listener_cert = f"{HUB_NAME}-superlink-tls"
+    if via_gateway:  # the platform's Gateway, presenting its own certificate from the federation's CA
+        listener_cert = f"{HUB_NAME}-gateway-tls"  # the one Secret the hub's ReferenceGrant names
         platform = gateway_objects.gateway(GATEWAY_NAME, GATEWAY_NAMESPACE, EXTERNAL_HOST, listener_cert, HUB_NAMESPACE)
         run.gateway = expose_gateway(run.wan, hub_cluster, platform)
         lb_ip = run.gateway.address

@@ -20,7 +20,7 @@ import pytest
 import referencing
 
 from tests.support.gateway_api.generate import GROUP as GATEWAY_API_GROUP
-from tests.support.gateway_api.generate import RELEASE as GATEWAY_API_RELEASE
+from tests.support.gateway_api.generate import RELEASES as GATEWAY_API_RELEASES
 
 K8S_VERSION = "1.34.0"
 GATEWAY_API_DIR = Path(__file__).resolve().parent / "gateway_api"
@@ -61,10 +61,10 @@ def schemas_read_once() -> Iterator[Callable[[dict[str, Any]], None]]:
 
 
 class GatewayAPIValidationError(kubernetes_validate.ValidationError):
-    """A Gateway API object broke its vendored schema; str() is `Kind/name at path: message`."""
+    """A Gateway API object broke its vendored schema of a release; str() is `Kind/name at path: message`."""
 
-    def __init__(self, caught: jsonschema.ValidationError, obj: dict[str, Any]) -> None:
-        super().__init__(caught, version=GATEWAY_API_RELEASE)
+    def __init__(self, caught: jsonschema.ValidationError, obj: dict[str, Any], release: str) -> None:
+        super().__init__(caught, version=release)
         metadata = obj.get("metadata")
         self.object_name = f"{obj.get('kind')}/{metadata.get('name') if isinstance(metadata, dict) else None}"
 
@@ -77,25 +77,35 @@ class GatewayAPISchemaNotFoundError(kubernetes_validate.SchemaNotFoundError):
     """A `gateway.networking.k8s.io` kind or version that has no vendored schema."""
 
     def __init__(self, kind: Any, api_version: Any) -> None:
-        super().__init__(kind=kind, version=GATEWAY_API_RELEASE, api_version=api_version)
-        known = ", ".join(f"{k} {v}" for v, k in sorted(_gateway_api_schemas(), key=lambda vk: vk[::-1]))
+        releases = ", ".join(GATEWAY_API_RELEASES)
+        super().__init__(kind=kind, version=releases, api_version=api_version)
+        known = ", ".join(sorted({f"{k} {v}" for by_kind in _gateway_api_schemas().values() for v, k in by_kind}))
         self.message = (
-            f"no vendored Gateway API {GATEWAY_API_RELEASE} schema for kind {kind!r} with apiVersion "
+            f"no vendored Gateway API ({releases}) schema for kind {kind!r} with apiVersion "
             f"{api_version!r} (vendored: {known}; see tests/support/gateway_api/README.md)"
         )
         Exception.__init__(self, self.message)
 
 
 def validate_gateway_api(obj: dict[str, Any]) -> None:
-    """Raise GatewayAPIValidationError unless `obj` passes its vendored strict schema
-    (CEL `x-kubernetes-validations` are not evaluated: see gateway_api/README.md)."""
+    """Raise GatewayAPIValidationError unless `obj` passes the vendored strict schema of
+    every release that serves its kind and version, GatewayAPISchemaNotFoundError if none
+    does (CEL `x-kubernetes-validations` are not evaluated: see gateway_api/README.md)."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    validator = _gateway_api_validators().get((api_version, kind))
-    if validator is None:
+    releases = gateway_api_releases_serving(obj)
+    if not releases:
         raise GatewayAPISchemaNotFoundError(kind=kind, api_version=api_version)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
-    if error is not None:
-        raise GatewayAPIValidationError(error, obj)
+    for release in releases:
+        validator = _gateway_api_validators()[release][(api_version, kind)]
+        error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
+        if error is not None:
+            raise GatewayAPIValidationError(error, obj, release)
+
+
+def gateway_api_releases_serving(obj: dict[str, Any]) -> list[str]:
+    """The vendored Gateway API releases with a schema for `obj`'s apiVersion and kind, oldest first."""
+    key = (obj.get("apiVersion"), obj.get("kind"))
+    return [release for release, by_kind in _gateway_api_schemas().items() if key in by_kind]
 
 
 def _group(api_version: Any) -> str:
@@ -110,13 +120,15 @@ def _json_path(path: Iterable[Any]) -> str:
 
 
 @functools.cache
-def _gateway_api_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """The vendored schemas by (apiVersion, kind), as their fixed values say."""
-    schemas: dict[tuple[str, str], dict[str, Any]] = {}
-    for file in sorted(GATEWAY_API_DIR.glob("*.json")):
-        schema = json.loads(file.read_text())
-        props = schema["properties"]
-        schemas[(props["apiVersion"]["const"], props["kind"]["const"])] = schema
+def _gateway_api_schemas() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    """The vendored schemas by release, then by (apiVersion, kind), as their fixed values say."""
+    schemas: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    for release in GATEWAY_API_RELEASES:
+        by_kind = schemas[release] = {}
+        for file in sorted((GATEWAY_API_DIR / release).glob("*.json")):
+            schema = json.loads(file.read_text())
+            props = schema["properties"]
+            by_kind[(props["apiVersion"]["const"], props["kind"]["const"])] = schema
     return schemas
 
 
@@ -178,7 +190,7 @@ _GatewayAPIValidator = jsonschema.validators.extend(
 
 
 @functools.cache
-def _gateway_api_validators() -> dict[tuple[Any, Any], Any]:
+def _gateway_api_validators() -> dict[str, dict[tuple[Any, Any], Any]]:
     # metadata refers to kubernetes-validate's ObjectMeta, in `_definitions.json` by its `$id`.
     definitions = json.loads(
         resources.files("kubernetes_validate")
@@ -186,4 +198,7 @@ def _gateway_api_validators() -> dict[tuple[Any, Any], Any]:
         .read_text()
     )
     registry = referencing.Resource.from_contents(definitions) @ referencing.Registry()
-    return {key: _GatewayAPIValidator(schema, registry=registry) for key, schema in _gateway_api_schemas().items()}
+    return {
+        release: {key: _GatewayAPIValidator(schema, registry=registry) for key, schema in by_kind.items()}
+        for release, by_kind in _gateway_api_schemas().items()
+    }

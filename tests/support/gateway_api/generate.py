@@ -1,12 +1,14 @@
-"""Vendor strict JSON schemas of the Gateway API kinds the project renders, from the
-release's CRDs (one file per kind and served version, plus README.md).
+"""Vendor strict JSON schemas of the Gateway API kinds the project renders, from each
+release's CRDs (a folder per release, one file per kind and served version, plus README.md).
 
     .venv/bin/python -m tests.support.gateway_api.generate GATEWAY_API_GIT_DIR
 
 GATEWAY_API_GIT_DIR is a clone of kubernetes-sigs/gateway-api (bare or not) holding
-the tag RELEASE; the CRDs are read from that tag. A bump: change RELEASE (and SELECTION,
-if the kinds' versions or channels moved), then run the command; the tests check each
-file names RELEASE.
+the tags in RELEASES; the CRDs are read from those tags. Several releases, because a
+rendered object must pass every release it can meet: the oldest we support (v1.4, whose
+TLSRoute is v1alpha2, experimental) and the current ones (v1.5+, TLSRoute v1, standard).
+A bump: add the release to RELEASES with its SELECTION, then run the command; the tests
+check each file names its release.
 
 Each schema is the CRD version's `schema.openAPIV3Schema`, made strict the way the API
 server with strict field validation is: `additionalProperties: false` on every object
@@ -29,18 +31,24 @@ from typing import Any
 
 import yaml
 
-RELEASE = "v1.4.1"
 GROUP = "gateway.networking.k8s.io"
 REPOSITORY = "kubernetes-sigs/gateway-api"
-# (channel, CRD plural, versions vendored). Standard channel wherever the kind is in it;
-# TLSRoute is experimental-only in v1.4 (it serves v1alpha2 and v1alpha3 there).
-SELECTION: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+Selection = tuple[tuple[str, str, tuple[str, ...]], ...]
+# (channel, CRD plural, versions vendored). Standard channel wherever the kind is in it.
+_STANDARD: Selection = (
     ("standard", "httproutes", ("v1",)),
     ("standard", "grpcroutes", ("v1",)),
     ("standard", "backendtlspolicies", ("v1",)),
     ("standard", "referencegrants", ("v1beta1",)),
-    ("experimental", "tlsroutes", ("v1alpha2", "v1alpha3")),
 )
+# TLSRoute is experimental-only in v1.4 (it serves v1alpha2 and v1alpha3 there). From v1.5 it is v1 in the
+# standard channel, whose CRD still lists v1alpha2/v1alpha3 but no longer serves them (only the experimental
+# channel does, deprecated): a cluster on the standard channel refuses a v1alpha2 TLSRoute.
+RELEASES: dict[str, Selection] = {
+    "v1.4.1": (*_STANDARD, ("experimental", "tlsroutes", ("v1alpha2", "v1alpha3"))),
+    "v1.5.1": (*_STANDARD, ("standard", "tlsroutes", ("v1",))),
+    "v1.6.1": (*_STANDARD, ("standard", "tlsroutes", ("v1",))),
+}
 # kubernetes-validate's definitions (`$id` https://kubernetes.io/api/_definitions.json),
 # registered beside these schemas by tests/support/schema.py.
 OBJECT_META = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -77,11 +85,11 @@ def strict(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def kind_schema(crd: dict[str, Any], version: str, comment: str) -> dict[str, Any]:
+def kind_schema(crd: dict[str, Any], version: str, comment: str, release: str) -> dict[str, Any]:
     kind = crd["spec"]["names"]["kind"]
     (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
     if not served.get("served"):
-        raise SystemExit(f"{kind} {version} is not served in {RELEASE}")
+        raise SystemExit(f"{kind} {version} is not served in {release}")
     source = served["schema"]["openAPIV3Schema"]
     props = dict(source["properties"])
     props.pop("status", None)
@@ -107,18 +115,23 @@ def cel_rules(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, str, 
         yield from cel_rules(node["additionalProperties"], f"{path}{{}}")
 
 
-def readme(commit: str, files: list[tuple[str, str, str, dict[str, Any]]]) -> str:
+Vendored = list[tuple[str, str, str, dict[str, Any]]]  # (file under OUT, CRD path, version, schema)
+
+
+def readme(commits: dict[str, str], files: Vendored) -> str:
+    releases = ", ".join(f"**{release}** (commit `{commit}`)" for release, commit in commits.items())
     lines = [
         "# Gateway API schemas (vendored, generated)",
         "",
         f"Strict JSON schemas (Draft 2020-12) of the Gateway API kinds the project renders, from "
-        f"[{REPOSITORY}](https://github.com/{REPOSITORY}) release **{RELEASE}** (commit `{commit}`), "
+        f"[{REPOSITORY}](https://github.com/{REPOSITORY}) releases {releases}, a folder per release, "
         "each CRD version's `spec.versions[].schema.openAPIV3Schema`. "
-        "`tests/support/schema.validate` checks every `gateway.networking.k8s.io` object against them "
-        "(any other kind or version of that group is refused); every other object goes to kubernetes-validate.",
+        "`tests/support/schema.validate` checks every `gateway.networking.k8s.io` object against the schema of "
+        "each release that serves its kind and version (any other kind or version of that group is refused); "
+        "every other object goes to kubernetes-validate.",
         "",
         "Do not edit: regenerate with `.venv/bin/python -m tests.support.gateway_api.generate "
-        "PATH/TO/gateway-api.git` after changing `RELEASE` / `SELECTION` in `generate.py`.",
+        "PATH/TO/gateway-api.git` after changing `RELEASES` in `generate.py`.",
         "",
         "| file | apiVersion | kind | source (CRD in the release) |",
         "| --- | --- | --- | --- |",
@@ -162,7 +175,9 @@ def readme(commit: str, files: list[tuple[str, str, str, dict[str, Any]]]) -> st
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("source", type=Path, help=f"a git clone (bare or not) of {REPOSITORY} holding tag {RELEASE}")
+    parser.add_argument(
+        "source", type=Path, help=f"a git clone (bare or not) of {REPOSITORY} holding the tags {', '.join(RELEASES)}"
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="where the files go (default: beside this script)")
     args = parser.parse_args(argv)
     source: Path = args.source
@@ -173,29 +188,31 @@ def main(argv: list[str] | None = None) -> None:
         run = subprocess.run(["git", f"--git-dir={git_dir}", *cmd], check=True, capture_output=True, text=True)
         return run.stdout
 
-    commit = git("rev-parse", f"{RELEASE}^{{commit}}").strip()
-    files: list[tuple[str, str, str, dict[str, Any]]] = []
-    for channel, plural, versions in SELECTION:
-        path = crd_path(channel, plural)
-        crd = yaml.safe_load(git("show", f"{RELEASE}:{path}"))
-        notes = crd["metadata"].get("annotations", {})
-        if notes.get(f"{GROUP}/bundle-version") != RELEASE or notes.get(f"{GROUP}/channel") != channel:
-            raise SystemExit(f"{path}: bundle-version/channel {notes} is not {RELEASE}/{channel}")
-        for version in versions:
-            comment = (
-                f"Gateway API {RELEASE} ({REPOSITORY} commit {commit}), {channel} channel: {path}, "
-                f"spec.versions[name={version}].schema.openAPIV3Schema, made strict by {SCRIPT}. Do not edit."
-            )
-            schema = kind_schema(crd, version, comment)
-            name = f"{crd['spec']['names']['kind'].lower()}-{version}.json"
-            files.append((name, path, version, schema))
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.json"):
+    commits: dict[str, str] = {}
+    files: Vendored = []
+    for release, selection in RELEASES.items():
+        commit = commits[release] = git("rev-parse", f"{release}^{{commit}}").strip()
+        for channel, plural, versions in selection:
+            path = crd_path(channel, plural)
+            crd = yaml.safe_load(git("show", f"{release}:{path}"))
+            notes = crd["metadata"].get("annotations", {})
+            if notes.get(f"{GROUP}/bundle-version") != release or notes.get(f"{GROUP}/channel") != channel:
+                raise SystemExit(f"{path}: bundle-version/channel {notes} is not {release}/{channel}")
+            for version in versions:
+                comment = (
+                    f"Gateway API {release} ({REPOSITORY} commit {commit}), {channel} channel: {path}, "
+                    f"spec.versions[name={version}].schema.openAPIV3Schema, made strict by {SCRIPT}. Do not edit."
+                )
+                schema = kind_schema(crd, version, comment, release)
+                name = f"{release}/{crd['spec']['names']['kind'].lower()}-{version}.json"
+                files.append((name, path, version, schema))
+    for old in [*out.glob("*.json"), *out.glob("*/*.json")]:
         old.unlink()
     for name, _path, _version, schema in files:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_text(json.dumps(schema, indent=1) + "\n")
-    (out / "README.md").write_text(readme(commit, files))
-    print(f"wrote {len(files)} schemas and README.md to {out}")
+    (out / "README.md").write_text(readme(commits, files))
+    print(f"wrote {len(files)} schemas of {len(RELEASES)} releases and README.md to {out}")
 
 
 if __name__ == "__main__":
