@@ -43,6 +43,7 @@ URI_CHANGING = frozenset({"rewrite", "set", "break"})
 ALLOWED_LOCATIONS = {("/v1/fleet/",): FLEET_URI, ("=", "/health"): HEALTH_URI}
 # An upstream with no URI part and no variable: the request URI passes as the client sent it.
 PLAIN_UPSTREAM = re.compile(r"(?:https?|grpcs?)://[A-Za-z0-9.-]+(?::[0-9]{1,5})?|unix:/[A-Za-z0-9._/-]+")
+DATA_BLOCKS = frozenset({"map", "geo", "types", "split_clients", "match"})
 DEFAULT_CONFIG = "/etc/nginx/nginx.conf"  # nginx's own default when no `-c` is given
 
 
@@ -53,10 +54,19 @@ def parse(text: str) -> tuple[list[dict[str, Any]], list[str]]:
         path = os.path.join(tmp, "nginx.conf")
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-        payload = crossplane.parse(path, single=True, strict=True, catch_errors=True)
+        payload = crossplane.parse(path, single=True, catch_errors=True)
     errors = [f"line {e.get('line')}: {e.get('error')}" for e in payload.get("errors", [])]
     configs = payload.get("config") or [{}]
-    return list(configs[0].get("parsed") or []), errors
+    tree = list(configs[0].get("parsed") or [])
+    # Strict on directives, as nginx is: one crossplane does not know (a module's: Lua, njs, perl)
+    # is an error, except inside a block whose entries are data (a map's keys), not directives.
+    errors += [
+        f"line {d.get('line')}: unknown directive {d['directive']!r}"
+        for d, trail in _walk(tree)
+        if d["directive"] not in crossplane.analyzer.DIRECTIVES
+        and not any(t.split(" ", 1)[0] in DATA_BLOCKS for t in trail)
+    ]
+    return tree, errors
 
 
 def _walk(block: list[dict[str, Any]], trail: tuple[str, ...] = ()) -> Iterator[tuple[dict[str, Any], tuple[str, ...]]]:
