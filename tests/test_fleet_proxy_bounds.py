@@ -49,8 +49,8 @@ def _limits(conf: str) -> tuple[int, int]:
 
 def test_the_defaults_derive_from_the_superlinks_memory_limit() -> None:
     conf = _conf(_with())
-    # 768Mi (the default preset's limit), 8m bodies: floor((768 - 256) / (4 * 8)) = 16 in all, 4 per address.
-    assert _limits(conf) == (16, 4)
+    # 768Mi (the default preset's limit), 8m bodies: floor((768 - 256) / (8 * 8)) = 8 in all, 2 per address.
+    assert _limits(conf) == (8, 2)
     for line in (
         "client_max_body_size 8m;",
         "client_header_timeout 10s;",
@@ -62,8 +62,8 @@ def test_the_defaults_derive_from_the_superlinks_memory_limit() -> None:
     ):
         assert line in conf, line
     # A larger SuperLink takes more uploads at once; larger bodies fewer.
-    assert _limits(_conf(_with(resources={"limits": {"memory": "2304Mi"}}))) == (64, 4)
-    assert _limits(_conf(_with({"maxRequestBodySize": "64m"}))) == (2, 1)
+    assert _limits(_conf(_with(resources={"limits": {"memory": "2304Mi"}}))) == (32, 4)
+    assert _limits(_conf(_with({"maxRequestBodySize": "32m"}))) == (2, 1)
     # Even a SuperLink too small for one upload under the formula gets one.
     assert _limits(_conf(_with({"maxRequestBodySize": "64m"}, resources={"limits": {"memory": "300Mi"}}))) == (1, 1)
 

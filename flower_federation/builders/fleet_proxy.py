@@ -68,7 +68,7 @@ HEALTH_URI = r"^/health$"
 # once, SuperNodes' keep-alive connections included.
 WORKER_CONNECTIONS = 8192
 # The upload bounds (issue 32): the SuperLink reads a whole body before it checks the node's
-# signature, and was measured to hold about twice a body meanwhile (docs/benchmarks.md); so the
+# signature, and was measured to hold up to about six times a body meanwhile (docs/benchmarks.md); so the
 # bodies in flight at once are bounded, per client address and in total, by `limit_conn` zones.
 # A request whose Content-Length has at most 4 digits (< 10 kB: heartbeats, pulls, small pushes)
 # is not counted (an empty zone key); those are bounded by `WORKER_CONNECTIONS` alone (at most
@@ -78,7 +78,7 @@ PER_ADDRESS_ZONE = "fleet_uploads_per_address"
 TOTAL_ZONE = "fleet_uploads_total"
 # max(1, floor((L - BASELINE) / (COPIES * B))): the default total (config: maxConcurrentUploads).
 BASELINE = 256 * 1024**2  # the SuperLink's own memory: 147 MB measured idle (1.42.0), with room for its state
-COPIES = 4  # twice a body measured, doubled for margin
+COPIES = 8  # up to about six times an 8m body measured (tests/test_fleet_proxy_abuse.py), with margin
 ASSUMED_LIMIT = 768 * 1024**2  # a SuperLink without a memory limit: the default preset's
 PER_ADDRESS_SHARE, PER_ADDRESS_MAX = 4, 4
 

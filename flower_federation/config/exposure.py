@@ -63,9 +63,10 @@ class FleetProxy(Model):
         description=(
             "How many requests with a body of 10 kB or more (or of unknown length) the proxy forwards at once, from "
             "all clients together; more are answered 503, which Flower's SuperNodes retry. Unset: derived from the "
-            "SuperLink's memory limit L and `maxRequestBodySize` B as max(1, floor((L - 256Mi) / (4 * B))) (768Mi, "
-            "8m: 16): the SuperLink was measured to hold about twice a body while it reads it (docs/benchmarks.md), "
-            "doubled again for margin, beside 256Mi for its own baseline. No memory limit: 768Mi is assumed."
+            "SuperLink's memory limit L and `maxRequestBodySize` B as max(1, floor((L - 256Mi) / (8 * B))) (768Mi, "
+            "8m: 8): a real 1.42 SuperLink was measured to grow by up to about six times a body while it reads it "
+            "(docs/benchmarks.md), so eight with margin, beside 256Mi for its own baseline. No memory limit: 768Mi "
+            "is assumed."
         ),
     )
     max_concurrent_uploads_per_address: Optional[int] = Field(
