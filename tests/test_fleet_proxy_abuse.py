@@ -3,8 +3,8 @@ proxy's rendered nginx.conf in Debian's nginx, flooded with concurrent maximum-s
 unauthenticated `POST /v1/fleet/push-object` bodies (Flower reads a whole body before it checks
 the node's signature), from one loopback address and from many (127.0.0.2-127.0.0.9), and held
 by slow clients. The SuperLink's RSS (VmRSS of it and its children, sampled every 20 ms) stays
-under its memory limit (a hub rendered with `superlink.resources.limits.memory: 512Mi`, so the
-derived bounds are 4 uploads in all, 1 per address), requests over the bounds are answered 503,
+under its memory limit (the default, 768Mi, so the derived bounds are 5 uploads in all, 2 per
+address), requests over the bounds are answered 503,
 and the SuperLink still answers `/health` through the proxy afterwards.
 
 NEGATIVE CONTROL: the same flood through today's config (048b1d8: `client_max_body_size 64m`, no
@@ -33,7 +33,7 @@ from tests.test_hub_exposure import hub, render
 
 pytestmark = pytest.mark.live
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-LIMIT = 512 * 1024**2  # the SuperLink's memory limit in the rendered hub
+LIMIT = 768 * 1024**2  # the SuperLink's memory limit in the rendered hub (the default preset's)
 MIB = 1024**2
 
 
@@ -45,10 +45,9 @@ def _free_port() -> int:
 
 def _rendered_conf() -> str:
     raw = hub("1.42.0")
-    raw["superlink"]["resources"] = {"limits": {"memory": "512Mi"}}
     objects, _, _ = render(raw)
     text: str = get(objects, "ConfigMap", "fl-superlink-fleet-proxy")["data"]["nginx.conf"]
-    assert "limit_conn fleet_uploads_per_address 1;" in text and "limit_conn fleet_uploads_total 4;" in text
+    assert "limit_conn fleet_uploads_per_address 2;" in text and "limit_conn fleet_uploads_total 5;" in text
     return text
 
 
@@ -198,7 +197,7 @@ def test_slow_clients_are_dropped_and_do_not_hold_the_superlink(live: LiveSuperL
     proxy = Proxy(live, conf, tmp_path)
     socks = []
     try:
-        for i in range(4):  # every upload slot taken by a client that stalls after 1 MiB
+        for i in range(5):  # every upload slot taken by a client that stalls after 1 MiB
             raw = socket.create_connection(
                 ("127.0.0.1", proxy.public), timeout=60, source_address=(f"127.0.0.{10 + i}", 0)
             )
@@ -210,7 +209,7 @@ def test_slow_clients_are_dropped_and_do_not_hold_the_superlink(live: LiveSuperL
             socks.append(s)
         time.sleep(0.5)
         held = proxy.post("127.0.0.30", 64 * 1024)
-        print(f"slow clients: a fresh upload while 4 stalled bodies hold the slots -> {held}")
+        print(f"slow clients: a fresh upload while 5 stalled bodies hold the slots -> {held}")
         assert held == 503  # the slots are held...
         time.sleep(5)  # ...until the body timeout drops the stalled clients (bounded wait, not a speed claim)
         after = proxy.post("127.0.0.31", 64 * 1024)

@@ -49,8 +49,8 @@ def _limits(conf: str) -> tuple[int, int]:
 
 def test_the_defaults_derive_from_the_superlinks_memory_limit() -> None:
     conf = _conf(_with())
-    # 768Mi (the default preset's limit), 8m bodies: floor((768 - 256) / (8 * 8)) = 8 in all, 2 per address.
-    assert _limits(conf) == (8, 2)
+    # 768Mi (the default preset's limit), 8m bodies: floor((768 - 416) / (8 * 8)) = 5 in all, 2 per address.
+    assert _limits(conf) == (5, 2)
     for line in (
         "client_max_body_size 8m;",
         "client_header_timeout 10s;",
@@ -62,8 +62,8 @@ def test_the_defaults_derive_from_the_superlinks_memory_limit() -> None:
     ):
         assert line in conf, line
     # A larger SuperLink takes more uploads at once; larger bodies fewer.
-    assert _limits(_conf(_with(resources={"limits": {"memory": "2304Mi"}}))) == (32, 4)
-    assert _limits(_conf(_with({"maxRequestBodySize": "32m"}))) == (2, 1)
+    assert _limits(_conf(_with(resources={"limits": {"memory": "2304Mi"}}))) == (29, 2)
+    assert _limits(_conf(_with({"maxRequestBodySize": "16m"}))) == (2, 2)
     # Even a SuperLink too small for one upload under the formula gets one.
     assert _limits(_conf(_with({"maxRequestBodySize": "64m"}, resources={"limits": {"memory": "300Mi"}}))) == (1, 1)
 

@@ -68,7 +68,7 @@ HEALTH_URI = r"^/health$"
 # once, SuperNodes' keep-alive connections included.
 WORKER_CONNECTIONS = 8192
 # The upload bounds (issue 32): the SuperLink reads a whole body before it checks the node's
-# signature, and was measured to hold up to about six times a body meanwhile (docs/benchmarks.md); so the
+# signature, and was measured to grow by up to about 6.5 times a body meanwhile (docs/benchmarks.md); so the
 # bodies in flight at once are bounded, per client address and in total, by `limit_conn` zones.
 # A request whose Content-Length has at most 4 digits (< 10 kB: heartbeats, pulls, small pushes)
 # is not counted (an empty zone key); those are bounded by `WORKER_CONNECTIONS` alone (at most
@@ -77,10 +77,14 @@ SMALL_BODY = r"~^[0-9]{1,4}$"
 PER_ADDRESS_ZONE = "fleet_uploads_per_address"
 TOTAL_ZONE = "fleet_uploads_total"
 # max(1, floor((L - BASELINE) / (COPIES * B))): the default total (config: maxConcurrentUploads).
-BASELINE = 256 * 1024**2  # the SuperLink's own memory: 147 MB measured idle (1.42.0), with room for its state
-COPIES = 8  # up to about six times an 8m body measured (tests/test_fleet_proxy_abuse.py), with margin
+# The SuperLink's own memory beside the uploads: up to 405 MiB measured while its ServerApp runs in
+# `subprocess` isolation (docs/benchmarks.md, e2e), with margin (147 MB idle).
+BASELINE = 416 * 1024**2
+COPIES = 8  # up to about six and a half times an 8m body measured (tests/test_fleet_proxy_abuse.py), with margin
 ASSUMED_LIMIT = 768 * 1024**2  # a SuperLink without a memory limit: the default preset's
-PER_ADDRESS_SHARE, PER_ADDRESS_MAX = 4, 4
+# Flower's Fleet client pushes at most two objects at once (FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES, 1.42):
+# one SuperNode never needs more slots than that.
+FLOWER_CONCURRENT_PUSHES = 2
 
 
 def public_port_name(plan: FederationPlan) -> str:
@@ -112,7 +116,7 @@ def upload_limits(plan: FederationPlan) -> tuple[int, int]:
     body = body_bytes(s.max_request_body_size)
     derived = max(1, (memory_limit(plan) - BASELINE) // (COPIES * body)) if body else 1
     total = s.max_concurrent_uploads or derived
-    per_address = s.max_concurrent_uploads_per_address or max(1, min(PER_ADDRESS_MAX, total // PER_ADDRESS_SHARE))
+    per_address = s.max_concurrent_uploads_per_address or min(total, FLOWER_CONCURRENT_PUSHES)
     return total, per_address
 
 

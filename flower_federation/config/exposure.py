@@ -63,10 +63,10 @@ class FleetProxy(Model):
         description=(
             "How many requests with a body of 10 kB or more (or of unknown length) the proxy forwards at once, from "
             "all clients together; more are answered 503, which Flower's SuperNodes retry. Unset: derived from the "
-            "SuperLink's memory limit L and `maxRequestBodySize` B as max(1, floor((L - 256Mi) / (8 * B))) (768Mi, "
-            "8m: 8): a real 1.42 SuperLink was measured to grow by up to about six times a body while it reads it "
-            "(docs/benchmarks.md), so eight with margin, beside 256Mi for its own baseline. No memory limit: 768Mi "
-            "is assumed."
+            "SuperLink's memory limit L and `maxRequestBodySize` B as max(1, floor((L - 416Mi) / (8 * B))) (768Mi, "
+            "8m: 5): a real 1.42 SuperLink was measured to grow by up to about 6.5 times a body while it reads it, "
+            "so eight with margin, beside 416Mi for its own use (up to 405 MiB measured while its ServerApp runs; "
+            "docs/benchmarks.md). No memory limit: 768Mi is assumed."
         ),
     )
     max_concurrent_uploads_per_address: Optional[int] = Field(
@@ -74,8 +74,10 @@ class FleetProxy(Model):
         ge=1,
         le=100000,
         description=(
-            "The same, per client address, so one host cannot take every upload slot. Unset: max(1, "
-            "min(4, maxConcurrentUploads / 4)). Sites behind one NAT address share it."
+            "The same, per client address, so one host cannot take every upload slot. Unset: the smaller of "
+            "`maxConcurrentUploads` and 2, the pushes Flower's Fleet client makes at once "
+            "(`FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES`). Sites behind one NAT address share it; more are answered "
+            "503, which Flower retries."
         ),
     )
     client_header_timeout_seconds: int = Field(
