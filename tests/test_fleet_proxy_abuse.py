@@ -5,7 +5,8 @@ the node's signature), from one loopback address and from many (127.0.0.2-127.0.
 by slow clients. The SuperLink's RSS (VmRSS of it and its children, sampled every 20 ms) stays
 under its memory limit (the default, 768Mi, so the derived bounds are 5 uploads in all, 2 per
 address), requests over the bounds are answered 503,
-and the SuperLink still answers `/health` through the proxy afterwards.
+and the SuperLink still answers `/health` through the proxy afterwards; a real SuperNode dialling
+the proxy during a flood comes online (its authenticated Fleet traffic is served).
 
 NEGATIVE CONTROL: the same flood through today's config (048b1d8: `client_max_body_size 64m`, no
 `limit_conn`) drives the RSS over the limit. Only the listen address, ports, certificate paths
@@ -14,6 +15,7 @@ and the upstream's name are rewritten; every bound is as rendered. Request count
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -27,8 +29,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.flower import HTTP_ERA
-from tests.support.live_flower import LiveSuperLink, live_superlink
+from tests.support.live_flower import LiveSuperLink, cli_home, live_superlink, start_supernode, wait_online
 from tests.support.manifests import get
+from tests.support.processes import PortMap, run_bounded
 from tests.test_hub_exposure import hub, render
 
 pytestmark = pytest.mark.live
@@ -232,4 +235,35 @@ def test_negative_control_todays_config_lets_the_superlink_exceed_its_limit(
         assert peak > LIMIT, f"peak {peak / MIB:.0f} MiB: today's config stayed under the limit"
         assert 503 not in statuses
     finally:
+        proxy.stop()
+
+
+def test_a_real_supernode_is_served_through_the_proxy_during_a_flood(live: LiveSuperLink, tmp_path: Path) -> None:
+    """A real SuperNode (its rendered args and own key, registered by the exported script) dials the
+    proxy, not the SuperLink, while max-size unauthenticated floods from eight addresses run: its
+    authenticated Fleet traffic is served (it comes online), and the SuperLink stays under its limit."""
+    proxy = Proxy(live, _rendered_conf(), tmp_path)
+    results: list[tuple[int, int, list[int]]] = []
+    flooding = threading.Thread(target=lambda: results.append(flood(proxy, _pid(live), MANY, 8 * MIB, rounds=6)))
+    try:
+        name, env = cli_home(live)
+        script = live.workdir / "register.sh"
+        script.write_text(live.r.outputs["nodeAuth"]["registerScript"])
+        done = run_bounded(["sh", str(script)], env, timeout=240)
+        assert done.returncode == 0, done.stdout + done.stderr
+        flooding.start()
+        # The SuperNode's SuperLink address goes to the proxy's port; `flwr` still uses the Control API directly.
+        via_proxy = dataclasses.replace(live, ports=PortMap(dict.fromkeys(live.ports, proxy.public)))
+        node = start_supernode(via_proxy, "alpha", 1)
+        nodes = wait_online(live, node, name, env)
+        assert "online" in {n["status"] for n in nodes}
+        flooding.join(timeout=300)
+        ((baseline, peak, statuses),) = results
+        figures = f"baseline {baseline / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB, 503s {statuses.count(503)}"
+        print(f"flood beside a SuperNode: {figures}")
+        assert peak < LIMIT and 503 in statuses
+        assert "/v1/fleet/" in (tmp_path / "access.log").read_text()
+    finally:
+        if flooding.is_alive():
+            flooding.join(timeout=300)
         proxy.stop()
