@@ -3,7 +3,8 @@
 server on the SuperLink's own port with the rendered server certificate, recording
 every request it receives.
 
-Shown: a Fleet request reaches it with its node-auth headers and a 40 MB body intact,
+Shown: a Fleet request reaches it with its node-auth headers and a body of one full array
+chunk (Flower's 5 MiB) and more intact,
 and its response comes back; `/health` (GET) is forwarded; Control, Runtime, unknown
 and dot-segment or percent-encoded paths are answered 404 by the proxy and never reach
 the SuperLink; the hop is verified TLS (a SuperLink whose certificate is not from the
@@ -36,7 +37,9 @@ from tests.test_sites import _hub
 
 pytestmark = pytest.mark.live
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-BIG = 40 * 1024 * 1024
+# One of Flower's array chunks (FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE, 5 MiB) with room for its framing: the
+# largest body Flower's Fleet client sends for a model of any size.
+BIG = 7 * 1024 * 1024
 
 
 def _free_port() -> int:
@@ -204,7 +207,7 @@ def test_everything_but_the_fleet_api_is_answered_by_the_proxy(
 
 
 def test_a_body_over_the_limit_is_refused_before_the_superlink(proxy: Setup) -> None:
-    """`fleetProxy.maxRequestBodySize` (64m): nginx answers 413 on the declared length."""
+    """`fleetProxy.maxRequestBodySize` (8m): nginx answers 413 on the declared length."""
     server = proxy.serve(proxy.tmp / "tls.crt", proxy.tmp / "tls.key")
     try:
         conn = http.client.HTTPSConnection("127.0.0.1", proxy.public, context=proxy.client, timeout=60)
@@ -213,7 +216,7 @@ def test_a_body_over_the_limit_is_refused_before_the_superlink(proxy: Setup) -> 
         )
         conn.putrequest("POST", "/v1/fleet/push-object", skip_host=True)
         conn.putheader("Host", "fl.example.org")
-        conn.putheader("Content-Length", str(65 * 1024 * 1024))
+        conn.putheader("Content-Length", str(8 * 1024 * 1024 + 1))
         conn.endheaders()
         assert conn.getresponse().status == 413
         conn.close()
@@ -238,5 +241,5 @@ def test_the_config_forwards_only_fleet_routes_and_health() -> None:
     """What the rendered config says, for a reader: two forwarding locations, 404 for the rest."""
     conf = get(_hub().manifests(), "ConfigMap", "fl-superlink-fleet-proxy")["data"]["nginx.conf"]
     assert conf.count("proxy_pass ") == 2 and "location / {\n            return 404;" in conf
-    assert fleet_proxy.FLEET_URI in conf and "client_max_body_size 64m;" in conf
+    assert fleet_proxy.FLEET_URI in conf and "client_max_body_size 8m;" in conf
     assert "proxy_set_header X-Forwarded-For $remote_addr;" in conf

@@ -16,12 +16,15 @@ Why a proxy in the SuperLink's pod, and why nginx:
 - nginx is the smallest widely audited HTTP proxy with an unprivileged image; headers
   (the node-auth `flwr-public-key`/`flwr-timestamp`/`flwr-signature`) pass unchanged,
   bodies stream both ways without buffering, up to `fleetProxy.maxRequestBodySize` per
-  request (64m: Flower's Fleet client, `flwr/supercore/protobuf/client.py` in 1.41 and
-  1.42, speaks HTTP/1.1 with a 30 s timeout per request and pushes models as arrays in
-  5 MiB chunks, so a model of any size crosses; the limit keeps anyone who reaches the
-  address from filling the SuperLink's memory, which reads a whole body before it
-  checks the node's signature). A client stalled for `IDLE_TIMEOUT` is dropped; the
-  SuperLink's answer may take `fleetProxy.timeoutSeconds`.
+  request (8m: Flower's Fleet client, `flwr/supercore/protobuf/client.py` in 1.41 and
+  1.42, speaks HTTP/1.1 with a 30 s timeout per request and pushes models as objects of
+  one array chunk, at most 5 MiB, so a model of any size crosses).
+- Against abuse by anyone who reaches the address (issue 32): the SuperLink reads a whole
+  body before it checks the node's signature, so the proxy bounds how many bodies it
+  forwards at once, per client address and in total (`limit_conn`, defaults derived from
+  the SuperLink's memory limit: `upload_limits`), and drops slow clients at each stage
+  (headers, body, response, idle keep-alive). The SuperLink's answer may take
+  `fleetProxy.timeoutSeconds`.
 
 SuperNodes in the same cluster dial the Fleet port too (the proxy); the registration
 Job, `flwr` and distributed SuperExecs dial the SuperLink's own port through Service
@@ -48,6 +51,7 @@ from flower_federation.flower.layout import (
 )
 from flower_federation.kube.naming import SUPERLINK
 from flower_federation.kube.objects import Container, Manifest
+from flower_federation.kube.quantity import parse_quantity
 from flower_federation.plan import FederationPlan, probes
 
 CONTAINER = FLEET_PROXY_CONTAINER
@@ -63,9 +67,24 @@ HEALTH_URI = r"^/health$"
 # One proxied request holds two connections (client, SuperLink): about 4,000 requests at
 # once, SuperNodes' keep-alive connections included.
 WORKER_CONNECTIONS = 8192
-# Between two reads of a request body or two writes of a response: a stalled upload
-# frees its connection after this, whatever `timeoutSeconds` allows the whole request.
-IDLE_TIMEOUT = "60s"
+# The upload bounds (issue 32): the SuperLink reads a whole body before it checks the node's
+# signature, and was measured to grow by up to about 6.5 times a body meanwhile (docs/benchmarks.md); so the
+# bodies in flight at once are bounded, per client address and in total, by `limit_conn` zones.
+# A request whose Content-Length has at most 4 digits (< 10 kB: heartbeats, pulls, small pushes)
+# is not counted (an empty zone key); those are bounded by `WORKER_CONNECTIONS` alone (at most
+# 4,096 x 10 kB, 40 MB). Over a bound nginx answers 503, which Flower's Fleet client retries.
+SMALL_BODY = r"~^[0-9]{1,4}$"
+PER_ADDRESS_ZONE = "fleet_uploads_per_address"
+TOTAL_ZONE = "fleet_uploads_total"
+# max(1, floor((L - BASELINE) / (COPIES * B))): the default total (config: maxConcurrentUploads).
+# The SuperLink's own memory beside the uploads: up to 405 MiB measured while its ServerApp runs in
+# `subprocess` isolation (docs/benchmarks.md, e2e), with margin (147 MB idle).
+BASELINE = 416 * 1024**2
+COPIES = 8  # up to about six and a half times an 8m body measured (tests/test_fleet_proxy_abuse.py), with margin
+ASSUMED_LIMIT = 768 * 1024**2  # a SuperLink without a memory limit: the default preset's
+# Flower's Fleet client pushes at most two objects at once (FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES, 1.42):
+# one SuperNode never needs more slots than that.
+FLOWER_CONCURRENT_PUSHES = 2
 
 
 def public_port_name(plan: FederationPlan) -> str:
@@ -77,11 +96,38 @@ def settings(plan: FederationPlan) -> FleetProxy:
     return plan.spec.superlink.fleet_proxy
 
 
+def body_bytes(size: str) -> int:
+    """An nginx size (`8m`, `512k`, `0`) in bytes."""
+    return int(size.rstrip("km")) * {"k": 1024, "m": 1024**2}.get(size[-1:], 1)
+
+
+def memory_limit(plan: FederationPlan) -> int:
+    """The SuperLink container's memory limit in bytes (`ASSUMED_LIMIT` when it has none)."""
+    limit = resources.superlink(plan).get("limits", {}).get("memory")
+    parsed = parse_quantity(limit) if isinstance(limit, str) else None
+    return int(parsed) if parsed else ASSUMED_LIMIT
+
+
+def upload_limits(plan: FederationPlan) -> tuple[int, int]:
+    """(total, per client address) concurrent counted uploads: the settings, else derived from the
+    SuperLink's memory limit (the formula is `maxConcurrentUploads`' description). A body limit of
+    `0` (none) bounds nothing, so one upload at a time is all that is derived then."""
+    s = settings(plan)
+    body = body_bytes(s.max_request_body_size)
+    derived = max(1, (memory_limit(plan) - BASELINE) // (COPIES * body)) if body else 1
+    total = s.max_concurrent_uploads or derived
+    per_address = s.max_concurrent_uploads_per_address or min(total, FLOWER_CONCURRENT_PUSHES)
+    return total, per_address
+
+
 def config(plan: FederationPlan) -> str:
     """nginx.conf: the Fleet API and `/health` forwarded to the SuperLink's own port on
     loopback, everything else answered 404 by the proxy itself."""
     tls = plan.trust is not None
-    timeout = f"{settings(plan).timeout_seconds}s"
+    s = settings(plan)
+    timeout = f"{s.timeout_seconds}s"
+    idle = f"{s.idle_timeout_seconds}s"
+    total, per_address = upload_limits(plan)
     scheme = "https" if tls else "http"
     upstream = f"{scheme}://127.0.0.1:{plan.ports.control}"
     listen = f"listen {plan.ports.fleet}{' ssl' if tls else ''};"
@@ -106,12 +152,18 @@ def config(plan: FederationPlan) -> str:
         # Flower sends arrays in chunks (5 MiB) and streams responses; a request body over
         # the limit is refused (413) before the SuperLink, which reads a whole body before
         # it checks the node's signature, holds it in memory.
-        f"client_max_body_size {settings(plan).max_request_body_size};",
+        f"client_max_body_size {s.max_request_body_size};",
         "proxy_request_buffering off;",
         "proxy_buffering off;",
         "proxy_http_version 1.1;",
-        f"client_body_timeout {IDLE_TIMEOUT};",
-        f"send_timeout {IDLE_TIMEOUT};",
+        # Slow clients: each stage a client controls has its own bound, so a trickle of bytes
+        # cannot hold a connection (and an upload slot) for `timeoutSeconds`.
+        f"client_header_timeout {s.client_header_timeout_seconds}s;",
+        f"client_body_timeout {idle};",
+        f"send_timeout {idle};",
+        f"keepalive_timeout {s.keepalive_timeout_seconds}s;",
+        "client_header_buffer_size 1k;",
+        f"large_client_header_buffers 4 {s.header_buffer_size};",
         f"proxy_read_timeout {timeout};",
         f"proxy_send_timeout {timeout};",
         "proxy_connect_timeout 10s;",
@@ -126,6 +178,10 @@ def config(plan: FederationPlan) -> str:
         f'    if ($request_uri !~ "{FLEET_URI}") {{',
         "        return 404;",
         "    }",
+        f"    limit_conn {PER_ADDRESS_ZONE} {per_address};",
+        f"    limit_conn {TOTAL_ZONE} {total};",
+        "    limit_conn_status 503;",
+        "    limit_conn_log_level warn;",
         f"    proxy_pass {upstream};",
         "}",
         "location = /health {",
@@ -165,6 +221,17 @@ def config(plan: FederationPlan) -> str:
         '    log_format fleet \'$remote_addr "$request_method $request_uri" $status $request_length '
         "$bytes_sent $request_time upstream=$upstream_addr';",
         "    access_log /dev/stdout fleet;",
+        # Zone keys: the client's address, or one key for all; empty (not counted) for a small body.
+        "    map $content_length $fleet_upload_address {",
+        f'        "{SMALL_BODY}" "";',
+        "        default $binary_remote_addr;",
+        "    }",
+        "    map $content_length $fleet_upload_all {",
+        f'        "{SMALL_BODY}" "";',
+        "        default all;",
+        "    }",
+        f"    limit_conn_zone $fleet_upload_address zone={PER_ADDRESS_ZONE}:10m;",
+        f"    limit_conn_zone $fleet_upload_all zone={TOTAL_ZONE}:1m;",
         "    server {",
         *(f"        {line}" if line else "" for line in server),
         "    }",

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Optional
 
 from flower_federation.checks import exposure as exp
+from flower_federation.checks import proxy_config
 from flower_federation.checks.flower_version import checked_version
 from flower_federation.checks.model import ADVISORY, MANDATORY, Objects, Policy, Violation
 from flower_federation.checks.pods import (
@@ -32,6 +33,7 @@ from flower_federation.checks.pods import (
     SUPERLINK,
     SUPERNODE,
     FlowerContainer,
+    PodSite,
     flower_containers,
     host_of,
     pod_sites,
@@ -198,6 +200,8 @@ def check_control_api(objects: Objects) -> Iterator[Violation]:
             if not exp.selects(e, pod):
                 continue
             reached = exp.target(e, pod)
+            if reached is not None and shared and reached[0] not in (None, fc.name):
+                yield from _proxy_violations(objects, e, pod, reached[0])
             if reached is None or reached[1] != port or reached[0] not in (None, fc.name):
                 continue
             what = (
@@ -210,6 +214,25 @@ def check_control_api(objects: Objects) -> Iterator[Violation]:
                 e.source,
                 e.path,
                 f"{e.how} exposes {what}: whoever reaches it can `flwr run` code at every site and register SuperNodes",
+            )
+
+
+def _proxy_violations(objects: Objects, e: exp.Exposure, pod: PodSite, name: Optional[str]) -> Iterator[Violation]:
+    """An exposed nginx beside a SuperLink that serves Fleet, Control and Runtime on one port: its
+    nginx.conf, parsed, must forward nothing but the Fleet API (`proxy_config.py` states the rule).
+    A config the objects do not hold cannot be judged, so it is reported too."""
+    for path, c in pod.containers(("containers",)):
+        if c.get("name") != name or not proxy_config.runs_nginx(c):
+            continue
+        text, source = proxy_config.config_text(objects, pod, c)
+        found = proxy_config.problems(text) if text is not None else [f"its nginx.conf cannot be read: {source}"]
+        for problem in found:
+            yield Violation(
+                e.source,
+                e.path,
+                f"{e.how} exposes container {name} of {pod.ref} ({path}), an nginx in front of the SuperLink's "
+                f"shared Fleet/Control/Runtime port, whose config ({source}) may forward more than the Fleet API: "
+                f"{problem}",
             )
 
 

@@ -45,13 +45,69 @@ class FleetProxy(Model):
         default=None, description="ResourceRequirements of the proxy container, key by key over its preset."
     )
     max_request_body_size: str = Field(
-        default="64m",
+        default="8m",
         pattern=r"^(0|[1-9][0-9]{0,5}[km]?)$",
         description=(
-            "The largest request body the proxy forwards (nginx size: `64m`, `512k`; `0`: no limit), answered 413 "
-            "above it. Flower sends models in array chunks of 5 MiB (`FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE`), so only a "
-            "single non-array record this large is refused; the limit keeps anyone who reaches the address from "
-            "filling the SuperLink's memory (it reads a whole body before checking the node's signature)."
+            "The largest request body the proxy forwards (nginx size: `8m`, `512k`; `0`: no limit, which leaves the "
+            "SuperLink's memory unbounded), answered 413 above it. Flower's Fleet client sends a model as objects of "
+            "one array chunk each, at most 5 MiB (`FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE`), so `8m` carries any model; "
+            "only a single non-array record (a ConfigRecord of bytes) this large is refused. The SuperLink reads a "
+            "whole body before it checks the node's signature, so this bounds what one unauthenticated request makes "
+            "it hold."
+        ),
+    )
+    max_concurrent_uploads: Optional[int] = Field(
+        default=None,
+        ge=1,
+        le=100000,
+        description=(
+            "How many requests with a body of 10 kB or more (or of unknown length) the proxy forwards at once, from "
+            "all clients together; more are answered 503, which Flower's SuperNodes retry. Unset: derived from the "
+            "SuperLink's memory limit L and `maxRequestBodySize` B as max(1, floor((L - 416Mi) / (8 * B))) (768Mi, "
+            "8m: 5): a real 1.42 SuperLink was measured to grow by up to about 6.5 times a body while it reads it, "
+            "so eight with margin, beside 416Mi for its own use (up to 405 MiB measured while its ServerApp runs; "
+            "docs/benchmarks.md). No memory limit: 768Mi is assumed."
+        ),
+    )
+    max_concurrent_uploads_per_address: Optional[int] = Field(
+        default=None,
+        ge=1,
+        le=100000,
+        description=(
+            "The same, per client address, so one host cannot take every upload slot. Unset: the smaller of "
+            "`maxConcurrentUploads` and 2, the pushes Flower's Fleet client makes at once "
+            "(`FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES`). Sites behind one NAT address share it; more are answered "
+            "503, which Flower retries."
+        ),
+    )
+    client_header_timeout_seconds: int = Field(
+        default=10,
+        ge=1,
+        le=300,
+        description="How long a client may take to send a request's headers (a slow-headers client is dropped).",
+    )
+    idle_timeout_seconds: int = Field(
+        default=30,
+        ge=5,
+        le=3600,
+        description=(
+            "How long a client may stall between two reads of its request body or two writes of the response (a "
+            "slow-body client is dropped, its upload slot freed); Flower's Fleet client gives up on a request after "
+            "30 s itself."
+        ),
+    )
+    keepalive_timeout_seconds: int = Field(
+        default=30,
+        ge=0,
+        le=3600,
+        description="How long an idle keep-alive connection from a client stays open (`0`: none).",
+    )
+    header_buffer_size: str = Field(
+        default="8k",
+        pattern=r"^[1-9][0-9]{0,2}k$",
+        description=(
+            "The largest request line or header the proxy accepts (nginx `large_client_header_buffers 4 <this>`), "
+            "answered 400/414 above it; Flower's node-auth headers take well under 1k."
         ),
     )
     timeout_seconds: int = Field(
@@ -61,7 +117,7 @@ class FleetProxy(Model):
         description=(
             "How long the proxy waits for the SuperLink's answer to one request, or to send one to it: longer than "
             "any request a SuperNode makes (Flower's Fleet client waits at most 30 s per request). A client that "
-            "stalls mid-body or mid-response for 60 s is dropped whatever this says."
+            "stalls mid-body or mid-response for `idleTimeoutSeconds` is dropped whatever this says."
         ),
     )
 

@@ -1,0 +1,269 @@
+"""Issue 32 part 3, live: a real Flower 1.42.0 SuperLink (TLS, node auth) behind the Fleet-only
+proxy's rendered nginx.conf in Debian's nginx, flooded with concurrent maximum-size
+unauthenticated `POST /v1/fleet/push-object` bodies (Flower reads a whole body before it checks
+the node's signature), from one loopback address and from many (127.0.0.2-127.0.0.9), and held
+by slow clients. The SuperLink's RSS (VmRSS of it and its children, sampled every 20 ms) stays
+under its memory limit (the default, 768Mi, so the derived bounds are 5 uploads in all, 2 per
+address), requests over the bounds are answered 503,
+and the SuperLink still answers `/health` through the proxy afterwards; a real SuperNode dialling
+the proxy during a flood comes online (its authenticated Fleet traffic is served).
+
+NEGATIVE CONTROL: the same flood through today's config (048b1d8: `client_max_body_size 64m`, no
+`limit_conn`) drives the RSS over the limit. Only the listen address, ports, certificate paths
+and the upstream's name are rewritten; every bound is as rendered. Request counts are bounded
+(rounds x senders), traffic stays on 127.0.0.0/8, every port is a free one."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.flower import HTTP_ERA
+from tests.support.live_flower import LiveSuperLink, cli_home, live_superlink, start_supernode, wait_online
+from tests.support.manifests import get
+from tests.support.processes import PortMap, run_bounded
+from tests.test_hub_exposure import hub, render
+
+pytestmark = pytest.mark.live
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+LIMIT = 768 * 1024**2  # the SuperLink's memory limit in the rendered hub (the default preset's)
+MIB = 1024**2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rendered_conf() -> str:
+    raw = hub("1.42.0")
+    objects, _, _ = render(raw)
+    text: str = get(objects, "ConfigMap", "fl-superlink-fleet-proxy")["data"]["nginx.conf"]
+    assert "limit_conn fleet_uploads_per_address 2;" in text and "limit_conn fleet_uploads_total 5;" in text
+    return text
+
+
+def _todays(conf: str) -> str:
+    """048b1d8's bounds: 64m bodies, no limit_conn (the rest as rendered now)."""
+    lines = [ln for ln in conf.splitlines() if "limit_conn" not in ln]
+    return "\n".join(lines).replace("client_max_body_size 8m;", "client_max_body_size 64m;") + "\n"
+
+
+def _tree_rss(pid: int) -> int:
+    """VmRSS (bytes) of `pid` and its descendants."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            total += int(status.split("VmRSS:")[1].split()[0]) * 1024
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, IndexError):
+            continue
+    return total
+
+
+class Proxy:
+    def __init__(self, live: LiveSuperLink, conf: str, tmp: Path):
+        self.public = _free_port()
+        cert = next(live.root.rglob("tls.crt"))
+        key = cert.with_name("tls.key")
+        upstream = live.api_ports[0]
+        conf = (
+            conf.replace(" /tmp/", f" {tmp}/")  # first: the paths put in below are under /tmp too
+            .replace("listen 8000 ssl;", f"listen {self.public} ssl;")  # every 127.0.0.x source reaches it
+            .replace("127.0.0.1:9095", f"127.0.0.1:{upstream}")
+            .replace("/etc/flower/tls/tls.crt", str(cert))
+            .replace("/etc/flower/tls/tls.key", str(key))
+            .replace("/etc/flower/ca/ca.crt", str(live.ca_file))
+            .replace("proxy_ssl_name fl-superlink.flower-hub.svc.cluster.local;", "proxy_ssl_name localhost;")
+            .replace("/dev/stdout", f"{tmp}/access.log")
+        )
+        (tmp / "nginx.conf").write_text(conf)
+        self.proc = subprocess.Popen([NGINX, "-e", f"{tmp}/error.log", "-c", str(tmp / "nginx.conf")])
+        self.ctx = ssl.create_default_context(cafile=str(live.ca_file))
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.public), timeout=1).close()
+                break
+            except OSError:
+                assert self.proc.poll() is None and time.monotonic() < deadline, (tmp / "error.log").read_text()
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+    def post(self, source: str, size: int) -> int:
+        """One unauthenticated push-object of `size` bytes from `source`: the status, 0 if cut off."""
+        try:
+            raw = socket.create_connection(("127.0.0.1", self.public), timeout=60, source_address=(source, 0))
+            with self.ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                head = (
+                    f"POST /v1/fleet/push-object HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/protobuf"
+                    f"\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
+                )
+                s.sendall(head.encode())
+                chunk = os.urandom(MIB)
+                for start in range(0, size, MIB):
+                    s.sendall(chunk[: min(MIB, size - start)])
+                reply = s.recv(64)
+                return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else 0
+        except (OSError, ssl.SSLError, ValueError, IndexError):
+            return 0
+
+    def health(self) -> int:
+        with self.ctx.wrap_socket(
+            socket.create_connection(("127.0.0.1", self.public), timeout=30), server_hostname="localhost"
+        ) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            return int(s.recv(64).split(b" ", 2)[1])
+
+
+def flood(proxy: Proxy, pid: int, sources: list[str], size: int, rounds: int = 3) -> tuple[int, int, list[int]]:
+    """(baseline RSS, peak RSS, statuses) of `rounds` waves of one body per source at once."""
+    baseline, peak, stop = _tree_rss(pid), [0], threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], _tree_rss(pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    statuses: list[int] = []
+    try:
+        for _ in range(rounds):
+            threads = [threading.Thread(target=lambda s=s: statuses.append(proxy.post(s, size))) for s in sources]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+    finally:
+        stop.set()
+        sampler.join()
+    return baseline, peak[0], statuses
+
+
+@pytest.fixture
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSuperLink]:
+    """A fresh SuperLink per test: its RSS does not shrink back after a flood (the allocator keeps
+    what it took), so each measurement starts from Flower's own baseline."""
+    if not Path(NGINX).exists():
+        pytest.fail("nginx is not installed: `make test` installs Debian's nginx as root")
+    with live_superlink(HTTP_ERA, tmp_path_factory.mktemp("abuse")) as link:
+        yield link
+
+
+def _pid(live: LiveSuperLink) -> int:
+    return live.procs.procs[0][1].pid
+
+
+ONE = ["127.0.0.1"] * 8
+MANY = [f"127.0.0.{i}" for i in range(2, 10)] * 2  # 16 at once from 8 addresses
+
+
+@pytest.mark.parametrize("sources", [ONE, MANY], ids=["one-address", "many-addresses"])
+def test_max_size_floods_leave_the_superlink_under_its_limit(
+    live: LiveSuperLink, tmp_path: Path, sources: list[str]
+) -> None:
+    proxy = Proxy(live, _rendered_conf(), tmp_path)
+    try:
+        baseline, peak, statuses = flood(proxy, _pid(live), sources, 8 * MIB)
+        figures = f"baseline {baseline / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB, statuses {sorted(statuses)}"
+        print(f"bounded {len(set(sources))} address(es): {figures}")
+        assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB over the limit"
+        assert 503 in statuses, "no request was over the bounds: the flood did not test them"
+        assert proxy.health() == 200 and live.procs.procs[0][1].poll() is None
+    finally:
+        proxy.stop()
+
+
+def test_slow_clients_are_dropped_and_do_not_hold_the_superlink(live: LiveSuperLink, tmp_path: Path) -> None:
+    """Slow bodies: each holds an upload slot only until `idleTimeoutSeconds` (30 s) of silence."""
+    conf = _rendered_conf().replace(
+        "client_body_timeout 30s;", "client_body_timeout 3s;"
+    )  # the same directive, shorter
+    proxy = Proxy(live, conf, tmp_path)
+    socks = []
+    try:
+        for i in range(5):  # every upload slot taken by a client that stalls after 1 MiB
+            raw = socket.create_connection(
+                ("127.0.0.1", proxy.public), timeout=60, source_address=(f"127.0.0.{10 + i}", 0)
+            )
+            s = proxy.ctx.wrap_socket(raw, server_hostname="localhost")
+            s.sendall(
+                f"POST /v1/fleet/push-object HTTP/1.1\r\nHost: localhost\r\nContent-Length: {8 * MIB}\r\n\r\n".encode()
+            )
+            s.sendall(os.urandom(MIB))
+            socks.append(s)
+        time.sleep(0.5)
+        held = proxy.post("127.0.0.30", 64 * 1024)
+        print(f"slow clients: a fresh upload while 5 stalled bodies hold the slots -> {held}")
+        assert held == 503  # the slots are held...
+        time.sleep(5)  # ...until the body timeout drops the stalled clients (bounded wait, not a speed claim)
+        after = proxy.post("127.0.0.31", 64 * 1024)
+        print(f"slow clients: after the body timeout -> {after}")
+        assert after not in (0, 503)  # a fresh upload is forwarded again (Flower refuses it: no signature)
+        assert proxy.health() == 200
+    finally:
+        for s in socks:
+            s.close()
+        proxy.stop()
+
+
+def test_negative_control_todays_config_lets_the_superlink_exceed_its_limit(
+    live: LiveSuperLink, tmp_path: Path
+) -> None:
+    proxy = Proxy(live, _todays(_rendered_conf()), tmp_path)
+    try:
+        baseline, peak, statuses = flood(proxy, _pid(live), ["127.0.0.1"] * 6, 60 * MIB, rounds=1)
+        print(f"unbounded: baseline {baseline / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB, statuses {sorted(statuses)}")
+        assert peak > LIMIT, f"peak {peak / MIB:.0f} MiB: today's config stayed under the limit"
+        assert 503 not in statuses
+    finally:
+        proxy.stop()
+
+
+def test_a_real_supernode_is_served_through_the_proxy_during_a_flood(live: LiveSuperLink, tmp_path: Path) -> None:
+    """A real SuperNode (its rendered args and own key, registered by the exported script) dials the
+    proxy, not the SuperLink, while max-size unauthenticated floods from eight addresses run: its
+    authenticated Fleet traffic is served (it comes online), and the SuperLink stays under its limit."""
+    proxy = Proxy(live, _rendered_conf(), tmp_path)
+    results: list[tuple[int, int, list[int]]] = []
+    flooding = threading.Thread(target=lambda: results.append(flood(proxy, _pid(live), MANY, 8 * MIB, rounds=6)))
+    try:
+        name, env = cli_home(live)
+        script = live.workdir / "register.sh"
+        script.write_text(live.r.outputs["nodeAuth"]["registerScript"])
+        done = run_bounded(["sh", str(script)], env, timeout=240)
+        assert done.returncode == 0, done.stdout + done.stderr
+        flooding.start()
+        # The SuperNode's SuperLink address goes to the proxy's port; `flwr` still uses the Control API directly.
+        via_proxy = dataclasses.replace(live, ports=PortMap(dict.fromkeys(live.ports, proxy.public)))
+        node = start_supernode(via_proxy, "alpha", 1)
+        nodes = wait_online(live, node, name, env)
+        assert "online" in {n["status"] for n in nodes}
+        flooding.join(timeout=300)
+        ((baseline, peak, statuses),) = results
+        figures = f"baseline {baseline / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB, 503s {statuses.count(503)}"
+        print(f"flood beside a SuperNode: {figures}")
+        assert peak < LIMIT and 503 in statuses
+        assert "/v1/fleet/" in (tmp_path / "access.log").read_text()
+    finally:
+        if flooding.is_alive():
+            flooding.join(timeout=300)
+        proxy.stop()
