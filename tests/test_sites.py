@@ -109,9 +109,17 @@ def test_a_hub_stack_without_the_outputs_a_site_needs_is_a_clear_error_and_nothi
 # --- the hub ---------------------------------------------------------------------------
 
 
+# hospital-a's one SuperNode key, as its stack exports it (a fixed ECDSA P-384 key: the render is deterministic).
+WARD_KEY = (
+    "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzODQAAABhBG9b5l7VVRp5hgO9meH26Dz+tZ2RbgogDlAAVF"
+    "TADPu1fF99gwkeN5fpMa84yTfPWes6v35D7PA4QobGLG/Em7TSLV/5z0JHGx79yhXINEUZj1yPcDBiakQoth4SmHMndA== hospital-a/ward/0"
+)
+
+
 def _hub(**kw: Any) -> Run:
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
-    site_outputs["nodeAuth"]["publicKeys"] = {"ward": {"0": settings("hub")["sites"][1]["publicKeys"][0]}}
+    # A key of its own: the same key as lab-c's would be refused (issue 32: one key, trusted once).
+    site_outputs["nodeAuth"]["publicKeys"] = {"ward": {"0": WARD_KEY}}
     return run(settings("hub"), "hub", stack_outputs={SITE_STACK: site_outputs}, **kw)
 
 
@@ -152,7 +160,7 @@ def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
     job = by_kind(first.manifests(), "Job")[0]
     config_map = get(first.manifests(), "ConfigMap", "fl-node-registration")
     keys = config_map["data"][registration.KEYS_FILE].splitlines()
-    assert len(keys) == 1 and keys[0].endswith("lab-c/0")  # the site's one key and lab-c's are the same key
+    assert keys == sorted([WARD_KEY, settings("hub")["sites"][1]["publicKeys"][0]])  # each site's one key
     assert job["metadata"]["name"] == registration.job_name(first_plan(), config_map["data"][registration.KEYS_FILE])
     # Same keys, same Job: re-running `pulumi up` changes nothing.
     assert by_kind(again.manifests(), "Job")[0]["metadata"]["name"] == job["metadata"]["name"]
