@@ -158,7 +158,13 @@ def test_a_hub_is_reachable_through_its_fleet_only_ingress_and_its_certificate_n
 def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
     first, again = _hub(), _hub()
     job = by_kind(first.manifests(), "Job")[0]
-    config_map = get(first.manifests(), "ConfigMap", "fl-node-registration")
+    (volume,) = [v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == "node-registration"]
+    config_map = get(first.manifests(), "ConfigMap", volume["configMap"]["name"])
+    # Issue 32 (d): the ConfigMap is bound to its content (its digest in the name, immutable); its Pulumi
+    # name stays `fl-node-registration`, so the URN is stable and a new set replaces it.
+    assert config_map["immutable"] is True
+    assert config_map["metadata"]["name"] == registration.bound_name("fl-node-registration", config_map["data"])
+    assert "fl-node-registration" in [r.name for r in first.registrations if r.type == "kubernetes:core/v1:ConfigMap"]
     keys = config_map["data"][registration.KEYS_FILE].splitlines()
     assert keys == sorted([WARD_KEY, settings("hub")["sites"][1]["publicKeys"][0]])  # each site's one key
     assert job["metadata"]["name"] == registration.job_name(first_plan(), config_map["data"][registration.KEYS_FILE])
@@ -170,6 +176,20 @@ def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
     fewer = run(raw, "hub", stack_outputs={SITE_STACK: site_outputs})
     assert by_kind(fewer.manifests(), "Job")[0]["metadata"]["name"] != job["metadata"]["name"]
+    # ... which mounts a new ConfigMap: the older Jobs keep reading theirs, with the set they were made for.
+    new_jobs = by_kind(fewer.manifests(), "Job")
+    new_maps = {
+        v["configMap"]["name"] for j in new_jobs for v in j["spec"]["template"]["spec"]["volumes"] if "configMap" in v
+    }
+    old_maps = {
+        v["configMap"]["name"]
+        for j in by_kind(first.manifests(), "Job")
+        for v in j["spec"]["template"]["spec"]["volumes"]
+        if "configMap" in v
+    }
+    assert new_maps & old_maps == set() and old_maps == {config_map["metadata"]["name"]}, (old_maps, new_maps)
+    (new_map,) = [m for m in by_kind(fewer.manifests(), "ConfigMap") if m["metadata"]["name"] in new_maps]
+    assert new_map["data"][registration.KEYS_FILE] != config_map["data"][registration.KEYS_FILE]
     register, revoke = by_kind(first.manifests(), "Job")
     for job, phase in ((register, registration.REGISTER), (revoke, registration.REVOKE)):
         argv = job["spec"]["template"]["spec"]["containers"][0]["args"]

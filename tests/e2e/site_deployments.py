@@ -167,7 +167,9 @@ def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str, nice: 
     return site
 
 
-def run_jobs(run: SitesRun, jobs: tuple[Job, Job], status: str = "Complete") -> tuple[str, Optional[str]]:
+def run_jobs(
+    run: SitesRun, jobs: tuple[Job, Job], status: str = "Complete", revocation_status: str = "Complete"
+) -> tuple[str, Optional[str]]:
     """What `pulumi up` does with the hub's two Jobs (the hub has no pools to roll between
     them): the registration Job, then, once it completed, the revocation Job. A failed
     registration Job stops the up: the revocation Job never runs. Returns their logs."""
@@ -179,7 +181,7 @@ def run_jobs(run: SitesRun, jobs: tuple[Job, Job], status: str = "Complete") -> 
         return log, None
     revocation.cluster.start_jobs([revocation.name])
     run.jobs.append(revocation)
-    return log, wait_job(revocation, JOB_TIMEOUT)
+    return log, wait_job(revocation, JOB_TIMEOUT, revocation_status)
 
 
 def hub_up(
