@@ -19,6 +19,7 @@ from flower_federation.kube.objects import Manifest
 from flower_federation.review import changes
 from tests.support import hub_scale
 from tests.support.importing import render, run
+from tests.support.manifests import bound
 from tests.support.render import core_objects
 
 CONFIG_KEY = "flower-federation:federation"
@@ -42,21 +43,27 @@ def test_a_hub_of_500_sites_x_20_keys_renders_with_every_object_inside_the_limit
     lines = [line for m in shards for text in m["data"].values() for line in text.splitlines()]
     assert len(lines) == len(set(lines)) == 10_000
     assert max(limits.data_size(m) for m in shards) < registration.SINGLE_BUDGET  # far from 1 MiB each
-    main = next(m for m in big_hub if m["kind"] == "ConfigMap" and m["metadata"]["name"] == "hub-node-registration")
+    main = bound(big_hub, "ConfigMap", "hub-node-registration")
     assert registration.KEYS_FILE not in main["data"]
+    # Each ConfigMap bound to its content (issue 32 (d)): a shard's name is its own data's digest.
+    assert all(m["immutable"] is True for m in [main, *shards])
+    for i in range(registration.SHARDS):
+        assert bound(shards, "ConfigMap", f"hub-node-registration-keys-{i:02d}")["metadata"]["name"] == (
+            registration.bound_name(f"hub-node-registration-keys-{i:02d}", shards[i]["data"])
+        )
     job = next(m for m in big_hub if m["kind"] == "Job" and m["metadata"]["name"].startswith("hub-node-registration-"))
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
     assert [a.rsplit("/", 1)[-1] for a in args[3:-1]] == [registration.shard_file(i) for i in range(16)]
     (volume,) = [v for v in job["spec"]["template"]["spec"]["volumes"] if "projected" in v]
     names = {s["configMap"]["name"] for s in volume["projected"]["sources"]}
-    assert names == {"hub-node-registration", *(m["metadata"]["name"] for m in shards)}
+    assert names == {main["metadata"]["name"], *(m["metadata"]["name"] for m in shards)}
 
 
 def test_a_small_key_set_keeps_one_configmap_as_before() -> None:
     objects = render(hub_scale.hub(3, 2), "hub")
     maps = [m["metadata"]["name"] for m in objects if m["kind"] == "ConfigMap"]
-    assert "hub-node-registration" in maps and not any("-keys-" in n for n in maps)
-    main = next(m for m in objects if m["kind"] == "ConfigMap" and m["metadata"]["name"] == "hub-node-registration")
+    assert not any("-keys-" in n for n in maps)
+    main = bound(objects, "ConfigMap", "hub-node-registration")
     assert len(main["data"][registration.KEYS_FILE].splitlines()) == 6
 
 
@@ -73,14 +80,13 @@ def test_adding_or_removing_one_key_changes_one_shard_and_the_jobs_named_after_t
     new["sites"][7]["publicKeys"].append(added)
     for a, b, key in ((old, new, added), (new, old, added)):
         review = _review(a, b)
-        changed = sorted(c.new.name for c in review.changed)
-        assert changed == [f"hub-node-registration-keys-{registration.shard_of(key):02d}"], changed
-        # the Jobs are named after the set: the pair is replaced (a new name), nothing else is added or removed
-        assert (
-            sorted(r.type for r in review.added)
-            == sorted(r.type for r in review.removed)
-            == ["kubernetes:batch/v1:Job"] * 2
-        )
+        assert review.changed == ()
+        # The one shard's ConfigMap is bound to its content (issue 32 (d)): replaced by a new one (a new name,
+        # the same Pulumi name); the Jobs are named after the set: the pair is replaced; nothing else changes.
+        shard = f"hub-node-registration-keys-{registration.shard_of(key):02d}"
+        for side in (review.added, review.removed):
+            assert sorted(r.type for r in side) == ["kubernetes:batch/v1:Job"] * 2 + ["kubernetes:core/v1:ConfigMap"]
+            assert [r.name for r in side if r.type == "kubernetes:core/v1:ConfigMap"] == [shard]
 
 
 def test_too_many_keys_are_refused_by_sites_with_nothing_registered(monkeypatch: pytest.MonkeyPatch) -> None:

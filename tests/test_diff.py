@@ -79,26 +79,33 @@ def test_a_pool_added_shows_only_that_pools_objects(tmp_path: Path, capsys: pyte
 
 
 def test_with_node_auth_a_pool_added_also_registers_its_keys(tmp_path: Path) -> None:
-    """dev (node authentication): besides the pool's objects and its keys, exactly the registration changes: its
-    ConfigMap lists the new pool's public keys (a ConfigMap's data change replaces it), and the Jobs named after
+    """dev (node authentication): besides the pool's objects and its keys, exactly the registration changes: a new
+    ConfigMap (named after its content, immutable) lists the new pool's public keys, and the Jobs named after
     the key set are new ones (registration and revocation), the old ones deleted."""
     old = _settings("dev")
     new = _with_pool(old, {"name": "gpu", "replicas": 2})
     r = _review(old, new, "dev")
     pool = _pool_objects(resources(StackFile(new["config"], "dev"), {}), "gpu")
-    jobs = {k for k in (x.key for x in r.added) if k[1] == "Job"}
+    # The Jobs named after the key set, and its ConfigMap bound to its content (issue 32 (d)): new ones, the old
+    # ones deleted; the ConfigMap reads as renamed (its Pulumi name is stable), its keys' change shown.
+    jobs = {k for k in (x.key for x in r.added) if k[1] in ("Job", "ConfigMap")}
     assert {x.key for x in r.added} == pool | jobs
-    assert sorted(k[3].rsplit("-", 1)[0] for k in jobs) == ["demo-node-registration", "demo-node-revocation"]
+    assert sorted(k[3].rsplit("-", 1)[0] for k in jobs) == [
+        "demo-node-registration",
+        "demo-node-registration",
+        "demo-node-revocation",
+    ]
     assert sorted((k[1], k[3].rsplit("-", 1)[0]) for k in (x.key for x in r.removed)) == [
+        ("ConfigMap", "demo-node-registration"),
         ("Job", "demo-node-registration"),
         ("Job", "demo-node-revocation"),
     ]
-    ((title, fields, replaced),) = [(c.new.title, [f.path for f in c.fields], bool(c.reasons)) for c in r.changed]
-    assert (title, fields, replaced) == (
-        "ConfigMap flower-dev/demo-node-registration",
-        [("data", "trusted-keys")],
-        True,
-    )
+    assert r.changed == ()
+    ((moved_old, moved_new, why),) = [(m.old, m.new, m.why) for m in r.moved]
+    assert why == "renamed" and moved_old.key[1] == moved_new.key[1] == "ConfigMap", (moved_old.key, moved_new.key)
+    keys_old = moved_old.inputs["data"]["trusted-keys"].splitlines()
+    keys_new = moved_new.inputs["data"]["trusted-keys"].splitlines()
+    assert len(keys_new) == len(keys_old) + 2 and set(keys_old) < set(keys_new)
     assert sorted(x.name for x in r.other_added) == [
         "demo-pool-gpu",
         "demo-pool-gpu-node-keys",

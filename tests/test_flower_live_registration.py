@@ -10,7 +10,8 @@ nothing; the registration Job of a set without one key revokes nothing, the revo
 Job then revokes that node and keeps the others (and registers nothing); a real SuperNode
 with a still-trusted key comes online as the node its key was registered as, while the
 revoked one is refused; re-trusting the revoked key (which Flower never registers again)
-fails the Job at once, saying why. Negative control: a CA that did not sign the
+is reported by the registration Job and fails the revocation Job at once, saying why, only
+after it revoked the key dropped in the same set. Negative control: a CA that did not sign the
 SuperLink's certificate fails the Job at its (shortened) deadline with `FAILED:`.
 
 A hub's sharded Job (its keys in SHARDS files, tests/support/registration_job.py), against a SuperLink of
@@ -140,16 +141,17 @@ class Scenario:
         return res, self.nodes()
 
     @functools.cached_property
-    def retrust(self) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str], dict[int, str]]:
-        """The revoked key trusted again while another site (beta) is removed in the same `pulumi up`: the
-        registration Job, then the revocation Job of that set."""
+    def retrust(self) -> tuple[Step, Step]:
+        """A set that trusts the revoked key again and drops another site's key (sec/beta/0), in one `up`:
+        the registration Job, then the revocation Job."""
         _ = self.revoke
-        kept = [line for line in self.lines if not line.endswith("sec/beta/0")]
+        kept = [line for line in self.lines if not line.endswith(" sec/beta/0")]
         self.job.trust(kept)
         registered = self.job.run()
+        nodes = self.nodes()
         self.revocation.trust(kept)
         revoked = self.revocation.run()
-        return registered, revoked, self.nodes()
+        return (registered, nodes), (revoked, self.nodes())
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -224,23 +226,28 @@ def test_a_trusted_supernode_comes_online_and_the_revoked_one_is_refused(scenari
     }, nodes
 
 
-def test_a_re_trusted_revoked_key_never_blocks_removing_a_site(scenario):
-    """Flower keeps an unregistered node's key and never registers it again. On 048b1d8 that stale key made the
-    registration Job fail, so the revocation Job never ran and no site removed then or later was revoked. Now the
-    registration Job says so and succeeds, the revocation Job revokes the removed site (beta), then fails at once
-    saying why (EXIT_REFUSED: its podFailurePolicy)."""
-    registered, revoked, nodes = scenario.retrust
-    node = scenario.ids["sec/alpha/2"]
-    assert registered.returncode == 0, registered.stdout + registered.stderr
-    stale = [m for m in messages(registered) if m.startswith("STALE: ")]
-    assert stale and stale[0].startswith(f"STALE: trusted keys revoked earlier (nodes {node}): sec/alpha/2. "), stale
-    assert revoked.returncode == 3, revoked.stdout + revoked.stderr
-    assert len(REVOKED.findall(revoked.stdout)) == 1, revoked.stdout  # beta, the removed site
-    refused = messages(revoked)[-1]
-    assert refused.startswith(f"REFUSED: trusted keys revoked earlier (nodes {node}): sec/alpha/2. "), refused
-    assert "give each of these SuperNodes a new key pair" in refused, refused
-    assert nodes[scenario.ids["sec/beta/0"]] == "unregistered" and nodes[node] == "unregistered", nodes
-    assert {s for i, s in nodes.items() if i not in (node, scenario.ids["sec/beta/0"])} <= {"registered", "online"}
+def test_a_re_trusted_revoked_key_is_reported_and_never_blocks_a_revocation(scenario):
+    """Flower keeps an unregistered node's key and never registers it again. Issue 32 (c): on 048b1d8
+    the registration Job exited at once on such a key, and the revocation Job (which waits for it) never
+    ran, so a site removed in the same `up` stayed admitted. Now the registration Job reports the stale
+    key and succeeds; the revocation Job revokes the removed key first, then fails at once saying why."""
+    (res, nodes), (revoked, after) = scenario.retrust
+    node, beta = scenario.ids["sec/alpha/2"], scenario.ids["sec/beta/0"]
+    stale = f"STALE: trusted keys revoked earlier (nodes {node}): sec/alpha/2. "
+    assert res.returncode == 0, res.stdout + res.stderr
+    *reported, done = messages(res)
+    assert [m[: len(stale)] for m in reported] == [stale], res.stdout  # no retry, no registration
+    assert "give each of these SuperNodes a new key pair" in reported[0], reported
+    assert summary(res) == (3, 0, 0, 2), res.stdout  # 3 trusted: 2 unchanged, the stale one not counted
+    assert nodes[node] == "unregistered" and nodes[beta] in ("registered", "online"), nodes
+
+    assert revoked.returncode == 3, revoked.stdout + revoked.stderr  # EXIT_REFUSED: podFailurePolicy fails at once
+    lines = messages(revoked)
+    assert lines[0] == f"revoked node {beta} (its key is no longer trusted)", revoked.stdout  # revoked first
+    assert lines[1].startswith(stale) and lines[2].startswith(f"REFUSED: {stale[7:]}"), revoked.stdout
+    assert len(lines) == 3, revoked.stdout  # no retry
+    assert after[beta] == "unregistered" and after[node] == "unregistered", after
+    assert {s for i, s in after.items() if i not in (node, beta)} <= {"registered", "online"}, after
 
 
 def test_a_ca_that_did_not_sign_the_superlink_certificate_fails_the_job(live):

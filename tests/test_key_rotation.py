@@ -98,9 +98,11 @@ def test_a_new_key_generation_rotates_that_pools_keys_only() -> None:
     changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
     jobs = sorted(k for k in changed if k[0] == "Job")
     assert [k[1].rsplit("-", 1)[0] for k in jobs] == ["rot-node-registration"] * 2 + ["rot-node-revocation"] * 2
-    others = [k for k in changed if k[0] != "Job"]
+    # The keys' ConfigMap is bound to its content (issue 32 (d)): a new one beside the old, by name.
+    maps = [k for k in changed if k[0] == "ConfigMap"]
+    assert [k[1].rsplit("-", 1)[0] for k in maps] == ["rot-node-registration"] * 2, maps
+    others = [k for k in changed if k[0] not in ("Job", "ConfigMap")]
     assert others == [
-        ("ConfigMap", "rot-node-registration"),
         ("Secret", "rot-supernode-a-node-keys"),
         ("StatefulSet", "rot-supernode-a"),
     ], others
@@ -154,11 +156,12 @@ def test_supplied_keys_rotate_the_same_way_by_changing_them_in_node_auth_keys(mo
     old = {(m["kind"], m["metadata"]["name"]): m for m in before.manifests(show_secrets=True)}
     new = {(m["kind"], m["metadata"]["name"]): m for m in after.manifests(show_secrets=True)}
     changed = sorted(
-        (k[0], k[1].rsplit("-", 1)[0] if k[0] == "Job" else k[1])
+        (k[0], k[1].rsplit("-", 1)[0] if k[0] in ("Job", "ConfigMap") else k[1])
         for k in old.keys() | new.keys()
         if old.get(k) != new.get(k)
     )
     assert changed == [
+        ("ConfigMap", "rot-node-registration"),
         ("ConfigMap", "rot-node-registration"),
         ("Job", "rot-node-registration"),
         ("Job", "rot-node-registration"),

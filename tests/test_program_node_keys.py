@@ -135,7 +135,7 @@ def test_register_script_registers_every_supernode_once(tmp_path):
         ["sh", str(path)], capture_output=True, text=True, timeout=30, env={**env, "FLWR_DUPLICATE": "1"}
     )
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count("already registered: ") == 4
+    assert again.stdout.count("already registered or revoked: ") == 4
 
 
 @PREVIEW

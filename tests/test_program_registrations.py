@@ -100,9 +100,10 @@ def test_editing_one_pool_changes_only_that_pools_resources():
     old, new = identity(before), identity(after)
     # The key set grew, so registration is a new Job (named after the set's digest) with
     # the new set in its ConfigMap: nothing else outside the pool changes.
-    registration = set(old.keys() ^ new.keys()) | {("ConfigMap", "sec-node-registration")}
-    assert {k[0] for k in old.keys() ^ new.keys()} == {"Job"}
-    assert old[("ConfigMap", "sec-node-registration")] != new[("ConfigMap", "sec-node-registration")]
+    # Its ConfigMap is bound to its content (issue 32 (d)): a new one, by name, with the new set.
+    registration = set(old.keys() ^ new.keys())
+    assert {k[0] for k in old.keys() ^ new.keys()} == {"Job", "ConfigMap"}
+    assert sorted(k[1].rsplit("-", 1)[0] for k in registration if k[0] == "ConfigMap") == ["sec-node-registration"] * 2
     old = {k: v for k, v in old.items() if k not in registration}
     new = {k: v for k, v in new.items() if k not in registration}
     assert old.keys() == new.keys()

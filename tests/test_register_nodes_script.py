@@ -31,35 +31,65 @@ def test_registers_the_missing_keys_and_revokes_the_untrusted_nodes() -> None:
     s = script()
     nodes = [(11, "online", A), (12, "registered", C)]
     drop, add, stale = s.plan_changes(nodes, {A: LINES[A], B: LINES[B]})
-    assert (drop, add, stale) == ([12], [B], None)
+    assert (drop, add, stale) == ([12], [B], {})
     # Reconciled: nothing left to do.
-    assert s.plan_changes([(11, "online", A), (13, "registered", B)], {A: LINES[A], B: LINES[B]}) == ([], [], None)
+    assert s.plan_changes([(11, "online", A), (13, "registered", B)], {A: LINES[A], B: LINES[B]}) == ([], [], {})
 
 
 def test_a_revoked_node_is_neither_revoked_again_nor_counted_as_registered() -> None:
     s = script()
-    assert s.plan_changes([(11, "online", A), (12, "unregistered", C)], {A: LINES[A]}) == ([], [], None)
+    assert s.plan_changes([(11, "online", A), (12, "unregistered", C)], {A: LINES[A]}) == ([], [], {})
 
 
-def test_a_stale_key_is_said_and_never_blocks_the_other_changes() -> None:
-    """A trusted key revoked before (048b1d8 refused the whole set, so no site removed in that `pulumi up` or any
-    later one was revoked): it is left out and said, and every other change is made."""
+def test_a_trusted_key_revoked_before_is_stale_and_blocks_nothing_else() -> None:
+    """Issue 32 (c): on 048b1d8 a stale key raised before any change, so C was never revoked."""
     s = script()
     nodes = [(11, "online", A), (12, "unregistered", B), (14, "registered", C)]
     drop, add, stale = s.plan_changes(nodes, {A: LINES[A], B: LINES[B]})
-    assert (drop, add) == ([14], [])  # C, no longer trusted, is revoked; B cannot be registered again
-    assert stale is not None and "hospital-b/ward/0" in stale and "nodes 12" in stale and "new key pair" in stale
-    assert "hospital-a" not in stale
+    assert (drop, add, stale) == ([14], [], {B: 12})  # C is still revoked; B is not registered again
+    text = s.stale_message(stale, {A: LINES[A], B: LINES[B]})
+    assert "hospital-b/ward/0" in text and "nodes 12" in text and "new key pair" in text
+    assert "hospital-a" not in text
 
 
-def test_keys_split_on_newlines_alone(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A key line with a Unicode line separator is one entry (validation refuses it), never two keys."""
-    s = script()
-    smuggled = LINES[A] + "\u2028" + LINES[B]
-    path = tmp_path / "keys"
-    path.write_text(smuggled + "\n", encoding="utf-8")
-    assert s.key_lines(path) == [smuggled]  # one malformed entry: Flower's parser fails it, registering nothing
-    assert len(smuggled.splitlines()) == 2  # the negative control: 048b1d8's splitlines() saw two keys
+def _keys_dir(tmp_path: Path, text: str) -> list[str]:
+    config, keys = tmp_path / "config.toml", tmp_path / registration.KEYS_FILE
+    config.write_text("")
+    keys.write_bytes(text.encode())
+    return ["x", "federation", str(config), str(keys)]
+
+
+def test_the_register_phase_reports_a_stale_key_and_the_revoke_phase_fails_after_revoking(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FLWR_HOME", str(tmp_path / "home"))
+    control = FakeControl()
+    control.nodes = {1: ("registered", b"AAAA-a"), 2: ("unregistered", b"AAAA-b"), 3: ("registered", b"AAAA-c")}
+    s = _fake_flower(monkeypatch, control)
+    argv = _keys_dir(tmp_path, f"{LINES[A]}\n{LINES[B]}\n")  # B re-trusted, C dropped
+    assert s.main([*argv, "register"]) == 0
+    assert control.calls == ["list"] and control.nodes[3][0] == "registered"  # the register phase revokes nothing
+    assert s.main([*argv, "revoke"]) == s.EXIT_REFUSED
+    assert control.nodes[3][0] == "unregistered"  # revoked before the refusal
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("node-registration: STALE: trusted keys revoked earlier (nodes 2): hospital-b/ward/0")
+    assert out[1] == "node-registration: done (register): 2 trusted keys; 0 registered, 0 revoked, 1 unchanged"
+    assert out[2] == "node-registration: revoked node 3 (its key is no longer trusted)"
+    assert out[3].startswith("node-registration: STALE: ") and out[4].startswith("node-registration: REFUSED: ")
+
+
+@pytest.mark.parametrize("sep", ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_a_keys_file_line_is_one_key_whatever_separator_it_holds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sep: str
+) -> None:
+    """Issue 32 (b): on 048b1d8 splitlines() (and read_text()'s newline translation) read a second key,
+    AAAA-evil, from one line. Validation refuses such a line; the script never splits it either."""
+    monkeypatch.setenv("FLWR_HOME", str(tmp_path / "home"))
+    control = FakeControl()
+    s = _fake_flower(monkeypatch, control)
+    argv = _keys_dir(tmp_path, f"{LINES[A]}{sep}ecdsa-sha2-nistp384 AAAA-evil hospital-b/ward/0\n")
+    assert s.main([*argv, "register"]) == 0
+    assert [key for _, key in control.nodes.values()] == [b"AAAA-a"]
 
 
 def test_keys_are_named_by_their_comment_or_their_type_and_tail() -> None:

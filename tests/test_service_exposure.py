@@ -24,7 +24,7 @@ from flower_federation.cli.main import main
 from flower_federation.config.errors import ConfigError
 from flower_federation.plan import load_plan
 from flower_federation.plan.outputs import warnings as preview_warnings
-from tests.support.manifests import by_kind, get
+from tests.support.manifests import bound, by_kind, get
 from tests.test_sites import run
 
 HTTP_VERSIONS = ("1.41.0", "1.42.0")
@@ -143,7 +143,9 @@ def ports(service: dict[str, Any]) -> list[tuple[str, int, Any]]:
 
 def registration_address(objects: list[dict[str, Any]]) -> str:
     """The Control API address the registration Job's `flwr` config dials."""
-    (config,) = [v for k, v in get(objects, "ConfigMap", "ex-node-registration")["data"].items() if k.endswith(".toml")]
+    (config,) = [
+        v for k, v in bound(objects, "ConfigMap", "ex-node-registration")["data"].items() if k.endswith(".toml")
+    ]
     (address,) = [line.split('"')[1] for line in config.splitlines() if line.startswith("address")]
     return address
 

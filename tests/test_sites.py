@@ -16,9 +16,7 @@ import yaml
 
 from flower_federation.builders import registration
 from flower_federation.cli.offline import Run, run_program
-from flower_federation.flower.public_keys import public_key
 from tests.support.certificates import ca_pem
-from tests.support.fuzz_stacks import private_keys
 from tests.support.manifests import by_kind, get
 from tests.support.tls_provider import RealTlsProvider
 
@@ -111,10 +109,17 @@ def test_a_hub_stack_without_the_outputs_a_site_needs_is_a_clear_error_and_nothi
 # --- the hub ---------------------------------------------------------------------------
 
 
+# hospital-a's one SuperNode key, as its stack exports it (a fixed ECDSA P-384 key: the render is deterministic).
+WARD_KEY = (
+    "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzODQAAABhBG9b5l7VVRp5hgO9meH26Dz+tZ2RbgogDlAAVF"
+    "TADPu1fF99gwkeN5fpMa84yTfPWes6v35D7PA4QobGLG/Em7TSLV/5z0JHGx79yhXINEUZj1yPcDBiakQoth4SmHMndA== hospital-a/ward/0"
+)
+
+
 def _hub(**kw: Any) -> Run:
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
-    # The site's own key (a key listed by two sites is refused: tests/test_trusted_set.py).
-    site_outputs["nodeAuth"]["publicKeys"] = {"ward": {"0": public_key(private_keys()[3], "hospital-a/ward/0")}}
+    # A key of its own: the same key as lab-c's would be refused (issue 32: one key, trusted once).
+    site_outputs["nodeAuth"]["publicKeys"] = {"ward": {"0": WARD_KEY}}
     return run(settings("hub"), "hub", stack_outputs={SITE_STACK: site_outputs}, **kw)
 
 
@@ -153,9 +158,15 @@ def test_a_hub_is_reachable_through_its_fleet_only_ingress_and_its_certificate_n
 def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
     first, again = _hub(), _hub()
     job = by_kind(first.manifests(), "Job")[0]
-    config_map = get(first.manifests(), "ConfigMap", "fl-node-registration")
+    (volume,) = [v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == "node-registration"]
+    config_map = get(first.manifests(), "ConfigMap", volume["configMap"]["name"])
+    # Issue 32 (d): the ConfigMap is bound to its content (its digest in the name, immutable); its Pulumi
+    # name stays `fl-node-registration`, so the URN is stable and a new set replaces it.
+    assert config_map["immutable"] is True
+    assert config_map["metadata"]["name"] == registration.bound_name("fl-node-registration", config_map["data"])
+    assert "fl-node-registration" in [r.name for r in first.registrations if r.type == "kubernetes:core/v1:ConfigMap"]
     keys = config_map["data"][registration.KEYS_FILE].splitlines()
-    assert sorted(k.rsplit(" ", 1)[-1] for k in keys) == ["hospital-a/ward/0", "lab-c/0"]
+    assert keys == sorted([WARD_KEY, settings("hub")["sites"][1]["publicKeys"][0]])  # each site's one key
     assert job["metadata"]["name"] == registration.job_name(first_plan(), config_map["data"][registration.KEYS_FILE])
     # Same keys, same Job: re-running `pulumi up` changes nothing.
     assert by_kind(again.manifests(), "Job")[0]["metadata"]["name"] == job["metadata"]["name"]
@@ -165,6 +176,20 @@ def test_registration_is_a_job_named_after_the_trusted_key_set() -> None:
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
     fewer = run(raw, "hub", stack_outputs={SITE_STACK: site_outputs})
     assert by_kind(fewer.manifests(), "Job")[0]["metadata"]["name"] != job["metadata"]["name"]
+    # ... which mounts a new ConfigMap: the older Jobs keep reading theirs, with the set they were made for.
+    new_jobs = by_kind(fewer.manifests(), "Job")
+    new_maps = {
+        v["configMap"]["name"] for j in new_jobs for v in j["spec"]["template"]["spec"]["volumes"] if "configMap" in v
+    }
+    old_maps = {
+        v["configMap"]["name"]
+        for j in by_kind(first.manifests(), "Job")
+        for v in j["spec"]["template"]["spec"]["volumes"]
+        if "configMap" in v
+    }
+    assert new_maps & old_maps == set() and old_maps == {config_map["metadata"]["name"]}, (old_maps, new_maps)
+    (new_map,) = [m for m in by_kind(fewer.manifests(), "ConfigMap") if m["metadata"]["name"] in new_maps]
+    assert new_map["data"][registration.KEYS_FILE] != config_map["data"][registration.KEYS_FILE]
     register, revoke = by_kind(first.manifests(), "Job")
     for job, phase in ((register, registration.REGISTER), (revoke, registration.REVOKE)):
         argv = job["spec"]["template"]["spec"]["containers"][0]["args"]

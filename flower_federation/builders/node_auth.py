@@ -89,7 +89,7 @@ def register_script(connection: str, public_keys: dict[str, dict[str, str]]) -> 
     lines = [
         "#!/bin/sh",
         "# Registers every SuperNode public key with the SuperLink (flwr 1.23+).",
-        "# Safe to re-run: keys already registered are reported and skipped.",
+        "# Safe to re-run: keys already registered (or revoked earlier) are reported and skipped.",
         "set -eu",
         "dir=$(mktemp -d); trap 'rm -rf \"$dir\"' EXIT",
         "register() {",
@@ -98,7 +98,10 @@ def register_script(connection: str, public_keys: dict[str, dict[str, str]]) -> 
         '    echo "registered $1"',
         "  else",
         '    case "$out" in',
-        '      *"already in use"*) echo "already registered: $1" ;;',
+        # Flower answers "Public key already in use" for a registered key and for a revoked one alike (it keeps
+        # a revoked node's key and never registers it again): the line says both, and what to do if revoked.
+        '      *"already in use"*) echo "already registered or revoked: $1 (if revoked, its SuperNode needs a new key'
+        ' pair)" ;;',
         '      *) echo "$out" >&2; echo "failed to register $1" >&2; exit 1 ;;',
         "    esac",
         "  fi",

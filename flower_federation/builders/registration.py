@@ -41,17 +41,25 @@ The one change of shape, crossing SINGLE_BUDGET, moves the keys from `N-node-reg
 shards in one `pulumi up` (ConfigMaps only: the trusted set, and so the Jobs' names, is unchanged by
 the move itself).
 
-A trusted key the SuperLink revoked before (stale: Flower does not register a revoked key
-again) never blocks the rest: the registration Job registers every other key and says so
-(STALE), so the pools roll and the revocation Job runs; that Job revokes every untrusted
-node, then exits EXIT_REFUSED, on which its podFailurePolicy fails it at once, saying why,
-rather than retrying until its deadline: the `pulumi up` fails at its last step, after
-every site removed was revoked.
+The keys' ConfigMaps are bound to their content (issue 32 (d)): each one's Kubernetes name carries a
+digest of its whole data (`bound_name`) and it is `immutable: true`; the Jobs mount them by that name
+(`bind_volumes`). A Job therefore always reads the set it was made for: a new set is a new ConfigMap
+(Pulumi replaces it: its Pulumi name, and so its URN, stays `N-node-registration`), never an update in
+place under an older Job that may still be retrying. Pulumi deletes the replaced ConfigMap only at the end
+of the `up`, after the Jobs that mount it (they depend on it, and were replaced too: their names or pod
+templates changed with it); a pod of an old Job started before that read its keys at its start.
+
+A trusted key the SuperLink can never accept (stale: a key it revoked before, which Flower does not
+register again) never blocks a revocation (issue 32 (c)): the registration Job registers the other keys
+and reports it; the revocation Job, which runs after it whatever it reported, revokes every key no longer
+trusted and only then exits EXIT_REFUSED, on which the Job's podFailurePolicy fails the Job at once, so
+`pulumi up` fails, saying why, rather than retrying until its deadline.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +142,7 @@ def shard_of(line: str) -> int:
 def shard_texts(keys_text: str) -> list[str]:
     """`trusted_keys_text` split into SHARDS files, each sorted as the whole was."""
     shards: list[list[str]] = [[] for _ in range(SHARDS)]
-    for line in keys_text.splitlines():
+    for line in keys_text.split("\n")[:-1]:  # "\n" alone, as the script reads it (never splitlines())
         shards[shard_of(line)].append(f"{line}\n")
     return ["".join(lines) for lines in shards]
 
@@ -196,7 +204,12 @@ def shard_config_maps(plan: FederationPlan) -> list[Manifest]:
     if not keys_sharded(plan):
         return []
     return [
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": plan.meta(shard_name(plan, i), NODE_REGISTRATION)}
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": plan.meta(shard_name(plan, i), NODE_REGISTRATION),
+            "immutable": True,
+        }
         for i in range(SHARDS)
     ]
 
@@ -208,7 +221,43 @@ def config_map(plan: FederationPlan) -> Manifest:
         "kind": "ConfigMap",
         "metadata": plan.meta(plan.names.node_registration, NODE_REGISTRATION),
         "data": {SCRIPT_FILE: SCRIPT.read_text(), CONFIG_FILE: connection_config(plan)},
+        "immutable": True,
     }
+
+
+def data_digest(data: Mapping[str, str]) -> str:
+    """A digest of a ConfigMap's whole data (every file name and content, in name order)."""
+    h = hashlib.sha256()
+    for name in sorted(data):
+        h.update(f"{len(name)}:{name}{len(data[name].encode())}:".encode() + data[name].encode())
+    return h.hexdigest()[:REGISTRATION_DIGEST_LENGTH]
+
+
+def bound_name(base: str, data: Mapping[str, str]) -> str:
+    """The Kubernetes name of a registration ConfigMap (`base`, its Pulumi name, stays stable) with its data:
+    the content's digest in the name and `immutable: true`, so each Job reads exactly the set it was made
+    for; a new set is a new ConfigMap, and an older Job never sees it (issue 32 (d))."""
+    return f"{base}-{data_digest(data)}"
+
+
+def bind_volumes(job_manifest: Manifest, names: Mapping[str, Any]) -> dict[str, Any]:
+    """The Job's `spec` with every registration ConfigMap it mounts by its bound name (`names`: base
+    name -> bound name, a value or a Pulumi Output)."""
+
+    def bound(source: dict[str, Any]) -> dict[str, Any]:
+        cm = source.get("configMap")
+        # Other ConfigMaps (a CA bundle) keep their names.
+        return {**source, "configMap": {**cm, "name": names.get(cm["name"], cm["name"])}} if cm else source
+
+    volumes = []
+    for volume in job_manifest["spec"]["template"]["spec"]["volumes"]:
+        if "projected" in volume:
+            sources = [bound(src) for src in volume["projected"]["sources"]]
+            volume = {**volume, "projected": {**volume["projected"], "sources": sources}}
+        volumes.append(bound(volume))
+    spec = job_manifest["spec"]
+    template = spec["template"]
+    return {**spec, "template": {**template, "spec": {**template["spec"], "volumes": volumes}}}
 
 
 def job(plan: FederationPlan, phase: str = REGISTER) -> Manifest:

@@ -5,6 +5,8 @@ load_ssh_private_key), or PEM ones (PKCS#8, SEC1) to be written as OpenSSH."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
 from typing import Any, Optional
@@ -123,13 +125,35 @@ _NIST = {
 }
 
 
+# Every character Python's str.splitlines() (and so any line-based reader of a keys file) splits on: a key
+# holding one would read as two lines, the second a key under the first's label (issue 32).
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+# What may surround a key line in config (a YAML block scalar leaves a newline): ASCII blanks, one newline.
+KEY_LINE_PADDING = " \t\n"
+# The OpenSSH public key line grammar (sshd(8) AUTHORIZED_KEYS FILE FORMAT, without options): the key type, its
+# base64 blob, an optional comment of printable ASCII words. Full-match only: no other character, nothing after
+# (a trailing newline alone is allowed, once, as config carries it).
+OPENSSH_PUBLIC_KEY_LINE = re.compile(
+    r"[ \t]*(?:ecdsa-sha2-nistp(?:256|384|521))[ \t]+[A-Za-z0-9+/]+={0,2}(?:[ \t]+[!-~]+)*[ \t]*\n?"
+)
+# An offline render's stand-in (DEPLOY_TIME_MARKER) and its comment: printable ASCII on one line.
+PLACEHOLDER_LINE = re.compile(r"<[ -~]*>[ -~]*\n?")
+
+
+def key_material(line: str) -> bytes:
+    """The key itself of a valid OpenSSH public key line (its decoded blob), whatever its comment or spacing:
+    what tells two listings of one key apart from two keys."""
+    fields = line.split()
+    try:
+        return base64.b64decode(fields[1], validate=True)
+    except (IndexError, binascii.Error, ValueError):
+        return line.strip().encode()
+
+
 def _is_openssh_nist_key(text: str) -> bool:
     """True if `text` is plainly an OpenSSH ECDSA public key line on a NIST curve, the uncompressed point on
     the curve: what cryptography's load_ssh_public_key accepts, checked without it (a hub's thousands of
     site keys are checked at every render; this takes microseconds a key). False means: ask cryptography."""
-    import base64
-    import binascii
-
     fields = text.split()
     if len(fields) < 2 or not fields[0].startswith("ecdsa-sha2-"):
         return False
@@ -181,11 +205,12 @@ def public_key_problem(text: Any, placeholders: bool = True) -> Optional[str]:
     hint = "must be an OpenSSH ECDSA public key line (ecdsa-sha2-nistp384 AAAA... comment)"
     if not isinstance(text, str):
         return hint
-    if placeholders and is_deploy_time_placeholder(text):
+    if placeholders and PLACEHOLDER_LINE.fullmatch(text) and is_deploy_time_placeholder(text):
         return None
-    if not OPENSSH_PUBLIC_KEY.fullmatch(text):
-        # One line, split by the registration script on "\n" alone: any other line or paragraph separator
-        # (\r, \v, \f, \x85, U+2028, ...) would let one entry smuggle a second key under another's label.
+    if not OPENSSH_PUBLIC_KEY_LINE.fullmatch(text):
+        breaks = sorted({f"U+{ord(c):04X}" for c in text.strip(KEY_LINE_PADDING) if c in LINE_BREAKS})
+        if breaks:
+            return f"{hint}, one key on one line: it holds a line break ({', '.join(breaks)})"
         return hint
     if _is_openssh_nist_key_once(text.strip()):
         return None

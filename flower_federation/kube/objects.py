@@ -62,6 +62,8 @@ class Manifest(TypedDict):
     subjects: NotRequired[list[dict[str, str]]]
     automountServiceAccountToken: NotRequired[bool]
     imagePullSecrets: NotRequired[list[dict[str, str]]]
+    # A ConfigMap or Secret that can never change: the registration keys (bound to their content by name).
+    immutable: NotRequired[bool]
 
 
 class ObjectKey(NamedTuple):

@@ -371,13 +371,13 @@ def load_plan(
         # The proxy takes the Fleet port; the SuperLink serves its whole API on its own port.
         ports = dataclasses.replace(ports, control=spec.superlink.control_service.port)
     remote_problems, remote = remote_superlink(spec, ports.fleet, stack_outputs, dialect.version)
-    key_problems, admitted = site_keys(spec, stack_outputs)
-    if remote_problems or key_problems:
-        raise ConfigError(sorted(set(remote_problems + key_problems), key=_sort_key))
-    trust = None if spec.insecure else resolve_trust(spec, names)
     keys = None
     if uses_supplied_keys:
         keys = {pool: {str(slot): text for slot, text in slots.items()} for pool, slots in node_auth_keys.items()}
+    key_problems, admitted = site_keys(spec, stack_outputs, keys)
+    if remote_problems or key_problems:
+        raise ConfigError(sorted(set(remote_problems + key_problems), key=_sort_key))
+    trust = None if spec.insecure else resolve_trust(spec, names)
     return FederationPlan(
         spec=spec,
         name=name,

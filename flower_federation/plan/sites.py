@@ -16,7 +16,14 @@ from flower_federation.config import Federation
 from flower_federation.config.errors import PathPart, Problem, format_path, problem
 from flower_federation.flower.certificates import certificate_problem
 from flower_federation.flower.dialects import dialect_for
-from flower_federation.flower.public_keys import is_deploy_time_placeholder, public_key_problem, slot_order
+from flower_federation.flower.public_keys import (
+    CONFIG_KEY,
+    is_deploy_time_placeholder,
+    key_material,
+    public_key,
+    public_key_problem,
+    slot_order,
+)
 from flower_federation.flower.versions import FlowerVersion
 from flower_federation.rules.raw import as_dict, as_list, get
 from flower_federation.rules.sites import split_host_port
@@ -143,16 +150,42 @@ def remote_superlink(
     return [], RemoteSuperLink(Endpoint(host, port or fleet_port), ca_pem, tuple(remote.cidrs))
 
 
+# Where a trusted key was given: its config path, and (a fromStack key) which of the stack's outputs.
+KeyOwner = tuple[str, str]
+
+
 def site_keys(
-    spec: Federation, outputs: Optional[StackOutputs]
+    spec: Federation, outputs: Optional[StackOutputs], supplied: Optional[Mapping[str, Mapping[str, str]]] = None
 ) -> tuple[list[Problem], tuple[tuple[str, tuple[str, ...]], ...]]:
     """Public keys to admit, by site: inline, or every key of a site stack's
-    `nodeAuth.publicKeys` output (in pool, then slot order)."""
+    `nodeAuth.publicKeys` output (in pool, then slot order). Each key is trusted once: the same key
+    material given twice (by two sites, a site twice, or a site and a pool's `supplied` private key)
+    is refused naming both, since removing one holder could never revoke it."""
     problems: list[Problem] = []
     found: list[tuple[str, tuple[str, ...]]] = []
-    owner: dict[str, tuple[int, str]] = {}  # key material (its base64 field) -> the first site that lists it
+    owners: dict[bytes, KeyOwner] = {}
+
+    def own(key: str, path: str, detail: str = "") -> None:
+        if is_deploy_time_placeholder(key):
+            return
+        first = owners.setdefault(key_material(key), (path, detail))
+        if first != (path, detail):
+            shown = key.split()[1][-16:] if len(key.split()) > 1 else key[-16:]
+            problems.append(
+                Problem(
+                    path,
+                    f"key ...{shown}{detail} is also trusted as {first[0]}{first[1]}: one key is one SuperNode's, "
+                    "trusted once (removing either would not revoke it); give each SuperNode its own key pair",
+                )
+            )
+
+    for pool, slots in sorted((supplied or {}).items()):
+        for slot in sorted(slots, key=slot_order):
+            own(public_key(slots[slot]), format_path((pool, slot), CONFIG_KEY))
     for i, site in enumerate(spec.sites):
         keys = list(site.public_keys)
+        for j, key in enumerate(keys):
+            own(key, format_path(("sites", i, "publicKeys", j)))
         if site.from_stack and outputs is not None:
             at = ("sites", i, "fromStack")
             by_pool = _output(outputs, site.from_stack, SITE_KEYS_OUTPUT)
@@ -164,43 +197,18 @@ def site_keys(
                     problem(at, f"stack '{site.from_stack}' has no output nodeAuth.publicKeys (a site with nodeAuth)")
                 )
                 continue
+            exported: list[tuple[str, str]] = []
             for pool in sorted(by_pool):
                 slots = as_dict(by_pool[pool])
-                keys += [slots[s] for s in sorted(slots, key=slot_order)]
-            for key in keys:
-                why = public_key_problem(key)
-                if why:
-                    problems.append(problem(at, f"stack '{site.from_stack}' exports a key that {why}"))
-                    break
-        problems += _shared_keys(i, site.name, keys, bool(site.from_stack), owner)
+                exported += [(f"{pool}.{s}", slots[s]) for s in sorted(slots, key=slot_order)]
+            keys += [key for _, key in exported]
+            bad = [(slot, why) for slot, key in exported if (why := public_key_problem(key))]
+            for slot, why in bad[:1]:
+                problems.append(problem(at, f"stack '{site.from_stack}' exports a key (publicKeys.{slot}) that {why}"))
+            for slot, key in exported if not bad else []:
+                own(key, format_path(at), f" (its stack's publicKeys.{slot})")
         found.append((site.name, tuple(keys)))
     return problems, tuple(found)
-
-
-def _shared_keys(
-    i: int, name: str, keys: list[str], from_stack: bool, owner: dict[str, tuple[int, str]]
-) -> list[Problem]:
-    """A key two sites list (or one twice) is refused, naming both: the registered set would be their union, so
-    removing either site would never revoke it."""
-    problems = []
-    for j, key in enumerate(keys):
-        fields = key.split() if isinstance(key, str) else []
-        if len(fields) < 2 or is_deploy_time_placeholder(key):
-            continue
-        at = ("sites", i, "fromStack") if from_stack else ("sites", i, "publicKeys", j)
-        first = owner.setdefault(fields[1], (i, name))
-        if first != (i, name) or (
-            not from_stack and fields[1] in {k.split()[1] for k in keys[:j] if len(k.split()) > 1}
-        ):
-            shown = f"{fields[0]} ...{fields[1][-16:]}"
-            problems.append(
-                problem(
-                    at,
-                    f"the key {shown} is also listed by site '{first[1]}' (sites[{first[0]}]): a key admits "
-                    "one site, and removing either would leave it admitted",
-                )
-            )
-    return problems
 
 
 def site_versions(spec: Federation, outputs: Optional[StackOutputs]) -> tuple[tuple[str, str], ...]:

@@ -352,7 +352,9 @@ def _sites(raw: Raw, role: str) -> Iterator[Problem]:
         for j, key in enumerate(keys):
             why = public_key_problem(key, placeholders=False)
             if why:
-                shown = key if isinstance(key, str) and len(key) <= 60 else f"{str(key)[:57]}..."
+                # Control and separator characters quoted as escapes: the message stays one line.
+                text = str(key).encode("unicode_escape").decode() if isinstance(key, str) else str(key)
+                shown = text if len(text) <= 60 else f"{text[:57]}..."
                 yield problem(at + ("publicKeys", j), f"'{shown}' {why}")
 
 

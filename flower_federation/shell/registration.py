@@ -40,10 +40,12 @@ class RegistrationComponent(pulumi.ComponentResource):
         self._digest = keys_text.apply(registration.keys_digest)
         self.resources: list[pulumi.Resource] = []
         self._revocation: Optional[Manifest] = None
+        # Registration ConfigMap name -> its bound name (builders/registration.bound_name): the Jobs mount these.
+        self._bound: dict[str, pulumi.Output[str]] = {}
         for m in objects:
             fields: Optional[dict[str, Any]] = None
             if m["kind"] == "ConfigMap":
-                fields = {"data": self._keys_data(m, keys_text)}
+                fields = self._bound_config_map(m, keys_text)
             elif m["kind"] == "Job" and m["metadata"]["name"] == plan.names.node_revocation:
                 self._revocation = m
                 continue
@@ -51,6 +53,14 @@ class RegistrationComponent(pulumi.ComponentResource):
             self.resources.append(self._register(m, after, fields))
             if m["kind"] == "Job":
                 self.registered = self.resources[-1]
+
+    def _bound_config_map(self, m: Manifest, keys_text: pulumi.Output[str]) -> dict[str, Any]:
+        """A registration ConfigMap's data and metadata, its Kubernetes name bound to that data (its Pulumi name,
+        the manifest's, stays stable): a new key set replaces it, never updates it in place."""
+        base = m["metadata"]["name"]
+        data = pulumi.Output.all(**self._keys_data(m, keys_text))
+        self._bound[base] = data.apply(lambda d: registration.bound_name(base, d))
+        return {"data": data, "metadata": {**m["metadata"], "name": self._bound[base]}}
 
     def _keys_data(self, m: Manifest, keys_text: pulumi.Output[str]) -> dict[str, Any]:
         """The keys file a registration ConfigMap carries: all of them, or (sharded) its shard's."""
@@ -71,7 +81,7 @@ class RegistrationComponent(pulumi.ComponentResource):
                 if m["metadata"]["name"] == self._plan.names.node_registration
                 else self._keys_text.apply(lambda t: registration.job_name(self._plan, t, registration.REVOKE))
             )
-            fields = {"metadata": {**m["metadata"], "name": name}}
+            fields = {"metadata": {**m["metadata"], "name": name}, "spec": registration.bind_volumes(m, self._bound)}
             annotations = {**(self._rollout.annotations(m) or {}), DIGEST_ANNOTATION: self._digest}
         return register(m, opts, fields=fields, pod_annotations=annotations)
 

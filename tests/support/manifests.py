@@ -93,3 +93,14 @@ def object_data(obj: Manifest) -> dict[str, str]:
     out = {k: base64.b64decode(v).decode() for k, v in data.items()} if obj["kind"] == "Secret" else dict(data)
     out.update(obj.get("stringData") or {})
     return out
+
+
+def bound(objects: Iterable[Manifest], kind: str, base: str) -> Manifest:
+    """The one object of `kind` whose name is `base` and a content digest (the registration ConfigMaps,
+    builders/registration.bound_name; the registration Jobs, job_name): `base-<10 hex digits>`."""
+    import re
+
+    pattern = re.compile(re.escape(base) + r"-[0-9a-f]{10}")
+    found = [m for m in objects if m["kind"] == kind and pattern.fullmatch(m["metadata"]["name"])]
+    assert len(found) == 1, f"{kind}/{base}-<digest>: {len(found)} found"
+    return found[0]

@@ -75,7 +75,9 @@ def job_pod(live: LiveSuperLink, label: str, ca_text: Optional[str] = None, phas
     assert argv[0] == "python", argv  # the SuperLink image's python
     script, connection, config, keys, job_phase = argv[1:]
     assert job_phase == phase, argv
-    cm = r.plan.names.node_registration
+    # The ConfigMap bound to its content (builders/registration.bound_name), as the Job mounts it.
+    (cm,) = [v["configMap"]["name"] for v in job["spec"]["template"]["spec"]["volumes"] if "configMap" in v]
+    assert cm.startswith(f"{r.plan.names.node_registration}-"), cm
     check_mounted(r, files, script, "ConfigMap", cm, "register_nodes.py")
     check_mounted(r, files, config, "ConfigMap", cm, "config.toml")
     check_mounted(r, files, keys, "ConfigMap", cm, "trusted-keys")

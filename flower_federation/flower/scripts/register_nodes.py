@@ -21,12 +21,15 @@ alone, so a re-run changes nothing. Until the SuperLink answers (it may still be
 a bounded back-off; what still fails at the deadline fails the Job, and `pulumi up` with it.
 
 Flower keeps a revoked node (status `unregistered`) with its public key, which stays
-unique: it never registers that key again. A trusted key that was revoked before (a stale
-key: its SuperNode needs a new key pair, which the hub then trusts instead) must never
-block removing a site, so neither phase stops on it: `register` registers every other
-key and reports it (STALE); `revoke` revokes every untrusted node, then reports it again
-and exits EXIT_REFUSED (the Job's podFailurePolicy fails it at once instead of retrying),
-so the last step of that `pulumi up` fails, saying why, after every revocation was made.
+unique: it never registers that key again. A trusted key that was revoked before (stale)
+is therefore reported, never retried, and never blocks a revocation: `register` registers
+every other key and logs each stale one as STALE; `revoke` unregisters every untrusted node
+first and then, if a trusted key is stale, exits EXIT_REFUSED (the Job's podFailurePolicy
+fails the Job on it instead of retrying), so `pulumi up` fails naming the key after the
+removed sites are gone: its SuperNode needs a new key pair, which the hub then trusts instead.
+
+The keys files are split on "\n" alone (not str.splitlines(), which also splits on "\r",
+U+2028 and other separators): a line is one key, as validation (flower/public_keys.py) made it.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 PREFIX = "node-registration:"
 # Statuses of nodes that no longer hold a registration.
@@ -55,20 +57,18 @@ def log(message: str) -> None:
     print(f"{PREFIX} {message}", flush=True)
 
 
-def key_lines(*paths: Path) -> list[str]:
-    """Every key line of the files: "\n" alone ends one, as the render wrote them (splitlines() would also split
-    on \r, \v, \f, \x1c-\x1e, \x85, U+2028 and U+2029, turning one listed entry into two keys under one label;
-    validation refuses them in a key too). Blank lines and comments are skipped."""
-    lines = (line.strip() for path in paths for line in path.read_bytes().decode("utf-8").split("\n"))
-    return [line for line in lines if line and not line.startswith("#")]
-
-
 def trusted_keys(*paths: Path) -> dict[bytes, str]:
     """{key bytes as Flower stores them: OpenSSH line} of every key listed in any of the files."""
     from cryptography.hazmat.primitives import serialization
     from flwr.supercore.primitives.asymmetric import public_key_to_bytes
 
-    return {public_key_to_bytes(serialization.load_ssh_public_key(line.encode())): line for line in key_lines(*paths)}
+    keys: dict[bytes, str] = {}
+    # Bytes decoded as they are: read_text() would turn "\r" into a line break, and splitlines() splits on more.
+    for line in (line for path in paths for line in path.read_bytes().decode().split("\n")):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keys[public_key_to_bytes(serialization.load_ssh_public_key(line.encode()))] = line
+    return keys
 
 
 def label(line: str) -> str:
@@ -93,25 +93,27 @@ def describe(err: BaseException) -> str:
 
 def plan_changes(
     nodes: list[tuple[int, str, bytes]], wanted: dict[bytes, str]
-) -> tuple[list[int], list[bytes], Optional[str]]:
-    """(node ids to unregister, keys to register, why the stale keys cannot be) that make the registered keys
-    `wanted` as far as Flower allows, from the SuperLink's nodes as (node id, status, public key). A wanted key of a
-    revoked node (stale: Flower never registers it again) is left out and said, never an obstacle to the rest."""
+) -> tuple[list[int], list[bytes], dict[bytes, int]]:
+    """(node ids to unregister, keys to register, {stale key: its revoked node id}) that make the
+    registered keys exactly `wanted` as far as Flower allows, from the SuperLink's nodes as (node id,
+    status, public key). A stale key (a wanted key of a revoked node) is never registered again by
+    Flower: it is left out of the keys to register, and reported."""
     have = {key: node_id for node_id, status, key in nodes if status not in GONE}
     revoked = {key: node_id for node_id, status, key in nodes if status in GONE and key not in have}
-    again = sorted(label(line) for key, line in wanted.items() if key in revoked)
-    stale = None
-    if again:
-        ids = sorted(revoked[key] for key in wanted if key in revoked)
-        stale = (
-            f"trusted keys revoked earlier (nodes {', '.join(map(str, ids))}): {', '.join(again)}. Flower keeps a "
-            "revoked node's public key and never registers it again: give each of these SuperNodes a new key pair "
-            "(in its stack: `pulumi up --replace` on its node key, or a new nodeAuthKeys value) and trust the new "
-            "public key instead"
-        )
+    stale = {key: revoked[key] for key in wanted if key in revoked}
     drop = sorted(node_id for key, node_id in have.items() if key not in wanted)
-    add = [key for key in wanted if key not in have and key not in revoked]
+    add = [key for key in wanted if key not in have and key not in stale]
     return drop, add, stale
+
+
+def stale_message(stale: dict[bytes, int], wanted: dict[bytes, str]) -> str:
+    ids = ", ".join(str(node_id) for node_id in sorted(stale.values()))
+    return (
+        f"trusted keys revoked earlier (nodes {ids}): {', '.join(sorted(label(wanted[key]) for key in stale))}. "
+        "Flower keeps a revoked node's public key and never registers it again: give each of these SuperNodes a "
+        "new key pair (in its stack: `pulumi up --replace` on its node key, or a new nodeAuthKeys value) and "
+        "trust the new public key instead"
+    )
 
 
 def control_client(connection_name: str):  # type: ignore[no-untyped-def]
@@ -140,17 +142,18 @@ def reconcile(connection_name: str, wanted: dict[bytes, str], phase: str) -> tup
         listed = client.ListNodes(ListNodesRequest()).nodes_info
         drop, add, stale = plan_changes([(n.node_id, n.status, bytes(n.public_key)) for n in listed], wanted)
         drop, add = (drop, []) if phase == REVOKE else ([], add)
-        if stale:
-            log(f"STALE: {stale}")
         for node_id in drop:
             client.UnregisterNode(request=UnregisterNodeRequest(node_id=node_id))
             log(f"revoked node {node_id} (its key is no longer trusted)")
         for key in add:
             node_id = client.RegisterNode(request=RegisterNodeRequest(public_key=key)).node_id
             log(f"registered {label(wanted[key])} as node {node_id}")
-        if stale and phase == REVOKE:
-            raise Refused(stale)  # every revocation is made: now the Job fails, saying why
-        return len(add), len(drop), len(wanted) - len(add)
+        if stale:
+            # Reported in both phases; only `revoke`, the last, fails on it (main), once its revocations are done.
+            log(f"STALE: {stale_message(stale, wanted)}")
+            if phase == REVOKE:
+                raise Refused(stale_message(stale, wanted))
+        return len(add), len(drop), len(wanted) - len(add) - len(stale)
     finally:
         closer.close()
 
