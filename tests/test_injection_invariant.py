@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flower_federation.config.errors import ConfigError, format_path
 from flower_federation.plan import load_plan
@@ -302,12 +304,17 @@ def applicable() -> dict[str, list[str]]:
     return out
 
 
-def violations(field: str, stack: str) -> Iterator[str]:
+@functools.cache
+def benign_structure(field: str, stack: str) -> Any:
+    raw = copy.deepcopy(stacks()[stack])
+    place(raw, field, benign_for(field))
+    return structure(raw, stack, benign_for(field))
+
+
+def violations(field: str, stack: str, values: Optional[list[str]] = None) -> Iterator[str]:
     base = stacks()[stack]
-    benign_raw = copy.deepcopy(base)
-    place(benign_raw, field, benign_for(field))
-    expected = structure(benign_raw, stack, benign_for(field))
-    for value in hostile(benign_for(field)):
+    expected = benign_structure(field, stack)
+    for value in hostile(benign_for(field)) if values is None else values:
         raw = copy.deepcopy(base)
         at = place(raw, field, value)
         assert at is not None
@@ -370,3 +377,22 @@ def test_the_invariant_catches_the_cluster_domain_injection(monkeypatch: pytest.
     assert any("location /v1/" in v and "structure changed" in v for v in found), found
     monkeypatch.setattr(name_rules, "DNS1123_SUBDOMAIN", original)
     assert list(violations(".clusterDomain", "hub")) == []
+
+
+# Hostile fragments drawn, not listed: the characters that end or nest an nginx directive, a shell word, a TOML key or
+# a YAML scalar, every line and paragraph separator Python's splitlines() knows, and any other character.
+DANGEROUS = list(";{}#\"'$`\\ \t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029%()[]=:,*&|<>!")
+FRAGMENTS = st.text(alphabet=st.sampled_from(DANGEROUS) | st.characters(), min_size=1, max_size=12)
+
+
+@settings(max_examples=120, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    field=st.sampled_from(sorted(set(string_fields()) - set(NOT_EXERCISED))), fragment=FRAGMENTS, at_end=st.booleans()
+)
+def test_drawn_hostile_values_change_no_structure(field: str, fragment: str, at_end: bool) -> None:
+    """The same invariant on values hypothesis draws (deterministic: derandomized, no example database)."""
+    stack = applicable()[field][0]
+    benign = benign_for(field)
+    value = benign + fragment if at_end else fragment + benign
+    found = list(violations(field, stack, [value]))
+    assert found == [], "\n".join(found)

@@ -129,3 +129,18 @@ def test_validate_gives_checks_verdict_on_pinning(image: str, pinned: bool) -> N
     assert (check_fails, refused) == (not pinned, not pinned), got
     if refused:
         assert "flower-images-pinned" in got["federation.supernodes.image"]
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        ("networkPolicy", "ingressPodMatchLabels"),
+        ("superlink", "controlService", "labels"),
+        ("supernodes", "networkPolicy", "ingressNSMatchLabels"),
+    ],
+)
+def test_every_label_map_is_held_to_the_label_grammar_at_its_path(at: tuple[str, ...]) -> None:
+    """rules/label_maps.py finds the label maps in the schema: a value that is no label value is refused at its key
+    (the API server would refuse the object, late and at whichever setting reached it first)."""
+    got = problems(**{"__".join(at): {"app": "a\nb"}})
+    assert f"federation.{'.'.join(at)}.app" in got, got

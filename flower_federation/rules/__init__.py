@@ -19,6 +19,7 @@ from flower_federation.rules.exported import cli, service_metadata
 from flower_federation.rules.fragments import fragments
 from flower_federation.rules.images import images
 from flower_federation.rules.keys import supplied_key_problems
+from flower_federation.rules.label_maps import label_maps
 from flower_federation.rules.names import names
 from flower_federation.rules.pools import disruption_budget, gpu, node_config, placement
 from flower_federation.rules.raw import BACKUP_NAME, Raw, as_list, get, pools_of
@@ -84,6 +85,7 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from fragments(raw, pools, stack)
     yield from resources(raw, pools, isolation)
     yield from workloads(raw, pools, stack)
+    yield from label_maps(raw)
     yield from images(raw, pools)
     yield from cli(raw)
     yield from service_metadata(raw)
