@@ -216,7 +216,7 @@ def test_config_problems_stop_the_component_before_anything_is_registered() -> N
     config = golden_config("dev") | {"namespace": "Not A Label"}
     with pytest.raises(pulumi.RunError) as err:
         user_run(lambda: Federation("dev", config), into=into)
-    assert "federation.namespace: must be a DNS label" in str(err.value)
+    assert "federation.namespace: 'Not A Label' must be a DNS label" in str(err.value)
     assert into.registrations == []
 
 

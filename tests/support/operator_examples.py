@@ -54,6 +54,17 @@ NAMESPACE = "flower"
 # --- README examples as configs --------------------------------------------------------
 
 
+# Two README examples run `my-app/client:latest`, which flower-images-pinned (mandatory) fails and `validate` refuses
+# (tests/test_import_operator.py shows the refusal); the examples here run it pinned, as the refusal asks.
+UNPINNED_APP_IMAGE = "my-app/client:latest"
+# Pinned by a digest: a version tag on an app image would be read as its Flower version.
+PINNED_APP_IMAGE = UNPINNED_APP_IMAGE + "@sha256:" + "0" * 64
+
+
+def pinned(text: str) -> str:
+    return text.replace(UNPINNED_APP_IMAGE, PINNED_APP_IMAGE)
+
+
 def from_cr(text: str) -> dict[str, Any]:
     """A Federation CR -> our config: its spec plus `name: <metadata.name>`."""
     cr = yaml.safe_load(text)
@@ -195,17 +206,17 @@ EXAMPLES = [
     ),
     Example(
         "nodeconfig-partitioned-training",
-        from_cr(PARTITIONED_TRAINING),
+        from_cr(pinned(PARTITIONED_TRAINING)),
         "subprocess",
         SL,
-        {"default": PoolExpect(4, "my-app/client:latest")},
+        {"default": PoolExpect(4, PINNED_APP_IMAGE)},
     ),
     Example(
         "nodeconfig-edge-federation",
-        from_cr(EDGE_FEDERATION),
+        from_cr(pinned(EDGE_FEDERATION)),
         "subprocess",
         SL,
-        {"edge": PoolExpect(None, "my-app/client:latest")},
+        {"edge": PoolExpect(None, PINNED_APP_IMAGE)},
     ),
     Example("nodeconfig-static", static_nodeconfig_federation(), "subprocess", SL, {"default": PoolExpect(2, SN)}),
     Example(
