@@ -61,12 +61,15 @@ def _outputs_of(
 def resources(found: StackFile, outputs: dict[str, dict[str, Any]]) -> list[Resource]:
     """Every resource the program registers for the stack file (reads of existing objects aside), each with its
     inputs revealed and redacted, its URN and its cluster."""
-    from flower_federation.cli.offline import reveal, run_with_urns
+    from flower_federation.cli.offline import issued_outputs, reveal, run_with_urns
     from flower_federation.review.changes import Resource
 
     # A `secure:` value makes its whole top-level key secret config, as Pulumi holds it.
     secret = tuple(sorted({path.removeprefix("config.").split(".")[0] for path in found.encrypted}))
-    run, urns = run_with_urns(found.config, found.stack, stack_outputs=outputs, secret_config=secret)
+    # Generated values change with their inputs, so what is built from them changes as at `up`.
+    run, urns = run_with_urns(
+        found.config, found.stack, stack_outputs=outputs, secret_config=secret, provider=issued_outputs
+    )
     urn_of = {(typ, name): urn for typ, name, urn in urns}
     return [
         Resource(

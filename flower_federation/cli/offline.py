@@ -12,6 +12,7 @@ import asyncio
 import base64
 import concurrent.futures
 import contextvars
+import hashlib
 import json
 import logging
 import sys
@@ -49,6 +50,20 @@ def placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str
     out = dict(inputs)
     for prop in _PLACEHOLDER_OUTPUTS.get(typ, ()):
         out[prop] = f"<{prop} of {name}: {DEPLOY_TIME_MARKER}>"
+    return out
+
+
+def issued_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Placeholders that change exactly when the resource's inputs change, for `diff`: every pulumi-tls and
+    pulumi-random input forces a new resource, so changed inputs mean a new key, certificate or password, and the
+    Secrets, trust bundles and checksums the program builds from it change with it, as they do at `up` (the
+    plain placeholders stay the same text and hid that). `issue` is a digest of the inputs, secrets included,
+    never the inputs themselves."""
+    out = placeholder_outputs(typ, name, inputs)
+    if typ in _PLACEHOLDER_OUTPUTS:
+        digest = hashlib.sha256(json.dumps(reveal(inputs, True), sort_keys=True).encode()).hexdigest()[:12]
+        for prop in _PLACEHOLDER_OUTPUTS[typ]:
+            out[prop] = f"<{prop} of {name}, issue {digest}: {DEPLOY_TIME_MARKER}>"
     return out
 
 
@@ -286,13 +301,15 @@ def run_with_urns(
     stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
     program_entry: Callable[[], Any] = program.run,
     secret_config: tuple[str, ...] = (),
+    provider: Provider = placeholder_outputs,
 ) -> tuple[Run, list[tuple[str, str, str]]]:
     """One run of the program, and what Pulumi knows each registered resource by: (type, name,
     `T1$...$TYPE::NAME`), T1... the types of its ancestors (components) from the stack down, i.e. its URN without
     `urn:pulumi:STACK::PROJECT::`. The mock monitor writes only the immediate parent's type into a URN, so the
     chain is rebuilt from each resource's parent, as a stack transformation sees it. Renaming a resource or moving
     it under another parent changes this, and `pulumi up` then deletes it and creates it anew. `program_entry`:
-    another program than the stack-config one (the component provider's construct path, in the tests)."""
+    another program than the stack-config one (the component provider's construct path, in the tests); `provider`
+    the generated resources' outputs (run_program)."""
     seen: list[tuple[pulumi.Resource, str, str, Optional[pulumi.Resource]]] = []
 
     def entry() -> Any:
@@ -304,7 +321,9 @@ def run_with_urns(
         pulumi.runtime.register_stack_transformation(record)
         return program_entry()
 
-    run = run_program(config, stack, entry=entry, stack_outputs=stack_outputs, secret_config=secret_config)
+    run = run_program(
+        config, stack, entry=entry, stack_outputs=stack_outputs, secret_config=secret_config, provider=provider
+    )
     by_resource = {id(resource): (typ, parent) for resource, typ, _, parent in seen}
 
     def chain(typ: str, parent: Optional[pulumi.Resource]) -> str:
