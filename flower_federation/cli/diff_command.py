@@ -18,6 +18,7 @@ from flower_federation.cli.stack_file import NODE_KEYS_KEYS, StackFile, UsageErr
 from flower_federation.config.errors import ConfigError, Problem
 
 if TYPE_CHECKING:
+    from flower_federation.builders.checksums import Checksummed
     from flower_federation.review.changes import Resource
 
 STDIN = "/dev/stdin"
@@ -89,7 +90,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     import pulumi
 
     from flower_federation.plan.sites import referenced_stacks
-    from flower_federation.review import changes, markdown
+    from flower_federation.review import changes, consequences, markdown
 
     # `secure:` values (a cluster's kubeconfig) stand in as placeholders: one changed only in its ciphertext is
     # not seen, and node keys supplied that way cannot be turned into public keys offline.
@@ -127,8 +128,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
             print(f"error: the {side} side ({name}): {err}", file=sys.stderr)
             return 1
     result = changes.review(rendered["base"], rendered["new"])
-    sys.stdout.write(markdown.render(result, new.stack, topology_of(new, outputs["new"])))
+    candidates = tuple(dict.fromkeys(c for side, _, found in sides for c in _checksummed(found, outputs[side])))
+    at_up = consequences.consequences(result, candidates)
+    sys.stdout.write(markdown.render(result, new.stack, topology_of(new, outputs["new"]), at_up))
     return 0
+
+
+def _checksummed(found: StackFile, outputs: dict[str, dict[str, Any]]) -> tuple[Checksummed, ...]:
+    """The Secrets whose checksums the side's pod templates may carry, planned as the program plans it."""
+    from flower_federation.builders.checksums import of_plan
+    from flower_federation.plan import load_plan
+
+    keys = federation_value(found.config, NODE_KEYS_KEYS)
+    return of_plan(load_plan(federation_value(found.config), found.stack, keys, stack_outputs=outputs))
 
 
 PLACEHOLDERS = {"encrypted_as_placeholders": True}

@@ -26,7 +26,7 @@ from pulumi.runtime.stack import run_pulumi_func
 
 from flower_federation import program
 from flower_federation.config.derived import AMBIENT_CLUSTER
-from flower_federation.flower.public_keys import DEPLOY_TIME_MARKER
+from flower_federation.flower.public_keys import DEPLOY_TIME_MARKER, issued_placeholder
 
 SECRET_PLACEHOLDER = "[secret]"
 
@@ -63,7 +63,7 @@ def issued_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any
     if typ in _PLACEHOLDER_OUTPUTS:
         digest = hashlib.sha256(json.dumps(reveal(inputs, True), sort_keys=True).encode()).hexdigest()[:12]
         for prop in _PLACEHOLDER_OUTPUTS[typ]:
-            out[prop] = f"<{prop} of {name}, issue {digest}: {DEPLOY_TIME_MARKER}>"
+            out[prop] = issued_placeholder(prop, name, digest)
     return out
 
 

@@ -3,11 +3,14 @@ each with its old and new value or, where a value is secret, only that it change
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 MAX_VALUE = 100  # characters of a value shown
+CONTEXT_LINES = 1  # unchanged lines shown around each changed one of a text
 
 
 class _Absent:
@@ -59,6 +62,21 @@ class FieldChange:
             state = "added" if self.old is ABSENT else "removed" if self.new is ABSENT else "changed"
             return f"{where}: {state} (secret, value not shown)"
         return f"{where}: {show(self.old)} → {show(self.new)}"
+
+    @property
+    def lines(self) -> list[str]:
+        """A multi-line text that is not secret (trusted keys with their labels, nginx.conf, a script) line by
+        line: a unified diff, as a fenced block; empty for anything else."""
+        texts = [v for v in (self.old, self.new) if v is not ABSENT]
+        if self.secret or not all(isinstance(v, str) for v in texts) or not any("\n" in v for v in texts):
+            return []
+        old, new = ("" if v is ABSENT else v for v in (self.old, self.new))
+        body = list(
+            difflib.unified_diff(old.splitlines(), new.splitlines(), "before", "after", n=CONTEXT_LINES, lineterm="")
+        )[2:]  # the ---/+++ header: the field's path says what it is
+        # A fence longer than any backtick run inside, so no line of the text can close it (CommonMark).
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", "\n".join(body))), default=0))
+        return [f"{fence}diff", *body, fence]
 
 
 def show(value: Any) -> str:

@@ -4,7 +4,9 @@ new side's topology as a Mermaid diagram (GitHub draws it)."""
 
 from __future__ import annotations
 
-from flower_federation.review.changes import Changed, Resource, Review
+from flower_federation.review.changes import Moved, Resource, Review, field_changes
+from flower_federation.review.consequences import Consequence
+from flower_federation.review.fields import FieldChange
 
 MAX_FIELDS = 40  # changed fields listed per object
 GENERATING = ("tls:", "random:")
@@ -32,14 +34,22 @@ def _table(resources: tuple[Resource, ...], several: bool) -> list[str]:
     return head + rows
 
 
-def _fields(change: Changed) -> list[str]:
-    lines = [f"- {f.text}" for f in change.fields[:MAX_FIELDS]]
-    if len(change.fields) > MAX_FIELDS:
-        lines.append(f"- … and {len(change.fields) - MAX_FIELDS} more")
+def _fields(fields: tuple[FieldChange, ...]) -> list[str]:
+    lines = []
+    for f in fields[:MAX_FIELDS]:
+        lines += [f"- {f.text}", *(f"  {line}" for line in f.lines)]
+    if len(fields) > MAX_FIELDS:
+        lines.append(f"- … and {len(fields) - MAX_FIELDS} more")
     return lines
 
 
-def summary(review: Review, stack: str) -> str:
+def _moved_fields(moved: Moved) -> tuple[FieldChange, ...]:
+    """What else differs between an object and its renamed successor (its name aside: the heading says it)."""
+    return tuple(f for f in field_changes(moved.old, moved.new) if f.path[:2] not in (("metadata", "name"),))
+
+
+def summary(review: Review, stack: str, at_up: tuple[Consequence, ...] = ()) -> str:
+    """One line whose every number is the length of a list below it."""
     if review.empty:
         return f"No changes: stack `{stack}` renders the same objects and Pulumi resources on both sides."
     replacing = sum(1 for c in review.changed if c.reasons)
@@ -50,8 +60,16 @@ def summary(review: Review, stack: str) -> str:
     ]
     if review.moved:
         counts.append(f"{len(review.moved)} renamed or moved (deleted and created)")
-    other = len(review.other_added) + len(review.other_removed) + len(review.other_changed)
-    tail = f"; {_plural(other, 'other Pulumi resource')} created, deleted or changed" if other else ""
+    if at_up:
+        rolling = sum(1 for c in at_up if c.rolls)
+        counts.append(f"{_plural(len(at_up), 'change')} at `up` ({rolling} of them roll pods)")
+    tail = ""
+    if review.other_added or review.other_removed or review.other_changed:
+        other_replaced = sum(1 for c in review.other_changed if c.reasons)
+        tail = (
+            f"; other Pulumi resources: {len(review.other_added)} created, {len(review.other_removed)} deleted, "
+            f"{len(review.other_changed)} changed ({other_replaced} of them replaced)"
+        )
     return f"**Stack `{stack}`**: {', '.join(counts)}{tail}."
 
 
@@ -64,14 +82,21 @@ def _generated(r: Resource) -> str:
     return " (a key or certificate: generated anew)" if r.type.startswith(GENERATING) else ""
 
 
-def render(review: Review, stack: str, topology: str = "") -> str:
-    """The comment. A review with no changes is one line."""
+def render(review: Review, stack: str, topology: str = "", at_up: tuple[Consequence, ...] = ()) -> str:
+    """The comment. A review with no changes is one line. `at_up`: what changes at `up` and why
+    (consequences.py)."""
     if review.empty:
         return summary(review, stack) + "\n"
     several = len(review.clusters) > 1
-    out = [f"## Offline review of stack `{stack}`", "", summary(review, stack), ""]
+    out = [f"## Offline review of stack `{stack}`", "", summary(review, stack, at_up), ""]
+    if at_up:
+        out += [f"### Changes at `up` ({len(at_up)})", ""]
+        for c in at_up:
+            out.append(f"- **{_where(c.resource, several)}** {c.verb}: {'; '.join(c.reasons)}")
+        out.append("")
     if review.replaced or review.moved:
-        out += ["### Replaced (deleted and created anew, not updated in place)", ""]
+        count = len(review.replaced) + len(review.moved)
+        out += [f"### Replaced ({count}: deleted and created anew, not updated in place)", ""]
         for change in review.replaced:
             what = _where(change.new, several) if change.new.kubernetes else f"`{_name(change.new)}`"
             out.append(f"- **{what}**")
@@ -81,6 +106,7 @@ def render(review: Review, stack: str, topology: str = "") -> str:
                 f"- **{_where(moved.old, several)} → {_where(moved.new, several)}**: {moved.why}; pulumi up deletes "
                 "the old object and creates the new one (`metadata.name`/`metadata.namespace` are its identity)"
             )
+            out += [f"  {line}" for line in _fields(_moved_fields(moved))]
         out.append("")
     for title, resources in (("Created", review.added), ("Deleted", review.removed)):
         if resources:
@@ -89,14 +115,15 @@ def render(review: Review, stack: str, topology: str = "") -> str:
         out += [f"### Updated ({len(review.changed)})", ""]
         for change in review.changed:
             mark = " (replaced)" if change.reasons else ""
-            out += [f"#### {_where(change.new, several)}{mark}", "", *_fields(change), ""]
-    if review.other_added or review.other_removed or review.other_changed:
-        out += ["### Other Pulumi resources", ""]
+            out += [f"#### {_where(change.new, several)}{mark}", "", *_fields(change.fields), ""]
+    other = len(review.other_added) + len(review.other_removed) + len(review.other_changed)
+    if other:
+        out += [f"### Other Pulumi resources ({other})", ""]
         out += [f"- created: `{_name(r)}`{_generated(r)}" for r in review.other_added]
         out += [f"- deleted: `{_name(r)}`" for r in review.other_removed]
         for change in review.other_changed:
             out.append(f"- changed: `{_name(change.new)}`{' (replaced)' if change.reasons else ''}")
-            out += [f"  {line}" for line in _fields(change)]
+            out += [f"  {line}" for line in _fields(change.fields)]
         out.append("")
     if topology:
         out += ["### Topology (this change's side)", "", "```mermaid", topology.rstrip("\n"), "```", ""]

@@ -1,9 +1,9 @@
 """Checksums that roll pods when what they mount changes.
 
 A pod template gets the checksum of each generated Secret it mounts: the SuperLink's
-server certificate and CA, the CA alone, or its pool's node public keys. Which Secrets a
-pod mounts is read off the rendered template itself, so a new mount needs no wiring
-here. Checksums digest public material only (certificates, public keys), so they are not
+server certificate and CA, the CA alone, or its pool's node public keys. Which annotation
+digests which Secret is builders/checksums.py (`diff` reads the same fact); the values,
+Pulumi Outputs, are made here. Checksums digest public material only (certificates, public keys), so they are not
 secret: a secret annotation would hide whole workload diffs in `pulumi preview`.
 """
 
@@ -14,8 +14,7 @@ from typing import Optional
 
 import pulumi
 
-from flower_federation.builders import appio, node_auth, trust
-from flower_federation.builders.manifests import volume_sources
+from flower_federation.builders import checksums
 from flower_federation.kube.objects import Manifest, pod_template_of
 from flower_federation.plan.tls_sources import Trust
 
@@ -34,17 +33,17 @@ class Rollout:
         template = pod_template_of(m)
         if template is None:
             return None
-        secrets = {name for kind, name in volume_sources(template["spec"].get("volumes", [])) if kind == "Secret"}
-        out: dict[str, pulumi.Output[str]] = {}
+        # Which Secret each annotation digests: builders/checksums.py, the fact `diff` reads too.
+        values: list[tuple[checksums.Checksummed, pulumi.Output[str]]] = []
         if self.tls is not None:
-            if self.tls.server_secret in secrets and self.superlink_checksum is not None:
-                out[trust.CHECKSUM_ANNOTATION] = self.superlink_checksum
-            elif self.tls.ca_secret in secrets and self.client_checksum is not None:
-                out[trust.CHECKSUM_ANNOTATION] = self.client_checksum
-        for secret, checksum in self.node_keys.items():
-            if secret in secrets:
-                out[node_auth.CHECKSUM_ANNOTATION] = checksum
-        for secret, checksum in self.runtime.items():
-            if secret in secrets:
-                out.setdefault(appio.RUNTIME_CHECKSUM_ANNOTATION, checksum)
+            server, ca = checksums.tls(self.tls)
+            values += [(server, self.superlink_checksum)] if self.superlink_checksum is not None else []
+            values += [(ca, self.client_checksum)] if self.client_checksum is not None else []
+        values += [(checksums.node_keys(secret), checksum) for secret, checksum in self.node_keys.items()]
+        values += [(checksums.runtime(secret), checksum) for secret, checksum in self.runtime.items()]
+        value_of: dict[checksums.Checksummed, pulumi.Output[str]] = {}
+        for c, value in values:
+            value_of.setdefault(c, value)  # the first, as `covering` takes it (a CA kept in the server's Secret)
+        chosen = checksums.covering(template, (c for c, _ in values))
+        out = {annotation: value_of[c] for annotation, c in chosen.items()}
         return out or None
