@@ -19,7 +19,8 @@ from flower_federation.config.errors import ConfigError, Problem
 
 if TYPE_CHECKING:
     from flower_federation.builders.checksums import Checksummed
-    from flower_federation.review.changes import Resource
+    from flower_federation.review.changes import Resource, Review
+    from flower_federation.review.consequences import Consequence
 
 STDIN = "/dev/stdin"
 
@@ -90,7 +91,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     import pulumi
 
     from flower_federation.plan.sites import referenced_stacks
-    from flower_federation.review import changes, consequences, markdown
+    from flower_federation.review import markdown
 
     # `secure:` values (a cluster's kubeconfig) stand in as placeholders: one changed only in its ciphertext is
     # not seen, and node keys supplied that way cannot be turned into public keys offline.
@@ -127,11 +128,21 @@ def cmd_diff(args: argparse.Namespace) -> int:
         except pulumi.RunError as err:
             print(f"error: the {side} side ({name}): {err}", file=sys.stderr)
             return 1
-    result = changes.review(rendered["base"], rendered["new"])
-    candidates = tuple(dict.fromkeys(c for side, _, found in sides for c in _checksummed(found, outputs[side])))
-    at_up = consequences.consequences(result, candidates)
+    result, at_up = predict((old, rendered["base"], outputs["base"]), (new, rendered["new"], outputs["new"]))
     sys.stdout.write(markdown.render(result, new.stack, topology_of(new, outputs["new"]), at_up))
     return 0
+
+
+Side = tuple[StackFile, list["Resource"], dict[str, dict[str, Any]]]  # a stack file, its resources, its outputs
+
+
+def predict(old: Side, new: Side) -> tuple[Review, tuple[Consequence, ...]]:
+    """The review of two rendered sides, and what changes at `up` because of it (and why)."""
+    from flower_federation.review import changes, consequences
+
+    result = changes.review(old[1], new[1])
+    candidates = tuple(dict.fromkeys(c for found, _, outputs in (old, new) for c in _checksummed(found, outputs)))
+    return result, consequences.consequences(result, candidates)
 
 
 def _checksummed(found: StackFile, outputs: dict[str, dict[str, Any]]) -> tuple[Checksummed, ...]:
