@@ -125,6 +125,9 @@ def _template_reasons(
     if other:
         more = f" and {len(other) - MAX_PATHS} more" if len(other) > MAX_PATHS else ""
         reasons.append(f"its pod template changes: {', '.join(other[:MAX_PATHS])}{more}")
+    if change.reasons and not reasons:
+        # Replaced for a field outside the template (a StatefulSet's volumeClaimTemplates): its pods go with it.
+        reasons.append("it is replaced (above): its pods are deleted and created anew")
     return reasons
 
 
