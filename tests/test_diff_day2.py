@@ -180,3 +180,50 @@ def test_negative_control_the_placeholders_before_the_fix_predict_nothing_for_ca
     review, at_up = predict(*((s, resources(s, {}), {}) for s, _ in sides))
     assert (review.changed, at_up) == ((), ())
     assert set(rolls(at_up)) != {SUPERLINK}
+
+
+CHECKSUM_ANNOTATIONS = (
+    "flower.flwr.ai/tls-checksum",
+    "flower.flwr.ai/node-keys-checksum",
+    "flower.flwr.ai/runtime-tls-checksum",
+)
+
+
+def _annotated(golden: Any, drop: str = "") -> list[tuple[str, set[str], set[str]]]:
+    """(workload, the checksum annotations the committed render carries, those checksums.of_plan explains)."""
+    import yaml
+
+    from flower_federation.builders import checksums
+    from flower_federation.plan import load_plan
+    from tests.support.golden import GOLDEN_DIR
+
+    config = yaml.safe_load(golden.settings.read_text())["config"]
+    reads = {stack: json.loads((GOLDEN_DIR / f"{name}.outputs.json").read_text()) for stack, name in golden.reads}
+    plan = load_plan(
+        config["flower-federation:federation"], golden.name, config.get("flower-federation:nodeAuthKeys"), reads
+    )
+    candidates = [c for c in checksums.of_plan(plan) if c.annotation != drop]
+    out = []
+    for m in yaml.load_all(golden.rendered.read_text(), Loader=yaml.CSafeLoader):
+        template = (
+            (m.get("spec") or {}).get("template")
+            if m and m["kind"] in ("StatefulSet", "Deployment", "DaemonSet", "Job")
+            else None
+        )
+        if template is not None:
+            carried = set(template["metadata"].get("annotations") or {}) & set(CHECKSUM_ANNOTATIONS)
+            out.append((m["metadata"]["name"], carried, set(checksums.covering(template, candidates))))
+    return out
+
+
+def test_the_review_reads_the_checksums_the_shell_puts_on() -> None:
+    """Every golden stack's committed render: each pod template's checksum annotations are exactly those
+    builders/checksums.py (the one table) explains for the Secrets it mounts, so `diff` can name each one's Secret.
+    Negative control: without the node-keys entries, the table explains less than the dev render carries."""
+    from tests.support.golden import GOLDENS
+
+    for golden in GOLDENS:
+        for name, carried, explained in _annotated(golden):
+            assert carried == explained, (golden.name, name, carried, explained)
+    dev = next(g for g in GOLDENS if g.name == "dev")
+    assert any(carried != explained for _, carried, explained in _annotated(dev, "flower.flwr.ai/node-keys-checksum"))

@@ -51,8 +51,9 @@ def of_plan(plan: FederationPlan) -> tuple[Checksummed, ...]:
     pools = plan.spec.supernodes.pools
     out += [node_keys(plan.names.node_keys_secret(p.name)) for p in pools]
     if plan.runtime_trust is not None:
-        for p in pools:
-            out += [runtime(plan.runtime_trust.pool_secret(p.name)), runtime(plan.runtime_trust.pool_ca_secret(p.name))]
+        # A pool's Runtime API certificate, then a site's own CA (its SuperExecs mount only that one).
+        out += [runtime(secret) for _, secret in plan.runtime_trust.pool_secrets]
+        out += [runtime(secret) for _, secret in plan.runtime_trust.pool_ca_secrets]
     return tuple(out)
 
 
