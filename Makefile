@@ -120,4 +120,4 @@ bench: $(VENV)/.installed $(lastword $(FLWR_VENVS))
 
 # The venvs and the tools' caches (pytest, hypothesis, mypy, ruff).
 clean:
-	rm -rf $(VENV) .venv-flwr-* .venv-checkov .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-flwr-* .venv-checkov .pytest_cache .hypothesis .mypy_cache .ruff_cache .cache

@@ -18,6 +18,7 @@ from flower_federation.builders import fleet_proxy
 from flower_federation.config.errors import ConfigError
 from flower_federation.plan import load_plan
 from tests.support.manifests import get
+from tests.support.validation import problems
 from tests.test_hub_exposure import hub, render
 
 
@@ -105,6 +106,29 @@ def test_bounds_out_of_range_are_refused_each_at_its_path() -> None:
     for key in bad:
         assert f"federation.superlink.fleetProxy.{key}" in text, key
     assert "Traceback" not in text
+
+
+# Each bound set to the value nginx would read as "none" (0: no body limit, no timeout) or that leaves no slot.
+SWITCHED_OFF = {
+    "maxRequestBodySize": ("0", "'0' means no limit in nginx (client_max_body_size 0)"),
+    "maxConcurrentUploads": (0, "greater than or equal to 1, not 0"),
+    "maxConcurrentUploadsPerAddress": (0, "greater than or equal to 1, not 0"),
+    "clientHeaderTimeoutSeconds": (0, "greater than or equal to 1, not 0"),
+    "idleTimeoutSeconds": (0, "greater than or equal to 5, not 0"),
+    "timeoutSeconds": (0, "greater than or equal to 60, not 0"),
+}
+
+
+def test_no_bound_can_be_switched_off() -> None:
+    """Every value that would disable a bound is refused at its path, quoting it (`maxRequestBodySize: 0` rendered
+    `client_max_body_size 0`, nginx's "unlimited", before), all at once, one problem each."""
+    every = dict(problems(_with({key: value for key, (value, _) in SWITCHED_OFF.items()})))
+    assert sorted(every) == sorted(f"federation.superlink.fleetProxy.{key}" for key in SWITCHED_OFF)  # once each
+    for key, (_, message) in SWITCHED_OFF.items():
+        assert message in every[f"federation.superlink.fleetProxy.{key}"], every
+    # keepaliveTimeoutSeconds 0 is no keep-alive at all (the strictest), and any size above 0 renders as given.
+    conf = fleet_proxy.config(load_plan(_with({"keepaliveTimeoutSeconds": 0, "maxRequestBodySize": "1k"}), "hub"))
+    assert "keepalive_timeout 0s;" in conf and "client_max_body_size 1k;" in conf
 
 
 @pytest.mark.live

@@ -31,7 +31,7 @@ EXPECTED: dict[str, set[tuple[str, str, str, str]]] = {}
 
 def test_policies_are_named_leveled_and_remediated() -> None:
     names = [p.name for p in POLICIES]
-    assert len(set(names)) == len(names) == 9
+    assert len(set(names)) == len(names) == 10
     for p in POLICIES:
         assert p.level in LEVELS and p.description and p.remediation.endswith(".")
 

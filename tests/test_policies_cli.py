@@ -26,7 +26,7 @@ def check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str
 
 def test_a_golden_render_passes(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = check(capsys, str(GOLDEN_DIR / "dev.rendered.yaml"))
-    assert (code, out, err) == (0, "check: no violations (9 policies, 24 objects)\n", "")
+    assert (code, out, err) == (0, "check: no violations (10 policies, 24 objects)\n", "")
 
 
 def test_a_mandatory_violation_by_object_and_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -39,7 +39,7 @@ def test_a_mandatory_violation_by_object_and_field(capsys: pytest.CaptureFixture
         "  --insecure: the SuperNode's Fleet calls are plaintext (Flower 1.42.0 has TLS)",
         "  remediation: Remove --insecure. Give the SuperLink --ssl-ca-certfile, --ssl-certfile and --ssl-keyfile and "
         "each SuperNode --root-certificates with the federation's CA (our config: remove `insecure: true`).",
-        "check: 1 mandatory and 0 advisory violations (9 policies, 24 objects)",
+        "check: 1 mandatory and 0 advisory violations (10 policies, 24 objects)",
     ]
 
 
@@ -61,7 +61,7 @@ def test_the_multi_cluster_render_is_checked_per_cluster(capsys: pytest.CaptureF
         "spec.template.spec.containers[superlink].args",
         "MANDATORY flower-images-pinned: [cluster edge] StatefulSet flower/mc-supernode-edge "
         "spec.template.spec.containers[supernode].image",
-        "check: 2 mandatory and 0 advisory violations (9 policies, 28 objects)",
+        "check: 2 mandatory and 0 advisory violations (10 policies, 28 objects)",
     ]
 
 
@@ -78,7 +78,7 @@ def test_stdin_and_a_kubectl_list(
         "ADVISORY flower-memory-limits: StatefulSet flower-dev/demo-superlink "
         "spec.template.spec.containers[superlink].resources.limits.memory"
     )
-    assert out.splitlines()[-1] == "check: 0 mandatory and 1 advisory violations (9 policies, 24 objects)"
+    assert out.splitlines()[-1] == "check: 0 mandatory and 1 advisory violations (10 policies, 24 objects)"
     monkeypatch.setattr("sys.stdin", io.StringIO(yaml.safe_dump(listing)))
     assert check(capsys, "--strict", "-")[0] == 1
 
@@ -130,7 +130,7 @@ def test_the_supernode_helm_chart_defaults(capsys: pytest.CaptureFixture[str]) -
             "spec.template.spec.containers[supernode].resources.limits.memory",
             "ADVISORY flower-no-service-account-token: Deployment flower/flower-supernode "
             "spec.template.spec.automountServiceAccountToken",
-            "check: 0 mandatory and 2 advisory violations (9 policies, 4 objects)",
+            "check: 0 mandatory and 2 advisory violations (10 policies, 4 objects)",
         ],
     )
     assert check(capsys, "--strict", str(CHART))[0] == 1

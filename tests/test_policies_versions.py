@@ -182,7 +182,7 @@ def test_the_summary_counts_in_the_singular_too(capsys: pytest.CaptureFixture[st
     one = write(tmp_path / "one.yaml", yaml.safe_dump(deployment("flwr/superlink:1.42.0", ["--insecure"])))
     assert main(["check", str(one)]) == 1
     last = capsys.readouterr().out.splitlines()[-1]
-    assert re.fullmatch(r"check: \d+ mandatory and \d+ advisory violations \(9 policies, 1 object\)", last)
+    assert re.fullmatch(r"check: \d+ mandatory and \d+ advisory violations \(10 policies, 1 object\)", last)
     two = write(tmp_path / "two.yaml", yaml.safe_dump_all([deployment("flwr/superlink:1.42.0", []), load_balancer(80)]))
     main(["check", str(two)])
-    assert capsys.readouterr().out.splitlines()[-1].endswith("(9 policies, 2 objects)")
+    assert capsys.readouterr().out.splitlines()[-1].endswith("(10 policies, 2 objects)")

@@ -9,7 +9,8 @@ command run by each version's own Python on state files real SuperLinks wrote.
 - A guard killed mid-backup leaves a temporary copy, never a backup; the next start removes it and backs up whole.
 - `restore` applies once each time the setting names it: a restart with it unchanged says "already restored, not
   applied"; unset and set again, it restores again.
-- An Alembic state on an image without Alembic (Flower 1.21-1.25) is refused; a state from before Alembic is not.
+- An Alembic state on an image without Alembic (Flower 1.21-1.25; real flwr 1.25.0 importable) is refused; a state
+  from before Alembic is not, nor the Alembic state where Flower 1.42.0 is what the guard imports.
 """
 
 from __future__ import annotations
@@ -28,11 +29,20 @@ import pytest
 from flower_federation.builders import state_guard
 from tests.support.flower import HTTP_ERA, PREVIOUS_HTTP_ERA
 from tests.support.processes import Processes
-from tests.support.state_guard import guard, revisions, serve, start_guard, state_of, tables
+from tests.support.state_guard import (
+    PRE_ALEMBIC,
+    flower_imported,
+    guard,
+    pre_alembic_flower,
+    revisions,
+    serve,
+    start_guard,
+    state_of,
+    tables,
+)
 
 pytestmark = pytest.mark.live
 REV_141 = "d90a2f91f23c"
-PYTHON_WITHOUT_FLOWER = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "python"
 
 
 @pytest.fixture(scope="module")
@@ -218,14 +228,28 @@ def test_restore_applies_once_each_time_the_setting_names_it(state_141: Path, tm
 
 
 def test_an_alembic_state_on_an_image_without_alembic_is_refused(state_141: Path, tmp_path: Path) -> None:
+    """Real Flower 1.25.0 (its wheel, unpacked: `pre_alembic_flower`) is what the guard imports: it finds no
+    `flwr.supercore.state.alembic` there, as in the 1.25 image, and refuses the state 1.41.0 migrated."""
+    flwr_125 = pre_alembic_flower()
+    version, package = flower_imported(flwr_125)
+    assert version == PRE_ALEMBIC and package.startswith(str(flwr_125)), (version, package)
     state = copy_state(state_141, tmp_path / "alembic")
-    res = guard("1.25.0", state, python=PYTHON_WITHOUT_FLOWER)
+    res = guard(PRE_ALEMBIC, state, flower=flwr_125)
     assert res.returncode == state_guard.REFUSED_EXIT, res.stdout + res.stderr
     for said in (REV_141, "Flower 1.41.0 migrated it with Alembic", "Flower 1.25.0 cannot read", "predates Alembic"):
         assert said in res.stderr, (said, res.stderr)
-    # The negative control: a state from before Alembic is that image's own, and is backed up as usual.
+    assert revisions(state) == [REV_141] and not (state.parent / "backups").exists()  # nothing touched
+    # Negative controls. The same interpreter and command with no Flower on the path but its venv's own (1.42.0,
+    # which has Alembic and knows the revision) does not refuse: the refusal comes from the Flower the guard
+    # imports, not from the version it is told.
+    nothing = tmp_path / "no-flower"
+    nothing.mkdir()
+    other = copy_state(state_141, tmp_path / "with-alembic")
+    passed = guard(PRE_ALEMBIC, other, flower=nothing)
+    assert passed.returncode == 0 and f"revisions ['{REV_141}']" in passed.stdout, passed.stdout + passed.stderr
+    # A state from before Alembic is the 1.25 image's own, and is backed up as usual.
     old = tmp_path / "pre-alembic" / "state.db"
     old.parent.mkdir()
     add_table(old, "run")
-    ok = guard("1.25.0", old, python=PYTHON_WITHOUT_FLOWER)
+    ok = guard(PRE_ALEMBIC, old, flower=flwr_125)
     assert ok.returncode == 0 and "backed up the state of Flower unknown" in ok.stdout, ok.stdout + ok.stderr

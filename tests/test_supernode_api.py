@@ -201,7 +201,7 @@ def test_service_and_port_values_are_checked():
     assert problems(_distributed(pool)) == [
         ("federation.supernodes.pools[0].containerPorts", "clientAppIo and health are both 8081"),
         ("federation.supernodes.pools[0].service.nodePort", "only with service.type NodePort or LoadBalancer"),
-        ("federation.supernodes.pools[0].service.port", "Input should be greater than or equal to 1"),
+        ("federation.supernodes.pools[0].service.port", "Input should be greater than or equal to 1, not 0"),
         (
             "federation.supernodes.pools[0].service.portName",
             "'client_app_io' is not a port name: at most 15 lowercase letters, digits and '-', with a letter",

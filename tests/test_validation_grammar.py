@@ -5,20 +5,18 @@ reference is parsed by the OCI distribution grammar, with the verdict of `check`
 from __future__ import annotations
 
 import ast
-import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flower_federation.checks.model import MANDATORY
-from flower_federation.config.errors import ConfigError
-from flower_federation.plan import load_plan
 from tests.support.policy_objects import container, find, found, golden
+from tests.support.validation import cfg, messages_by_path, with_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATING = ("kube", "config", "rules", "plan", "checks")
-BASE: dict[str, Any] = {"name": "demo", "version": "1.42.0", "supernodes": {"pools": [{"name": "a", "replicas": 1}]}}
+BASE = cfg(name="demo", version="1.42.0")  # one StatefulSet pool `a`, one replica
 DIGEST = "sha256:" + "ab" * 32
 
 
@@ -46,22 +44,8 @@ def test_the_scan_sees_a_prefix_match() -> None:  # the negative control
 
 
 def problems(**settings: Any) -> dict[str, str]:
-    """Each problem's path, with its messages joined (one path may have several)."""
-    raw = copy.deepcopy(BASE)
-    for dotted, value in settings.items():
-        node = raw
-        *parents, last = dotted.split("__")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[last] = value
-    try:
-        load_plan(raw, "dev", None)
-    except ConfigError as e:
-        out: dict[str, str] = {}
-        for p in e.problems:
-            out[p.path] = (out[p.path] + " | " if p.path in out else "") + p.message
-        return out
-    return {}
+    """Each problem's path of BASE with `settings` (`a__b=value` sets a.b), its messages joined."""
+    return messages_by_path(with_settings(BASE, **settings))
 
 
 @pytest.mark.parametrize(

@@ -176,7 +176,10 @@ def test_duplicate_ports_rejected(ports, used):
 
 @pytest.mark.parametrize(
     "port, message",
-    [(0, "Input should be greater than or equal to 1"), (65536, "Input should be less than or equal to 65535")],
+    [
+        (0, "Input should be greater than or equal to 1, not 0"),
+        (65536, "Input should be less than or equal to 65535, not 65536"),
+    ],
 )
 def test_port_range(port, message):
     assert problems(cfg(superlink={"service": {"ports": {"http": port}}})) == [

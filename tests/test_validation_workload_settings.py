@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from flower_federation import rules
 from flower_federation.flower.versions import DEFAULT_VERSION
 from tests.support.validation import assert_valid, cfg, not_a_field, problems, process_cfg, sts_pool
 
@@ -174,3 +175,31 @@ def test_wrong_types_are_reported_by_path():
         ("federation.supernodes.pools[0].podAnnotations.a", "Input should be a valid string, not 1"),
         ("federation.supernodes.pools[0].tolerations", "Input should be a valid list, not {'key': 'x'}"),
     ]
+
+
+def test_service_and_gateway_metadata_each_reported_once_by_the_rules():
+    """The SuperLink's Services' labels and the Gateway's selectors are label maps (rules/label_maps.py), their
+    annotations rules/exported.py's `service_annotations`: every problem is found once by the rules themselves
+    (ConfigError would hide a second finding), and none is lost."""
+    bad = {"app": "a.", "bad key!": "x"}
+    superlink = {
+        "service": {"labels": bad, "annotations": {"bad key!": "x"}},
+        "controlService": {"labels": bad, "annotations": {"bad key!": "x"}},
+        "ingress": {"host": "fl.example.org", "annotations": {"bad key!": "x"}},
+        "gateway": {
+            "parentRefs": [{"name": "p", "sectionName": "s"}],
+            "hostname": "fl.example.org",
+            "namespaceSelector": bad,
+            "podSelector": bad,
+        },
+    }
+    raw = cfg(superlink=superlink)
+    found, _ = rules.check(raw, "dev")
+    assert len(found) == len(set(found)), found
+    maps = [("service", "labels"), ("controlService", "labels"), ("gateway", "namespaceSelector")]
+    maps.append(("gateway", "podSelector"))
+    expected = [(f"federation.superlink.{a}.{b}.app", f"label value 'a.' {VALUE_RULE}") for a, b in maps]
+    expected += [(f'federation.superlink.{a}.{b}["bad key!"]', f"'bad key!' {KEY_RULE}") for a, b in maps]
+    for owner in ("service", "controlService", "ingress"):
+        expected.append((f'federation.superlink.{owner}.annotations["bad key!"]', f"'bad key!' {KEY_RULE}"))
+    assert sorted(problems(raw)) == sorted(expected)

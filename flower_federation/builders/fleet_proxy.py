@@ -97,7 +97,7 @@ def settings(plan: FederationPlan) -> FleetProxy:
 
 
 def body_bytes(size: str) -> int:
-    """An nginx size (`8m`, `512k`, `0`) in bytes."""
+    """An nginx size (`8m`, `512k`) in bytes."""
     return int(size.rstrip("km")) * {"k": 1024, "m": 1024**2}.get(size[-1:], 1)
 
 
@@ -110,11 +110,11 @@ def memory_limit(plan: FederationPlan) -> int:
 
 def upload_limits(plan: FederationPlan) -> tuple[int, int]:
     """(total, per client address) concurrent counted uploads: the settings, else derived from the
-    SuperLink's memory limit (the formula is `maxConcurrentUploads`' description). A body limit of
-    `0` (none) bounds nothing, so one upload at a time is all that is derived then."""
+    SuperLink's memory limit (the formula is `maxConcurrentUploads`' description)."""
     s = settings(plan)
     body = body_bytes(s.max_request_body_size)
-    derived = max(1, (memory_limit(plan) - BASELINE) // (COPIES * body)) if body else 1
+    assert body > 0, "rules/fleet_proxy.py refuses maxRequestBodySize 0 (nginx: no limit)"
+    derived = max(1, (memory_limit(plan) - BASELINE) // (COPIES * body))
     total = s.max_concurrent_uploads or derived
     per_address = s.max_concurrent_uploads_per_address or min(total, FLOWER_CONCURRENT_PUSHES)
     return total, per_address

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from flower_federation.checks import flower_policies, pod_policies
+from flower_federation.checks import flower_policies, gateway_grants, pod_policies
 from flower_federation.checks.model import MANDATORY, Objects, Policy, Violation
 
-POLICIES: tuple[Policy, ...] = flower_policies.POLICIES + pod_policies.POLICIES
+POLICIES: tuple[Policy, ...] = flower_policies.POLICIES + gateway_grants.POLICIES + pod_policies.POLICIES
 BY_NAME = {p.name: p for p in POLICIES}
 
 

@@ -48,8 +48,8 @@ class FleetProxy(Model):
         default="8m",
         pattern=r"^(0|[1-9][0-9]{0,5}[km]?)$",
         description=(
-            "The largest request body the proxy forwards (nginx size: `8m`, `512k`; `0`: no limit, which leaves the "
-            "SuperLink's memory unbounded), answered 413 above it. Flower's Fleet client sends a model as objects of "
+            "The largest request body the proxy forwards (nginx size: `8m`, `512k`), answered 413 above it; `0` "
+            "(nginx: no limit) is refused, since it would leave the SuperLink's memory unbounded. Flower's Fleet client sends a model as objects of "
             "one array chunk each, at most 5 MiB (`FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE`), so `8m` carries any model; "
             "only a single non-array record (a ConfigRecord of bytes) this large is refused. The SuperLink reads a "
             "whole body before it checks the node's signature, so this bounds what one unauthenticated request makes "

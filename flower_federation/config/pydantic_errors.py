@@ -32,6 +32,11 @@ def pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
 YAML_1_1_BOOLEANS = {"yes", "no", "on", "off", "y", "n"}
 # Longest value a message quotes whole.
 QUOTED = 60
+# Pydantic's messages that state only the rule ("Input should be greater than or equal to 1"): the value given is
+# appended, so a problem always says what was found.
+QUOTING = frozenset(
+    {"int_from_float", "greater_than", "greater_than_equal", "less_than", "less_than_equal", "string_pattern_mismatch"}
+)
 
 
 def shown(value: Any) -> str:
@@ -54,7 +59,7 @@ def _message(loc: tuple[Any, ...], kind: str, msg: str, given: Any) -> str:
                 f"booleans; write {'true' if given.lower() in ('yes', 'on', 'y') else 'false'})"
             )
         return msg
-    if kind == "literal_error" or kind.endswith(("_type", "_parsing")) or kind == "int_from_float":
+    if kind == "literal_error" or kind.endswith(("_type", "_parsing")) or kind in QUOTING:
         return f"{msg}, not {shown(given)}"
     return msg
 

@@ -15,7 +15,8 @@ from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import Dialect
 from flower_federation.kube.quantity import parse_quantity
 from flower_federation.rules.cel import cel_rules
-from flower_federation.rules.exported import cli, service_metadata
+from flower_federation.rules.exported import cli, service_annotations
+from flower_federation.rules.fleet_proxy import fleet_proxy_bounds
 from flower_federation.rules.fragments import fragments
 from flower_federation.rules.images import images
 from flower_federation.rules.keys import supplied_key_problems
@@ -88,7 +89,8 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from label_maps(raw)
     yield from images(raw, pools)
     yield from cli(raw)
-    yield from service_metadata(raw)
+    yield from service_annotations(raw)
+    yield from fleet_proxy_bounds(raw)
     yield from tls(raw)
     yield from runtime_api_secrets(raw, stack, pools, dialect)
     yield from node_auth(raw, mode, pools)

@@ -1,18 +1,17 @@
 """Strings that reach the exported `flwr` connection config (stack output `flwrConfig`, TOML a user pastes) and the
-metadata of our Services: each by a full-match grammar, so none can change the structure of what is generated
+annotations of our Services: each by a full-match grammar, so none can change the structure of what is generated
 (tests/test_injection_invariant.py)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from flower_federation.config.errors import Problem, problem
 from flower_federation.kube.naming import is_ip_address
 from flower_federation.rules.raw import At, Raw, get
 from flower_federation.rules.security import DNS_NAME
-from flower_federation.rules.workloads import annotation_keys, label_map
+from flower_federation.rules.workloads import annotation_keys
 
 # A TOML bare key (what `flwr run . NAME` takes), never the table's own `default` key.
 CONNECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
@@ -48,13 +47,9 @@ def cli(raw: Raw) -> Iterator[Problem]:
 SERVICES: tuple[At, ...] = (("superlink", "service"), ("superlink", "controlService"))
 
 
-def service_metadata(raw: Raw) -> Iterator[Problem]:
-    """Labels and annotations of the SuperLink's Services and Ingress (the Helm chart's `service.*`)."""
+def service_annotations(raw: Raw) -> Iterator[Problem]:
+    """Annotation keys of the SuperLink's Services and Ingress (the Helm chart's `service.*`). Their labels, and the
+    Gateway's selectors, are label maps: label_maps.py finds those in the schema and checks them."""
     for at in SERVICES:
-        yield from label_map(at + ("labels",), get(raw, *at, "labels"))
         yield from annotation_keys(at + ("annotations",), get(raw, *at, "annotations"))
     yield from annotation_keys(("superlink", "ingress", "annotations"), get(raw, "superlink", "ingress", "annotations"))
-    gateway: Any = get(raw, "superlink", "gateway")
-    if isinstance(gateway, dict):
-        for key in ("namespaceSelector", "podSelector"):
-            yield from label_map(("superlink", "gateway", key), gateway.get(key))

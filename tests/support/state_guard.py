@@ -3,16 +3,21 @@ a state file real SuperLinks wrote (tests/test_state_guard.py, tests/test_state_
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sqlite3
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Any, Optional
 
 from flower_federation.builders import state_guard
 from flower_federation.flower.layout import STATE_FILE
-from tests.support.flower import venv_bin, venv_python
+from tests.support.flower import HTTP_ERA, venv_bin, venv_python
 from tests.support.processes import Processes, free_port, process_env, run_bounded
 from tests.support.render import plan_of, superlink_objects
 
@@ -35,16 +40,66 @@ def guard_command(version: str, restore: str = "", keep: Optional[int] = None) -
     return [*init["command"], *init["args"]]
 
 
+# The last Flower without Alembic (1.21-1.25): its real wheel, pure Python, 727 KB, pinned by digest. Not a 4th
+# venv: the guard only imports Flower's package, so the unpacked wheel is put first on the path of HTTP_ERA's venv
+# (whose alembic, sqlalchemy, grpc and numpy serve its imports). `pip download` took 6 s, once per clone; unpacked,
+# not imported from the zip, so Python caches its bytecode (a guard run: 11 s from the zip, 7 s unpacked, the same
+# as with 1.42.0's own package, on this loaded machine).
+PRE_ALEMBIC = "1.25.0"
+PRE_ALEMBIC_WHEEL = f"flwr-{PRE_ALEMBIC}-py3-none-any.whl"
+PRE_ALEMBIC_SHA256 = "997817e63a8317e61909345d9cea6c2b02f10ea33f9c67605290e6ec2b399d38"
+WHEEL_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "flwr-wheels"  # gitignored
+
+
+def pre_alembic_flower() -> Path:
+    """A directory holding the real flwr==1.25.0 package: its wheel downloaded once (`pip download --no-deps`) into
+    WHEEL_CACHE, its digest checked, unpacked beside it."""
+    unpacked = WHEEL_CACHE / f"flwr-{PRE_ALEMBIC}"
+    if unpacked.exists():
+        return unpacked
+    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+    # Each step in a temporary directory, then renamed: a concurrent run sees all of it or none.
+    with tempfile.TemporaryDirectory(dir=WHEEL_CACHE) as tmp:
+        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"]
+        subprocess.run([*pip, "--only-binary=:all:", f"flwr=={PRE_ALEMBIC}", "-d", tmp], check=True, timeout=300)
+        wheel = Path(tmp) / PRE_ALEMBIC_WHEEL
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        assert digest == PRE_ALEMBIC_SHA256, f"{wheel}: sha256 {digest}, not the flwr {PRE_ALEMBIC} wheel"
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(Path(tmp) / "unpacked")
+        try:
+            os.replace(Path(tmp) / "unpacked", unpacked)
+        except OSError:
+            if not unpacked.exists():  # else another run unpacked the same wheel first
+                raise
+    return unpacked
+
+
 def guard(
-    version: str, state: Path, restore: str = "", keep: Optional[int] = None, python: Optional[Path] = None
+    version: str, state: Path, restore: str = "", keep: Optional[int] = None, flower: Optional[Path] = None
 ) -> subprocess.CompletedProcess[str]:
-    """The guard of `version`'s image on `state` (instead of the pod's /var/lib/flower/state.db); `python`: another
-    interpreter standing in for the image's (one without Flower's Alembic modules)."""
+    """The guard of `version`'s image on `state` (instead of the pod's /var/lib/flower/state.db), run by `version`'s
+    venv; with `flower` (a directory holding another Flower's package), by HTTP_ERA's venv with that Flower
+    first on the path, standing in for an image whose venv the tests do not keep (1.25.0: `pre_alembic_flower`)."""
     argv = guard_command(version, restore, keep)
-    argv[0] = str(python or venv_python(version))
+    venv_version = version if flower is None else HTTP_ERA
+    argv[0] = str(venv_python(venv_version))
     argv[argv.index(STATE_FILE)] = str(state)
-    env_version = version if python is None else "1.42.0"
-    return run_bounded(argv, process_env(env_version, state.parent / f"home-{version}"), timeout=120)
+    env = process_env(venv_version, state.parent / f"home-{version}")
+    if flower is not None:
+        env["PYTHONPATH"] = str(flower)
+    return run_bounded(argv, env, timeout=120)
+
+
+def flower_imported(flower: Path) -> tuple[str, str]:
+    """(version, package file) of the Flower `guard(..., flower=flower)` imports: what the guard inspects."""
+    env = process_env(HTTP_ERA, WHEEL_CACHE / "home")
+    env["PYTHONPATH"] = str(flower)
+    code = "import flwr, importlib.metadata as m; print(m.version('flwr'), flwr.__file__)"
+    done = run_bounded([str(venv_python(HTTP_ERA)), "-c", code], env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    version, path = done.stdout.split()
+    return version, path
 
 
 def start_guard(version: str, state: Path) -> subprocess.Popen[str]:

@@ -5,6 +5,7 @@ reworded message fails a test."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -60,15 +61,43 @@ def process_cfg(*pools: dict[str, Any], **top: Any) -> dict[str, Any]:
 # --- what load_plan says ------------------------------------------------------------------
 
 
+def with_settings(raw: dict[str, Any], **settings: Any) -> dict[str, Any]:
+    """A copy of `raw` with each `a__b__c=value` set at a.b.c (config keys, as the stack file spells them)."""
+    out = copy.deepcopy(raw)
+    for dotted, value in settings.items():
+        node = out
+        *parents, last = dotted.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return out
+
+
+def _reported(err: ConfigError) -> list[Problem]:
+    found = err.problems
+    assert found, "ConfigError without problems"
+    assert all(isinstance(p, Problem) for p in found)
+    assert len(set(found)) == len(found), f"a problem is listed twice: {found}"
+    return found
+
+
 def problems(raw: Any, stack: str = "dev") -> list[tuple[str, str]]:
     """(path, message) of every problem `load_plan` reports, in its order."""
     with pytest.raises(ConfigError) as info:
         load_plan(raw, stack)
-    found = info.value.problems
-    assert found, "ConfigError without problems"
-    assert all(isinstance(p, Problem) for p in found)
-    assert len(set(found)) == len(found), f"a problem is listed twice: {found}"
-    return [(p.path, p.message) for p in found]
+    return [(p.path, p.message) for p in _reported(info.value)]
+
+
+def messages_by_path(raw: Any, stack: str = "dev") -> dict[str, str]:
+    """Each problem's path with its messages joined by " | " (one path may have several); {} when `raw` is valid."""
+    try:
+        load_plan(raw, stack)
+    except ConfigError as err:
+        out: dict[str, str] = {}
+        for p in _reported(err):
+            out[p.path] = (out[p.path] + " | " if p.path in out else "") + p.message
+        return out
+    return {}
 
 
 def assert_valid(raw: Any, stack: str = "dev") -> FederationPlan:
