@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import yaml
 
 from flower_federation.config.errors import ROOT, ConfigError, Problem
-from flower_federation.kube.goyaml import load_stack_file
+from flower_federation.kube.goyaml import DuplicateKeys, load_stack_file
 
 if TYPE_CHECKING:
     from flower_federation.plan import FederationPlan
@@ -86,7 +86,16 @@ def read(args: argparse.Namespace, *, encrypted_as_placeholders: bool = False) -
 
 
 def yaml_error(path: Union[Path, str], err: yaml.YAMLError) -> str:
-    """`FILE:LINE:COLUMN: not valid YAML: what (where it started)`, one line, as editors and compilers say it."""
+    """`FILE:LINE:COLUMN: not valid YAML: what (where it started)`, one line, as editors and compilers say it; a
+    key written twice, one line per key, `FILE:LINE: PATH: ...` with both lines (Pulumi's engine refuses the file)."""
+    if isinstance(err, DuplicateKeys):
+        return "\n".join(
+            f"{path}:{d.line}: {d.path + '.' if d.path else ''}{d.key}: key written twice in one mapping ("
+            f"{f'lines {d.first_line} and {d.line}' if d.first_line != d.line else f'both on line {d.line}'}); "
+            f'Pulumi\'s engine (go-yaml v3) refuses the file: mapping key "{d.key}" already defined at line '
+            f"{d.first_line}. Keep one"
+            for d in err.duplicates
+        )
     if not isinstance(err, yaml.MarkedYAMLError) or err.problem_mark is None:
         return f"{path}: not valid YAML: {' '.join(str(err).split())}"
     mark = err.problem_mark
