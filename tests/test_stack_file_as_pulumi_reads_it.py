@@ -70,3 +70,37 @@ def test_the_helm_loader_keeps_the_last_as_go_yaml_v2_does():
     assert goyaml.load_helm_values("a: 1\na: 2\n") == [{"a": 2}]
     with pytest.raises(goyaml.DuplicateKeys):
         goyaml.load_stack_file("a: 1\na: 2\n")
+
+
+# --- what validate could not check offline ------------------------------------------------------------------
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+SITE, HUB_STACK = str(GOLDEN / "Pulumi.site-from-hub.yaml"), "acme/flower-federation/hub"
+
+
+def test_validate_names_each_stack_whose_outputs_it_could_not_check_and_how():
+    code, out, err = cli("validate", "--config-file", SITE)
+    assert code == 0 and out.startswith("ok: federation 'hospital-b'")
+    assert err == (
+        f"note: not checked offline, the outputs of stack '{HUB_STACK}' that "
+        "federation.supernodes.superlink.certificate.fromStack reads (the hub's address, CA certificate, TLS and "
+        f"Flower version): check them with `validate --stack-outputs {HUB_STACK}=FILE.json`, FILE.json written by "
+        f"`pulumi stack output --json --stack {HUB_STACK}` (or by `render --outputs` of that stack's config); "
+        "`render` needs it too\n"
+    )
+    hub = cli("validate", "--config-file", str(GOLDEN / "Pulumi.hub.yaml"))[2]
+    assert "federation.sites[0].fromStack reads (its SuperNodes' public keys and Flower version)" in hub
+
+
+def test_validate_checks_the_outputs_it_is_given(tmp_path):
+    good = str(GOLDEN / "hub.outputs.json")
+    assert cli("validate", "--config-file", SITE, "--stack-outputs", f"{HUB_STACK}={good}")[::2] == (0, "")
+    # The negative control: the same outputs with a caCertificate that is no certificate fail validate, as render.
+    bad = tmp_path / "hub.json"
+    bad.write_text(Path(good).read_text().replace('"<certPem of fl-tls-ca', '"not a certificate <certPem of fl-tls-ca'))
+    code, out, err = cli("validate", "--config-file", SITE, "--stack-outputs", f"{HUB_STACK}={bad}")
+    assert (code, out) == (1, "")
+    assert "fromStack: stack 'acme/flower-federation/hub' exports a caCertificate that has no -----BEGIN" in err
+    # A flag for a stack the config does not read is a usage error, said as validate's.
+    code, _, err = cli("validate", "--config-file", SITE, "--stack-outputs", f"acme/flower-federation/hbu={good}")
+    assert code == 2 and err.startswith("error: cannot validate (1 problem):\n") and "did you mean" in err

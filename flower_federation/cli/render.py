@@ -20,10 +20,12 @@ from flower_federation.cli.stack_file import StackFile, UsageError, check, feder
 from flower_federation.config.errors import ConfigError, Problem
 
 
-def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, dict[str, Any]]]:
+def stack_outputs(
+    pairs: list[str], raw: Any, *, require_all: bool = True
+) -> tuple[list[Problem], dict[str, dict[str, Any]]]:
     """(problems, {stack: outputs}) of `--stack-outputs STACK=FILE.json` flags, each file as
-    `pulumi stack output --json --stack STACK` writes it (what is read is public). Every stack the config
-    reads with `fromStack` must have one, and every one given must be such a stack."""
+    `pulumi stack output --json --stack STACK` writes it (what is read is public). Every one given must be a stack
+    the config reads with `fromStack`, and (`require_all`: render) every such stack must have one."""
     from flower_federation.plan.sites import referenced_stacks, stack_references
 
     references = stack_references(raw)
@@ -52,7 +54,7 @@ def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, 
             continue
         found[stack] = outputs
     given = {pair.partition("=")[0] for pair in pairs}
-    for path, stack in references:
+    for path, stack in references if require_all else ():
         if stack not in given:
             problems.append(
                 Problem(
@@ -65,6 +67,14 @@ def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, 
     return problems, found
 
 
+def unread_stacks(pairs: list[str], raw: Any) -> list[tuple[str, str]]:
+    """(config path, stack) of each `fromStack` whose stack has no `--stack-outputs` flag."""
+    from flower_federation.plan.sites import stack_references
+
+    given = {pair.partition("=")[0] for pair in pairs}
+    return [(path, stack) for path, stack in stack_references(raw) if stack not in given]
+
+
 def _stacks_read(stack: str, reads: list[str]) -> str:
     if not reads:
         return "it reads no other stack's outputs (no fromStack)"
@@ -73,13 +83,13 @@ def _stacks_read(stack: str, reads: list[str]) -> str:
     return f"{hint}the stacks it reads (fromStack): {', '.join(reads)}"
 
 
-def report(usage: list[Problem], config: list[Problem]) -> str:
+def report(usage: list[Problem], config: list[Problem], command: str = "render") -> str:
     """One report. Config problems alone read as `validate` prints them."""
     if not usage:
         return ConfigError(config).render()
     problems = usage + config
     count = len(problems)
-    head = f"error: cannot render ({count} problem{'s' if count != 1 else ''}):"
+    head = f"error: cannot {command} ({count} problem{'s' if count != 1 else ''}):"
     return "\n".join([head] + [f"  - {p}" for p in problems])
 
 

@@ -173,9 +173,11 @@ def federation_value(config: dict[str, Any], keys: tuple[str, ...] = CONFIG_KEYS
     return None
 
 
-def check(found: StackFile) -> tuple[Optional[FederationPlan], list[Problem]]:
+def check(
+    found: StackFile, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
+) -> tuple[Optional[FederationPlan], list[Problem]]:
     """(the plan, []) or (None, every problem of the stack file and its config), as `validate` reports them; the
-    outputs of stacks read with fromStack aside (those are checked once they are read)."""
+    outputs of stacks read with fromStack checked only when given (every such stack's)."""
     from flower_federation.plan import ENCRYPTED, load_plan
 
     config = found.config
@@ -183,7 +185,12 @@ def check(found: StackFile) -> tuple[Optional[FederationPlan], list[Problem]]:
         return None, list(found.problems)
     keys = federation_value(config, NODE_KEYS_KEYS)
     try:
-        plan = load_plan(federation_value(config), found.stack, ENCRYPTED if keys == SECURE_PLACEHOLDER else keys)
+        plan = load_plan(
+            federation_value(config),
+            found.stack,
+            ENCRYPTED if keys == SECURE_PLACEHOLDER else keys,
+            stack_outputs=stack_outputs,
+        )
     except ConfigError as err:
         return None, [*found.problems, *err.problems]
     return (None, list(found.problems)) if found.problems else (plan, [])
