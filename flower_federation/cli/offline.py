@@ -25,6 +25,7 @@ from pulumi.runtime.stack import run_pulumi_func
 
 from flower_federation import program
 from flower_federation.config.derived import AMBIENT_CLUSTER
+from flower_federation.flower.certificates import SECRET_READ_PLACEHOLDER
 from flower_federation.flower.public_keys import DEPLOY_TIME_MARKER
 
 SECRET_PLACEHOLDER = "[secret]"
@@ -57,7 +58,7 @@ def placeholder_read(typ: str, resource_id: str) -> dict[str, Any]:
     under the keys a kubernetes.io/tls Secret has."""
     if typ != SECRET_TYPE:
         return {}
-    text = f"<read from Secret {resource_id} at deploy time>"
+    text = SECRET_READ_PLACEHOLDER.format(resource_id)
     value = base64.b64encode(text.encode()).decode()
     return {"data": {"tls.crt": value, "ca.crt": value}}
 

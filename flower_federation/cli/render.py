@@ -75,6 +75,28 @@ def unread_stacks(pairs: list[str], raw: Any) -> list[tuple[str, str]]:
     return [(path, stack) for path, stack in stack_references(raw) if stack not in given]
 
 
+def placeholder_notes(raw: Any, outputs: dict[str, dict[str, Any]]) -> list[str]:
+    """What an offline render takes on trust from the stacks it reads: a hub's CA certificate that the hub's own
+    offline render could only stand in for (OFFLINE_CA_PLACEHOLDER). Said on stderr, as `validate` says what it
+    could not check."""
+    from flower_federation.config.errors import format_path
+    from flower_federation.flower.certificates import is_offline_ca_placeholder
+    from flower_federation.plan.sites import HUB_CA_OUTPUT, REMOTE_FROM_STACK, stack_references
+
+    at = format_path(REMOTE_FROM_STACK)
+    notes = []
+    for path, stack in stack_references(raw):
+        ca = outputs.get(stack, {}).get(HUB_CA_OUTPUT[0])
+        if path == at and is_offline_ca_placeholder(ca):
+            notes.append(
+                f"{path}: stack '{stack}' exports a placeholder caCertificate, {ca}: its outputs were written offline "
+                "and its CA is made at deploy time; taken as the CA SuperNodes trust. "
+                f"pulumi preview reads the real one (or pass outputs written by `pulumi stack output --json --stack "
+                f"{stack}`)"
+            )
+    return notes
+
+
 def _stacks_read(stack: str, reads: list[str]) -> str:
     if not reads:
         return "it reads no other stack's outputs (no fromStack)"
@@ -114,6 +136,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         return 1
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for note in placeholder_notes(federation_value(found.config), outputs):
+        print(f"note: {note}", file=sys.stderr)
     if args.outputs:
         text = json.dumps(result.stack_outputs_json(args.show_secrets), indent=2, sort_keys=True) + "\n"
         Path(args.outputs).write_text(text)

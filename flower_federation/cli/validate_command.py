@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flower_federation.cli.render import report, stack_outputs, unread_stacks
+from flower_federation.cli.render import placeholder_notes, report, stack_outputs, unread_stacks
 from flower_federation.cli.stack_file import check, federation_value, read
 
 
@@ -28,7 +28,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
         f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}"
     )
-    for note in not_checked(found.encrypted, unread, bool(outputs)):
+    for note in [*not_checked(found.encrypted, unread, bool(outputs)), *placeholder_notes(raw, outputs)]:
         print(f"note: {note}", file=sys.stderr)
     return 0
 
