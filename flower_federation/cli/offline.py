@@ -42,11 +42,39 @@ _PLACEHOLDER_OUTPUTS = {
     "random:index/randomPassword:RandomPassword": ("result", "bcryptHash"),
 }
 SECRET_TYPE = "kubernetes:core/v1:Secret"
+STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+
+# A real, parseable CA certificate whose private key was thrown away when it was made: what a user's unit test under
+# mocks gets as another stack's `caCertificate`, so a program that passes it on as `pem` plans as under `up`.
+MOCK_CA_CERTIFICATE = """\
+-----BEGIN CERTIFICATE-----
+MIIBfDCCASKgAwIBAgIBATAKBggqhkjOPQQDAjA8MTowOAYDVQQDDDFmbG93ZXIt
+ZmVkZXJhdGlvbiB1bml0LXRlc3QgbW9ja3MgKG5vIGtleSBleGlzdHMpMCAXDTI1
+MDEwMTAwMDAwMFoYDzIxMjUwMTAxMDAwMDAwWjA8MTowOAYDVQQDDDFmbG93ZXIt
+ZmVkZXJhdGlvbiB1bml0LXRlc3QgbW9ja3MgKG5vIGtleSBleGlzdHMpMFkwEwYH
+KoZIzj0CAQYIKoZIzj0DAQcDQgAENHwytdsnVLQYyGwDJckZGAg81oY0+bsn0wpG
+PrQCyZu6efbFDIGmLfC3VaNKfi1DkCa/8Zg91B7bd3DN/wmBKqMTMBEwDwYDVR0T
+AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA7WNz41WO2oiei3SQ2UVK/omh
+tLS54jGOjopj/dkgyxoCIHUFe4ewiKAmUneWdHLBFTb68SX8vR6X3jjqpxi6Oo7b
+-----END CERTIFICATE-----
+"""
+# What a StackReference reads under a user's mocks: the outputs another federation stack exports (a hub's address
+# and CA, a site's public keys, none), so the stack's outputs the program reads exist. A test that needs other
+# values returns its own outputs for this type.
+MOCK_STACK_OUTPUTS: dict[str, Any] = {
+    "caCertificate": MOCK_CA_CERTIFICATE,
+    "superlink": {"externalAddress": "hub.example.invalid:443"},
+    "nodeAuth": {"publicKeys": {}},
+}
 
 
 def placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """Outputs for a created resource: its inputs plus placeholders for what the
-    provider generates."""
+    provider generates; for a StackReference, MOCK_STACK_OUTPUTS (a user's mocks: `render` reads the
+    `--stack-outputs` given instead)."""
+    if typ == STACK_REFERENCE_TYPE:
+        stack = inputs.get("name", name)
+        return {"name": stack, "outputs": json.loads(json.dumps(MOCK_STACK_OUTPUTS)), "secretOutputNames": []}
     out = dict(inputs)
     for prop in _PLACEHOLDER_OUTPUTS.get(typ, ()):
         out[prop] = f"<{prop} of {name}: {DEPLOY_TIME_MARKER}>"
@@ -61,9 +89,6 @@ def placeholder_read(typ: str, resource_id: str) -> dict[str, Any]:
     text = SECRET_READ_PLACEHOLDER.format(resource_id)
     value = base64.b64encode(text.encode()).decode()
     return {"data": {"tls.crt": value, "ca.crt": value}}
-
-
-STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
 
 
 @dataclass
