@@ -227,3 +227,19 @@ def test_warnings_say_they_are_warnings():
     assert code == 0
     said = [line for line in err.splitlines() if "SuperNodes may reach port 9092 at any address" in line]
     assert said and all(line.startswith("warning: ") for line in said), err
+
+
+def test_the_top_level_help_says_its_description_whole():
+    import contextlib
+    import io
+
+    import pytest
+
+    from flower_federation.cli import main as cli_main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        cli_main.main(["--help"])
+    description = " ".join(out.getvalue().split("\n\n")[1].split())
+    assert description == " ".join(cli_main.__doc__.split("\n\n")[0].split())
+    assert description.endswith("check any manifests against the federation's promises (check).")

@@ -70,7 +70,9 @@ def _emit(text: str, path: Optional[Path]) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flower_federation", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m flower_federation", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name, fn, help_text in (
         ("render", cmd_render, "print every Kubernetes object the stack would create, as YAML"),
