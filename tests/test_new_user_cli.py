@@ -243,3 +243,35 @@ def test_the_top_level_help_says_its_description_whole():
     description = " ".join(out.getvalue().split("\n\n")[1].split())
     assert description == " ".join(cli_main.__doc__.split("\n\n")[0].split())
     assert description.endswith("check any manifests against the federation's promises (check).")
+
+
+def test_an_empty_federation_key_says_it_is_empty_once(tmp_path):
+    path = _file(tmp_path, "config:\n  flower-federation:federation:\n")
+    code, out, err = cli("validate", "--config-file", path)
+    assert (code, out) == (1, "")
+    assert _problems(err) == [
+        "federation: missing: flower-federation:federation in Pulumi.dev.yaml is empty (nothing under it): put "
+        "the federation's settings under it, indented"
+    ]
+
+
+def test_check_of_a_stack_file_says_render_it_first(tmp_path):
+    code, out, err = cli("check", str(GOLDEN / "Pulumi.hub.yaml"))
+    assert (code, out) == (2, "")
+    assert "this is a Pulumi stack settings file (`config:`), not Kubernetes objects: render it first" in err
+    # The negative control: YAML that is neither a stack file nor an object keeps the general message.
+    code, _, err = cli("check", _file(tmp_path, "a: 1\n", "other.yaml"))
+    assert code == 2 and err.endswith("document 1 of cluster default is not a Kubernetes object (no kind)\n")
+
+
+def test_one_report_names_fields_one_way():
+    """The operator's CEL messages lose their `spec.` subject: the problem's `federation.` path names the field."""
+    from flower_federation.config.errors import ConfigError
+    from flower_federation.plan import load_plan
+
+    try:
+        load_plan({"name": "x", "supernodes": {"pools": []}}, "dev")
+    except ConfigError as err:
+        report = str(err)
+    assert "  - federation.supernodes.pools: must contain at least one pool" in report
+    assert "spec." not in report

@@ -137,6 +137,15 @@ def _key_problems(path: Path, settings: Any, config: dict[str, Any]) -> list[Pro
             problems.append(Problem(ROOT, f"missing: config has no {CONFIG_KEYS[0]} but {key}: {hint}"))
         else:
             problems.append(Problem(f"config.{key}", f"not a config key of this project; {hint}"))
+    empty = [key for key in CONFIG_KEYS if key in config and config[key] is None]
+    if empty and not any(p.path == ROOT for p in problems):
+        problems.append(
+            Problem(
+                ROOT,
+                f"missing: {empty[0]} in {path.name} is empty (nothing under it): put the federation's settings "
+                "under it, indented",
+            )
+        )
     if federation_value(config) is None and not any(p.path == ROOT for p in problems):
         found = ", ".join(str(k) for k in config) or "nothing"
         problems.append(
