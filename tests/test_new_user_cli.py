@@ -275,3 +275,20 @@ def test_one_report_names_fields_one_way():
         report = str(err)
     assert "  - federation.supernodes.pools: must contain at least one pool" in report
     assert "spec." not in report
+
+
+def test_a_tilde_root_certificates_path_says_tilde_is_not_expanded():
+    from flower_federation.config.errors import ConfigError
+    from flower_federation.plan import load_plan
+
+    def report(path: str) -> str:
+        try:
+            load_plan({"name": "x", "version": "1.42.0", "cli": {"rootCertificates": path}}, "dev")
+        except ConfigError as err:
+            return str(err)
+        return ""
+
+    assert "federation.cli.rootCertificates: '~/ca.crt': flwr 1.42.0 needs an absolute path here; `~` is not " in (
+        report("~/ca.crt")
+    )
+    assert "absolute path here\n" in report("ca.crt") + "\n" and "`~`" not in report("ca.crt")  # negative control
