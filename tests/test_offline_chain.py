@@ -74,3 +74,23 @@ def test_an_output_that_is_neither_a_certificate_nor_the_placeholder_is_refused(
     )
     assert (code, out) == (1, "")
     assert f"fromStack: stack '{HUB}' exports a caCertificate that " in err and "note:" not in err
+
+
+def test_a_hub_whose_ca_is_its_own_secret_and_key_exports_the_stand_in_too(tmp_path):
+    """`tls.trust.existingSecret` with a key of its own (root.pem): the offline read holds that key too, so the
+    hub's outputs carry the stand-in (they held "" before, which a site refuses as no caCertificate)."""
+    settings = yaml.safe_load((GOLDEN / "Pulumi.hub.yaml").read_text())
+    federation = settings["config"]["flower-federation:federation"]
+    federation["tls"] = {
+        "source": "existingSecret",
+        "existingSecret": "my-tls",
+        "trust": {"source": "existingSecret", "existingSecret": "my-ca", "key": "root.pem"},
+    }
+    del federation["sites"]
+    hub_file, outputs = tmp_path / "Pulumi.hub.yaml", tmp_path / "hub.json"
+    hub_file.write_text(yaml.safe_dump(settings))
+    assert cli("render", "--config-file", str(hub_file), "--outputs", str(outputs))[0] == 0
+    assert json.loads(outputs.read_text())["caCertificate"] == "<read from Secret flower-hub/my-ca at deploy time>"
+    site = str(GOLDEN / "Pulumi.site-from-hub.yaml")
+    code, _, err = cli("validate", "--config-file", site, "--stack-outputs", f"{HUB}={outputs}")
+    assert code == 0 and "exports a placeholder caCertificate, <read from Secret flower-hub/my-ca" in err

@@ -81,14 +81,24 @@ def placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str
     return out
 
 
-def placeholder_read(typ: str, resource_id: str) -> dict[str, Any]:
+def placeholder_read(typ: str, resource_id: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """What reading an existing object returns offline: for a Secret, placeholder data
-    under the keys a kubernetes.io/tls Secret has."""
+    under the keys a kubernetes.io/tls Secret has, and `keys` (a CA Secret's own key,
+    `tls.trust.key`), so that a hub's offline outputs carry its CA's stand-in too."""
     if typ != SECRET_TYPE:
         return {}
     text = SECRET_READ_PLACEHOLDER.format(resource_id)
     value = base64.b64encode(text.encode()).decode()
-    return {"data": {"tls.crt": value, "ca.crt": value}}
+    return {"data": dict.fromkeys(("tls.crt", "ca.crt", *keys), value)}
+
+
+def _read_keys(config: dict[str, Any]) -> tuple[str, ...]:
+    """The CA key `tls.trust.key` names in the raw config (validated before any read is made), if any."""
+    federation = next((config[k] for k in ("flower-federation:federation", "federation") if k in config), None)
+    tls = federation.get("tls") if isinstance(federation, dict) else None
+    trust = tls.get("trust") if isinstance(tls, dict) else None
+    key = trust.get("key") if isinstance(trust, dict) else None
+    return (key,) if isinstance(key, str) and key else ()
 
 
 @dataclass
@@ -114,6 +124,8 @@ class Run:
     stack_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the program logged as warnings (`pulumi.log.warn`), which `pulumi preview` prints as such.
     warnings: list[str] = field(default_factory=list)
+    # Extra keys a read Secret's placeholder data holds (placeholder_read).
+    read_keys: tuple[str, ...] = ()
 
     @property
     def kubernetes(self) -> list[Registration]:
@@ -186,7 +198,9 @@ class _Recorder(pulumi.runtime.Mocks):
                 Registration(args.typ, args.name, args.inputs, True, read_id=args.resource_id)
             )
             found = self.run.existing.get((args.typ, args.resource_id))
-            return args.resource_id, dict(found) if found is not None else placeholder_read(args.typ, args.resource_id)
+            if found is None:
+                found = placeholder_read(args.typ, args.resource_id, self.run.read_keys)
+            return args.resource_id, dict(found)
         self.run.registrations.append(
             Registration(
                 args.typ,
@@ -234,6 +248,7 @@ def run_program(
     result = into if into is not None else Run()
     result.existing.update(existing or {})
     result.stack_outputs.update(stack_outputs or {})
+    result.read_keys = _read_keys(config)
     # On a thread of its own: for every resource the SDK walks the whole stack it was
     # created from (source positions), and a caller's stack can be deep (under pytest and
     # hypothesis, ~50 frames: a fifth of a small render's CPU time went to that walk).
