@@ -24,10 +24,12 @@ from typing import Any, Optional
 
 from pulumi_policy import (
     EnforcementLevel,
+    PolicyComplianceFramework,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
+    Severity,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -93,6 +95,21 @@ def _level(policy: Policy) -> EnforcementLevel:
     return EnforcementLevel.MANDATORY if policy.level == MANDATORY else EnforcementLevel.ADVISORY
 
 
+def framework(policy: Policy) -> Optional[PolicyComplianceFramework]:
+    """The benchmark the policy implements (pulumi-policy takes one per policy): its first control's framework,
+    with every reference of that framework it meets; the others' references are in `tags`."""
+    if not policy.controls:
+        return None
+    first = policy.controls[0]
+    references = [c.reference for c in policy.controls if c.framework == first.framework]
+    return PolicyComplianceFramework(name=first.framework, version=first.version, reference=", ".join(references))
+
+
+def tags(policy: Policy) -> list[str]:
+    """`cis-kubernetes-1.9.0:5.2.2`, `pod-security-standards-v1.34:restricted`: every control, one tag each."""
+    return [f"{'-'.join(c.framework.lower().split()[:2])}-{c.version}:{c.reference}" for c in policy.controls]
+
+
 def message(policy: Policy, v: Violation) -> str:
     return f"{v.ref} {v.path}: {v.message}. Remediation: {policy.remediation}"
 
@@ -146,6 +163,10 @@ def policies(checks: Iterable[Policy] = POLICIES) -> list[ResourceValidationPoli
                 validate=validate,
                 enforcement_level=_level(p),
                 remediation_steps=p.remediation,
+                severity=Severity(p.severity),
+                url=p.url,
+                framework=framework(p),
+                tags=tags(p),
             )
         )
     return out

@@ -48,6 +48,11 @@ REFUSED = {
 }
 
 
+# REFUSED with its misspelt key replaced by one like no parameter: all of it droppable.
+DROPPABLE = copy.deepcopy(REFUSED)
+DROPPABLE["supernode"]["replicsaa_unrelated_key"] = DROPPABLE["supernode"].pop("replicsa")
+
+
 def test_every_value_without_a_counterpart_is_refused_at_once(tmp_path, capsys):
     code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", REFUSED))
     assert code == 1 and out == ""
@@ -57,16 +62,28 @@ def test_every_value_without_a_counterpart_is_refused_at_once(tmp_path, capsys):
         f"superexec.selectorLabels: {table['superexec.selectorLabels']}",
         "supernode.serviceAccount.enabled: false: pods under the namespace's `default` ServiceAccount",
         "superexec.supernode.port: 9999: the SuperNode serves its ClientAppIo API on 9094",
-        "supernode.replicsa: not a parameter of the SuperNode Helm chart (it would ignore it); did you mean "
-        "supernode.replicas?",
+        "supernode.replicsa: not a parameter of the SuperNode Helm chart; did you mean supernode.replicas? Fix the "
+        "key there",
     ]:
         assert f"  - {line}" in err, err
     assert err.startswith("cannot import the SuperNode Helm chart's values in ")
     assert "(5 problems)" in err.splitlines()[0]
 
 
+def test_a_misspelt_key_is_never_dropped_and_no_allow_drop_is_suggested(tmp_path, capsys):
+    """A key close to a parameter is that parameter misspelt: --allow-drop would silently lose its value."""
+    values = {"supernode": {"replicsa": 2}}
+    for extra in ((), ("--allow-drop",)):
+        code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", values), *extra)
+        assert (code, out) == (1, "")
+        assert "did you mean supernode.replicas? Fix the key there" in err and "--allow-drop" not in err
+    # The negative control: a key like no parameter may be dropped, and the report says how.
+    code, _, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", {"supernode": {"zzz": 2}}))
+    assert code == 1 and err.rstrip().endswith("(rerun with --allow-drop to leave these out; the output lists each)")
+
+
 def test_allow_drop_lists_each_dropped_path_and_the_rest_validates(tmp_path, capsys):
-    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", REFUSED), "--allow-drop", "--release", "r")
+    code, out, err = run_import(capsys, "helm", write(tmp_path, "v.yaml", DROPPABLE), "--allow-drop", "--release", "r")
     assert code == 0, err
     dropped = header(out).split("# Dropped (--allow-drop), not in this stack:\n", 1)[1].split("\n#\n")[0]
     paths = [line.split(":")[0].removeprefix("#   - ") for line in dropped.splitlines()]
@@ -74,7 +91,7 @@ def test_allow_drop_lists_each_dropped_path_and_the_rest_validates(tmp_path, cap
         [
             "superexec.selectorLabels",
             "superexec.supernode.port",
-            "supernode.replicsa",
+            "supernode.replicsaa_unrelated_key",
             "supernode.selectorLabels",
             "supernode.serviceAccount.enabled",
         ]
@@ -148,7 +165,7 @@ def test_defaults_that_differ_are_said_and_preserved_on_request(tmp_path, capsys
 
 
 def test_same_values_same_bytes(tmp_path):
-    path = write(tmp_path, "values.yaml", REFUSED)
+    path = write(tmp_path, "values.yaml", DROPPABLE)
     outs = set()
     for seed in ("0", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed}

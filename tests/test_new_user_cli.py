@@ -227,3 +227,68 @@ def test_warnings_say_they_are_warnings():
     assert code == 0
     said = [line for line in err.splitlines() if "SuperNodes may reach port 9092 at any address" in line]
     assert said and all(line.startswith("warning: ") for line in said), err
+
+
+def test_the_top_level_help_says_its_description_whole():
+    import contextlib
+    import io
+
+    import pytest
+
+    from flower_federation.cli import main as cli_main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        cli_main.main(["--help"])
+    description = " ".join(out.getvalue().split("\n\n")[1].split())
+    assert description == " ".join(cli_main.__doc__.split("\n\n")[0].split())
+    assert description.endswith("check any manifests against the federation's promises (check).")
+
+
+def test_an_empty_federation_key_says_it_is_empty_once(tmp_path):
+    path = _file(tmp_path, "config:\n  flower-federation:federation:\n")
+    code, out, err = cli("validate", "--config-file", path)
+    assert (code, out) == (1, "")
+    assert _problems(err) == [
+        "federation: missing: flower-federation:federation in Pulumi.dev.yaml is empty (nothing under it): put "
+        "the federation's settings under it, indented"
+    ]
+
+
+def test_check_of_a_stack_file_says_render_it_first(tmp_path):
+    code, out, err = cli("check", str(GOLDEN / "Pulumi.hub.yaml"))
+    assert (code, out) == (2, "")
+    assert "this is a Pulumi stack settings file (`config:`), not Kubernetes objects: render it first" in err
+    # The negative control: YAML that is neither a stack file nor an object keeps the general message.
+    code, _, err = cli("check", _file(tmp_path, "a: 1\n", "other.yaml"))
+    assert code == 2 and err.endswith("document 1 of cluster default is not a Kubernetes object (no kind)\n")
+
+
+def test_one_report_names_fields_one_way():
+    """The operator's CEL messages lose their `spec.` subject: the problem's `federation.` path names the field."""
+    from flower_federation.config.errors import ConfigError
+    from flower_federation.plan import load_plan
+
+    try:
+        load_plan({"name": "x", "supernodes": {"pools": []}}, "dev")
+    except ConfigError as err:
+        report = str(err)
+    assert "  - federation.supernodes.pools: must contain at least one pool" in report
+    assert "spec." not in report
+
+
+def test_a_tilde_root_certificates_path_says_tilde_is_not_expanded():
+    from flower_federation.config.errors import ConfigError
+    from flower_federation.plan import load_plan
+
+    def report(path: str) -> str:
+        try:
+            load_plan({"name": "x", "version": "1.42.0", "cli": {"rootCertificates": path}}, "dev")
+        except ConfigError as err:
+            return str(err)
+        return ""
+
+    assert "federation.cli.rootCertificates: '~/ca.crt': flwr 1.42.0 needs an absolute path here; `~` is not " in (
+        report("~/ca.crt")
+    )
+    assert "absolute path here\n" in report("ca.crt") + "\n" and "`~`" not in report("ca.crt")  # negative control

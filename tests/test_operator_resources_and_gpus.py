@@ -176,7 +176,4 @@ def test_mount_all_requires_vendor():
     assert "vendor" not in config["supernodes"]["pools"][0]["gpu"]
     with pytest.raises(ConfigError) as err:
         load_plan(config, "dev")
-    assert (
-        "federation.supernodes.pools[0].gpu.vendor: "
-        "spec.supernodes.pools[*].gpu.vendor is required when gpu.mountAll=true"
-    ) in str(err.value)
+    assert ("federation.supernodes.pools[0].gpu.vendor: is required when gpu.mountAll=true") in str(err.value)

@@ -4,6 +4,7 @@ render per policy that breaks it (negative controls): every golden passes the ma
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -270,3 +271,21 @@ def test_an_opt_in_that_weakens_a_promise_is_reported(setting: dict[str, Any], p
     names = {v.policy for v in run(core_objects(merged)) if v.level == MANDATORY}
     assert policy in names
     assert policy not in {v.policy for v in run(core_objects({**config, **exposed})) if v.level == MANDATORY}
+
+
+def test_the_docs_list_each_policys_severity_link_and_controls_as_defined():
+    from flower_federation.checks.policies import metadata_table
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "policies.md").read_text(encoding="utf-8")
+    assert metadata_table() in text, "docs/policies.md: paste metadata_table()'s output:\n" + metadata_table()
+
+
+def test_a_policy_must_say_its_severity_and_link():
+    """The negative control of the metadata: a policy without either is refused where it is defined."""
+    import dataclasses
+
+    from flower_federation.checks.policies import POLICIES
+
+    for change in ({"severity": ""}, {"severity": "urgent"}, {"url": ""}, {"url": "http://example.org"}):
+        with pytest.raises(AssertionError):
+            dataclasses.replace(POLICIES[0], **change)

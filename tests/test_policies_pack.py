@@ -233,3 +233,22 @@ def test_the_adapter_reads_types_and_skips_what_is_not_an_object() -> None:
         "kubernetes:core/v1:ServiceList",
     ):
         assert manifest(other, {"metadata": {"name": "x"}}, "x") is None
+
+
+def test_the_engine_gets_each_policys_severity_remediation_url_and_controls():
+    """GetAnalyzerInfo, what `pulumi preview --policy-pack` reads once: every policy's metadata as defined."""
+    info = _servicer().GetAnalyzerInfo(None, None)
+    by_name = {p.name: p for p in info.policies}
+    assert list(by_name) == [p.name for p in POLICIES]
+    for policy in POLICIES:
+        sent = by_name[policy.name]
+        assert proto.PolicySeverity.Name(sent.severity) == f"POLICY_SEVERITY_{policy.severity.upper()}"
+        assert (sent.remediation_steps, sent.url) == (policy.remediation, policy.url)
+        cis = [c.reference for c in policy.controls if c.framework == "CIS Kubernetes Benchmark"]
+        if policy.controls:
+            assert sent.framework.name == policy.controls[0].framework
+            assert all(f"cis-kubernetes-1.9.0:{ref}" in sent.tags for ref in cis)
+        else:
+            assert not sent.HasField("framework") and list(sent.tags) == []
+    assert by_name["flower-network-policies"].framework.reference == "5.3.2"
+    assert by_name["flower-pod-security-restricted"].framework.reference == "restricted"

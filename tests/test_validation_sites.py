@@ -256,8 +256,7 @@ def test_a_site_runs_process_isolation_without_a_superlink_image(placement: str)
     assert_problems(
         config_error(raw),
         [
-            f"federation.supernodes.pools[{i}].images.superexecClientApp: spec.supernodes.pools[*].images."
-            "superexecClientApp is required when isolationMode=process"
+            f"federation.supernodes.pools[{i}].images.superexecClientApp: is required when isolationMode=process"
             for i in range(len(images))
         ],
     )

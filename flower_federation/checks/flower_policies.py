@@ -245,6 +245,8 @@ POLICIES = (
         "Remove --insecure. Give the SuperLink --ssl-ca-certfile, --ssl-certfile and --ssl-keyfile and each "
         "SuperNode --root-certificates with the federation's CA (our config: remove `insecure: true`).",
         check_fleet_tls,
+        severity="critical",
+        url="https://flower.ai/docs/framework/how-to-enable-tls-connections.html",
     ),
     Policy(
         "flower-runtime-api-tls",
@@ -255,6 +257,8 @@ POLICIES = (
         "SuperExecs --root-certificates; or keep the SuperExec in the SuperNode's pod (superexecPlacement: sidecar), "
         "where the hop stays on loopback.",
         check_runtime_tls,
+        severity="medium",
+        url="https://flower.ai/docs/framework/how-to-enable-tls-connections.html",
     ),
     Policy(
         "flower-node-auth",
@@ -264,6 +268,8 @@ POLICIES = (
         "nodeAuth.enabled: true), or keep it inside the cluster (a ClusterIP Service, no Ingress or route).",
         check_node_auth,
         whole_stack=True,
+        severity="critical",
+        url="https://flower.ai/docs/framework/how-to-authenticate-supernodes.html",
     ),
     Policy(
         "flower-control-api-internal",
@@ -275,5 +281,7 @@ POLICIES = (
         "(Service N-superlink-control, kubectl port-forward).",
         check_control_api,
         whole_stack=True,
+        severity="critical",
+        url="https://flower.ai/docs/framework/explanation-flower-architecture.html",
     ),
 )

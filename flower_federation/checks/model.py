@@ -16,6 +16,11 @@ from typing import Any, Optional
 MANDATORY = "mandatory"
 ADVISORY = "advisory"
 LEVELS = (MANDATORY, ADVISORY)
+# pulumi-policy's Severity values (1.18+), most severe first.
+SEVERITIES = ("critical", "high", "medium", "low")
+CIS = "CIS Kubernetes Benchmark"
+CIS_VERSION = "1.9.0"
+PSS = "Pod Security Standards"
 
 
 class Unknown:
@@ -103,6 +108,17 @@ Check = Callable[["Objects"], Iterable[Violation]]
 
 
 @dataclass(frozen=True)
+class Control:
+    """A control of a published benchmark that a policy implements: the CIS Kubernetes Benchmark's recommendation
+    (`5.3.2`) or a Pod Security Standards profile (`restricted`)."""
+
+    framework: str
+    version: str
+    reference: str
+    title: str
+
+
+@dataclass(frozen=True)
 class Policy:
     """A promise of the federation, checked on any Kubernetes objects.
 
@@ -116,9 +132,16 @@ class Policy:
     remediation: str
     check: Check
     whole_stack: bool = False
+    # How bad a violation is (SEVERITIES), where to read more, and the benchmark controls it implements: what
+    # the policy pack hands Pulumi (pulumi-policy 1.18+) and docs/policies.md lists (tests/test_policies.py).
+    severity: str = ""
+    url: str = ""
+    controls: tuple[Control, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.level in LEVELS, self.level
+        assert self.severity in SEVERITIES, (self.name, self.severity)  # every policy says its own
+        assert self.url.startswith("https://"), (self.name, self.url)
 
     def run(self, objects: Objects) -> list[Violation]:
         found = {Violation(v.ref, v.path, v.message, self.name, self.level) for v in self.check(objects)}

@@ -14,8 +14,12 @@ from typing import Any
 
 from flower_federation.checks.model import (
     ADVISORY,
+    CIS,
+    CIS_VERSION,
     MANDATORY,
+    PSS,
     UNKNOWN,
+    Control,
     Objects,
     Policy,
     Ref,
@@ -201,6 +205,26 @@ def check_images_pinned(objects: Objects) -> Iterator[Violation]:
             )
 
 
+# The CIS Kubernetes Benchmark's Pod Security recommendations that Pod Security `restricted` (kube/pod_security.py)
+# meets, each: 5.2.1 (an active policy control mechanism) is the cluster's, not a pod's.
+CIS_POD_CONTROLS = tuple(
+    Control(CIS, CIS_VERSION, reference, title)
+    for reference, title in (
+        ("5.2.2", "Minimize the admission of privileged containers"),
+        ("5.2.3", "Minimize the admission of containers wishing to share the host process ID namespace"),
+        ("5.2.4", "Minimize the admission of containers wishing to share the host IPC namespace"),
+        ("5.2.5", "Minimize the admission of containers wishing to share the host network namespace"),
+        ("5.2.6", "Minimize the admission of containers with allowPrivilegeEscalation"),
+        ("5.2.7", "Minimize the admission of root containers"),
+        ("5.2.8", "Minimize the admission of containers with the NET_RAW capability"),
+        ("5.2.9", "Minimize the admission of containers with added capabilities"),
+        ("5.2.10", "Minimize the admission of containers with capabilities assigned"),
+        ("5.2.11", "Minimize the admission of Windows HostProcess containers"),
+        ("5.2.12", "Minimize the admission of HostPath volumes"),
+        ("5.2.13", "Minimize the admission of containers which use HostPorts"),
+    )
+)
+
 POLICIES = (
     Policy(
         "flower-network-policies",
@@ -210,6 +234,9 @@ POLICIES = (
         "then allow only what Flower needs (our render: one per component, builders/network.py).",
         check_network_policies,
         whole_stack=True,
+        severity="high",
+        url="https://kubernetes.io/docs/concepts/services-networking/network-policies/",
+        controls=(Control(CIS, CIS_VERSION, "5.3.2", "Ensure that all Namespaces have Network Policies defined"),),
     ),
     Policy(
         "flower-pod-security-restricted",
@@ -220,6 +247,9 @@ POLICIES = (
         "RuntimeDefault on every container (or the pod), and remove host namespaces, hostPath volumes and "
         "privileged: true.",
         check_pod_security,
+        severity="high",
+        url="https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted",
+        controls=(Control(PSS, "v1.34", "restricted", "the Restricted profile"), *CIS_POD_CONTROLS),
     ),
     Policy(
         "flower-memory-limits",
@@ -227,6 +257,8 @@ POLICIES = (
         ADVISORY,
         "Set resources.limits.memory on every container (our config: the resources presets or *Resources).",
         check_memory_limits,
+        severity="low",
+        url="https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
     ),
     Policy(
         "flower-no-service-account-token",
@@ -236,6 +268,11 @@ POLICIES = (
         "API (the Kubernetes executor's SuperExec) keeps its token and a RoleBinding that says why.",
         check_service_account_token,
         whole_stack=True,
+        severity="medium",
+        url="https://kubernetes.io/docs/tasks/configure-pod-container/configure-service-account/",
+        controls=(
+            Control(CIS, CIS_VERSION, "5.1.6", "Ensure that Service Account Tokens are only mounted where necessary"),
+        ),
     ),
     Policy(
         "flower-images-pinned",
@@ -243,5 +280,7 @@ POLICIES = (
         MANDATORY,
         "Give each image a version tag (flwr/superlink:1.42.0) or a digest (@sha256:...), never `latest` or none.",
         check_images_pinned,
+        severity="medium",
+        url="https://kubernetes.io/docs/concepts/containers/images/#image-names",
     ),
 )

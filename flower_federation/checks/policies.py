@@ -33,3 +33,16 @@ def run(items: Iterable[Any], policies: Iterable[Policy] = POLICIES) -> list[Vio
 
 def mandatory(violations: Iterable[Violation]) -> list[Violation]:
     return [v for v in violations if v.level == MANDATORY]
+
+
+def metadata_table(policies: Iterable[Policy] = POLICIES) -> str:
+    """docs/policies.md's table of each policy's severity, link and benchmark controls, from the policies
+    themselves (what the policy pack hands Pulumi): the docs are held to it (tests/test_policies.py)."""
+    rows = ["| Policy | Severity | More | Controls it implements |", "|---|---|---|---|"]
+    for p in policies:
+        by_framework: dict[str, list[str]] = {}
+        for c in p.controls:
+            by_framework.setdefault(f"{c.framework} {c.version}", []).append(c.reference)
+        controls = "; ".join(f"{name}: {', '.join(refs)}" for name, refs in by_framework.items()) or "none"
+        rows.append(f"| `{p.name}` | {p.severity} | <{p.url}> | {controls} |")
+    return "\n".join(rows) + "\n"

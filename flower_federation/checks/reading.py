@@ -32,6 +32,12 @@ def read_clusters(text: str) -> list[tuple[str, list[dict[str, Any]]]]:
         for n, doc in enumerate(load_helm_values(segment)):
             if doc is None:
                 continue
+            if isinstance(doc, dict) and "kind" not in doc and isinstance(doc.get("config"), dict):
+                # A Pulumi stack settings file: its objects are what `render` makes of it.
+                raise NotManifests(
+                    "this is a Pulumi stack settings file (`config:`), not Kubernetes objects: render it first, "
+                    "`python -m flower_federation render --config-file FILE | python -m flower_federation check -`"
+                )
             if not isinstance(doc, dict) or "kind" not in doc:
                 raise NotManifests(f"document {n + 1} of cluster {cluster} is not a Kubernetes object (no kind)")
             objects.append(doc)

@@ -8,6 +8,7 @@ any manifests against the federation's promises (check).
     python -m flower_federation diff --base OLD_STACK_FILE|- [--stack NAME | --config-file FILE]
                               [--stack-outputs ORG/PROJECT/STACK=FILE.json ...]
     python -m flower_federation validate [--stack NAME | --config-file FILE]
+                                  [--stack-outputs ORG/PROJECT/STACK=FILE.json ...]
     python -m flower_federation schema [--write | --package]
     python -m flower_federation docs [--write]
     python -m flower_federation import helm VALUES.yaml [--release NAME] [--namespace NS]
@@ -24,34 +25,13 @@ from pathlib import Path
 from typing import Optional
 
 from flower_federation.cli.render import cmd_render
-from flower_federation.cli.stack_file import PROJECT_ROOT, UsageError, check, read
+from flower_federation.cli.stack_file import PROJECT_ROOT, UsageError
+from flower_federation.cli.validate_command import cmd_validate
 
 
 def _sentence(text: str) -> str:
     """A subcommand's help as the description `--help` prints above its options."""
     return text[0].upper() + text[1:] + "."
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    from flower_federation.config.errors import ConfigError
-
-    found = read(args, encrypted_as_placeholders=True)
-    plan, problems = check(found)
-    if plan is None:
-        print(ConfigError(problems), file=sys.stderr)
-        return 1
-    pools = ", ".join(f"{p.name}" for p in plan.spec.supernodes.pools) or f"none (a {plan.role} runs no SuperNodes)"
-    print(
-        f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
-        f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}"
-    )
-    if found.encrypted:
-        print(
-            f"note: not checked offline, encrypted (secure:): {', '.join(found.encrypted)}; pulumi preview decrypts "
-            "and checks them",
-            file=sys.stderr,
-        )
-    return 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -90,7 +70,9 @@ def _emit(text: str, path: Optional[Path]) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flower_federation", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m flower_federation", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name, fn, help_text in (
         ("render", cmd_render, "print every Kubernetes object the stack would create, as YAML"),
@@ -100,6 +82,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         src = p.add_mutually_exclusive_group()
         src.add_argument("--stack", help="read Pulumi.<STACK>.yaml at the project root (default: dev)")
         src.add_argument("--config-file", help="any file shaped like a Pulumi stack settings file")
+        p.add_argument(
+            "--stack-outputs",
+            action="append",
+            metavar="ORG/PROJECT/STACK=FILE.json",
+            help="outputs of a stack the config reads with fromStack (repeatable)",
+        )
         if name == "render":
             p.add_argument("--show-secrets", action="store_true", help="print secret values instead of a placeholder")
             p.add_argument(
@@ -108,12 +96,6 @@ def main(argv: Optional[list[str]] = None) -> int:
             )
             p.add_argument(
                 "--outputs", metavar="FILE.json", help="also write the stack's outputs, as `pulumi stack output --json`"
-            )
-            p.add_argument(
-                "--stack-outputs",
-                action="append",
-                metavar="ORG/PROJECT/STACK=FILE.json",
-                help="outputs of a stack the config reads with fromStack (repeatable)",
             )
             p.add_argument(
                 "--format",

@@ -26,6 +26,7 @@ from pulumi.runtime.stack import run_pulumi_func
 
 from flower_federation import program
 from flower_federation.config.derived import AMBIENT_CLUSTER
+from flower_federation.flower.certificates import SECRET_READ_PLACEHOLDER
 from flower_federation.flower.public_keys import DEPLOY_TIME_MARKER, issued_placeholder
 
 SECRET_PLACEHOLDER = "[secret]"
@@ -42,11 +43,39 @@ _PLACEHOLDER_OUTPUTS = {
     "random:index/randomPassword:RandomPassword": ("result", "bcryptHash"),
 }
 SECRET_TYPE = "kubernetes:core/v1:Secret"
+STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+
+# A real, parseable CA certificate whose private key was thrown away when it was made: what a user's unit test under
+# mocks gets as another stack's `caCertificate`, so a program that passes it on as `pem` plans as under `up`.
+MOCK_CA_CERTIFICATE = """\
+-----BEGIN CERTIFICATE-----
+MIIBfDCCASKgAwIBAgIBATAKBggqhkjOPQQDAjA8MTowOAYDVQQDDDFmbG93ZXIt
+ZmVkZXJhdGlvbiB1bml0LXRlc3QgbW9ja3MgKG5vIGtleSBleGlzdHMpMCAXDTI1
+MDEwMTAwMDAwMFoYDzIxMjUwMTAxMDAwMDAwWjA8MTowOAYDVQQDDDFmbG93ZXIt
+ZmVkZXJhdGlvbiB1bml0LXRlc3QgbW9ja3MgKG5vIGtleSBleGlzdHMpMFkwEwYH
+KoZIzj0CAQYIKoZIzj0DAQcDQgAENHwytdsnVLQYyGwDJckZGAg81oY0+bsn0wpG
+PrQCyZu6efbFDIGmLfC3VaNKfi1DkCa/8Zg91B7bd3DN/wmBKqMTMBEwDwYDVR0T
+AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA7WNz41WO2oiei3SQ2UVK/omh
+tLS54jGOjopj/dkgyxoCIHUFe4ewiKAmUneWdHLBFTb68SX8vR6X3jjqpxi6Oo7b
+-----END CERTIFICATE-----
+"""
+# What a StackReference reads under a user's mocks: the outputs another federation stack exports (a hub's address
+# and CA, a site's public keys, none), so the stack's outputs the program reads exist. A test that needs other
+# values returns its own outputs for this type.
+MOCK_STACK_OUTPUTS: dict[str, Any] = {
+    "caCertificate": MOCK_CA_CERTIFICATE,
+    "superlink": {"externalAddress": "hub.example.invalid:443"},
+    "nodeAuth": {"publicKeys": {}},
+}
 
 
 def placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """Outputs for a created resource: its inputs plus placeholders for what the
-    provider generates."""
+    provider generates; for a StackReference, MOCK_STACK_OUTPUTS (a user's mocks: `render` reads the
+    `--stack-outputs` given instead)."""
+    if typ == STACK_REFERENCE_TYPE:
+        stack = inputs.get("name", name)
+        return {"name": stack, "outputs": json.loads(json.dumps(MOCK_STACK_OUTPUTS)), "secretOutputNames": []}
     out = dict(inputs)
     for prop in _PLACEHOLDER_OUTPUTS.get(typ, ()):
         out[prop] = f"<{prop} of {name}: {DEPLOY_TIME_MARKER}>"
@@ -67,17 +96,24 @@ def issued_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any
     return out
 
 
-def placeholder_read(typ: str, resource_id: str) -> dict[str, Any]:
+def placeholder_read(typ: str, resource_id: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """What reading an existing object returns offline: for a Secret, placeholder data
-    under the keys a kubernetes.io/tls Secret has."""
+    under the keys a kubernetes.io/tls Secret has, and `keys` (a CA Secret's own key,
+    `tls.trust.key`), so that a hub's offline outputs carry its CA's stand-in too."""
     if typ != SECRET_TYPE:
         return {}
-    text = f"<read from Secret {resource_id} at deploy time>"
+    text = SECRET_READ_PLACEHOLDER.format(resource_id)
     value = base64.b64encode(text.encode()).decode()
-    return {"data": {"tls.crt": value, "ca.crt": value}}
+    return {"data": dict.fromkeys(("tls.crt", "ca.crt", *keys), value)}
 
 
-STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+def _read_keys(config: dict[str, Any]) -> tuple[str, ...]:
+    """The CA key `tls.trust.key` names in the raw config (validated before any read is made), if any."""
+    federation = next((config[k] for k in ("flower-federation:federation", "federation") if k in config), None)
+    tls = federation.get("tls") if isinstance(federation, dict) else None
+    trust = tls.get("trust") if isinstance(tls, dict) else None
+    key = trust.get("key") if isinstance(trust, dict) else None
+    return (key,) if isinstance(key, str) and key else ()
 
 
 @dataclass
@@ -103,6 +139,8 @@ class Run:
     stack_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the program logged as warnings (`pulumi.log.warn`), which `pulumi preview` prints as such.
     warnings: list[str] = field(default_factory=list)
+    # Extra keys a read Secret's placeholder data holds (placeholder_read).
+    read_keys: tuple[str, ...] = ()
 
     @property
     def kubernetes(self) -> list[Registration]:
@@ -175,7 +213,9 @@ class _Recorder(pulumi.runtime.Mocks):
                 Registration(args.typ, args.name, args.inputs, True, read_id=args.resource_id)
             )
             found = self.run.existing.get((args.typ, args.resource_id))
-            return args.resource_id, dict(found) if found is not None else placeholder_read(args.typ, args.resource_id)
+            if found is None:
+                found = placeholder_read(args.typ, args.resource_id, self.run.read_keys)
+            return args.resource_id, dict(found)
         self.run.registrations.append(
             Registration(
                 args.typ,
@@ -223,6 +263,7 @@ def run_program(
     result = into if into is not None else Run()
     result.existing.update(existing or {})
     result.stack_outputs.update(stack_outputs or {})
+    result.read_keys = _read_keys(config)
     # On a thread of its own: for every resource the SDK walks the whole stack it was
     # created from (source positions), and a caller's stack can be deep (under pytest and
     # hypothesis, ~50 frames: a fifth of a small render's CPU time went to that walk).

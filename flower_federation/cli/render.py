@@ -20,10 +20,12 @@ from flower_federation.cli.stack_file import StackFile, UsageError, check, feder
 from flower_federation.config.errors import ConfigError, Problem
 
 
-def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, dict[str, Any]]]:
+def stack_outputs(
+    pairs: list[str], raw: Any, *, require_all: bool = True
+) -> tuple[list[Problem], dict[str, dict[str, Any]]]:
     """(problems, {stack: outputs}) of `--stack-outputs STACK=FILE.json` flags, each file as
-    `pulumi stack output --json --stack STACK` writes it (what is read is public). Every stack the config
-    reads with `fromStack` must have one, and every one given must be such a stack."""
+    `pulumi stack output --json --stack STACK` writes it (what is read is public). Every one given must be a stack
+    the config reads with `fromStack`, and (`require_all`: render) every such stack must have one."""
     from flower_federation.plan.sites import referenced_stacks, stack_references
 
     references = stack_references(raw)
@@ -52,7 +54,7 @@ def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, 
             continue
         found[stack] = outputs
     given = {pair.partition("=")[0] for pair in pairs}
-    for path, stack in references:
+    for path, stack in references if require_all else ():
         if stack not in given:
             problems.append(
                 Problem(
@@ -65,6 +67,36 @@ def stack_outputs(pairs: list[str], raw: Any) -> tuple[list[Problem], dict[str, 
     return problems, found
 
 
+def unread_stacks(pairs: list[str], raw: Any) -> list[tuple[str, str]]:
+    """(config path, stack) of each `fromStack` whose stack has no `--stack-outputs` flag."""
+    from flower_federation.plan.sites import stack_references
+
+    given = {pair.partition("=")[0] for pair in pairs}
+    return [(path, stack) for path, stack in stack_references(raw) if stack not in given]
+
+
+def placeholder_notes(raw: Any, outputs: dict[str, dict[str, Any]]) -> list[str]:
+    """What an offline render takes on trust from the stacks it reads: a hub's CA certificate that the hub's own
+    offline render could only stand in for (OFFLINE_CA_PLACEHOLDER). Said on stderr, as `validate` says what it
+    could not check."""
+    from flower_federation.config.errors import format_path
+    from flower_federation.flower.certificates import is_offline_ca_placeholder
+    from flower_federation.plan.sites import HUB_CA_OUTPUT, REMOTE_FROM_STACK, stack_references
+
+    at = format_path(REMOTE_FROM_STACK)
+    notes = []
+    for path, stack in stack_references(raw):
+        ca = outputs.get(stack, {}).get(HUB_CA_OUTPUT[0])
+        if path == at and is_offline_ca_placeholder(ca):
+            notes.append(
+                f"{path}: stack '{stack}' exports a placeholder caCertificate, {ca}: its outputs were written offline "
+                "and its CA is made at deploy time; taken as the CA SuperNodes trust. "
+                f"pulumi preview reads the real one (or pass outputs written by `pulumi stack output --json --stack "
+                f"{stack}`)"
+            )
+    return notes
+
+
 def _stacks_read(stack: str, reads: list[str]) -> str:
     if not reads:
         return "it reads no other stack's outputs (no fromStack)"
@@ -73,13 +105,13 @@ def _stacks_read(stack: str, reads: list[str]) -> str:
     return f"{hint}the stacks it reads (fromStack): {', '.join(reads)}"
 
 
-def report(usage: list[Problem], config: list[Problem]) -> str:
+def report(usage: list[Problem], config: list[Problem], command: str = "render") -> str:
     """One report. Config problems alone read as `validate` prints them."""
     if not usage:
         return ConfigError(config).render()
     problems = usage + config
     count = len(problems)
-    head = f"error: cannot render ({count} problem{'s' if count != 1 else ''}):"
+    head = f"error: cannot {command} ({count} problem{'s' if count != 1 else ''}):"
     return "\n".join([head] + [f"  - {p}" for p in problems])
 
 
@@ -104,6 +136,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         return 1
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for note in placeholder_notes(federation_value(found.config), outputs):
+        print(f"note: {note}", file=sys.stderr)
     if args.outputs:
         text = json.dumps(result.stack_outputs_json(args.show_secrets), indent=2, sort_keys=True) + "\n"
         Path(args.outputs).write_text(text)

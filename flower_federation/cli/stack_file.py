@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import yaml
 
 from flower_federation.config.errors import ROOT, ConfigError, Problem
-from flower_federation.kube.goyaml import load_stack_file
+from flower_federation.kube.goyaml import DuplicateKeys, load_stack_file
 
 if TYPE_CHECKING:
     from flower_federation.plan import FederationPlan
@@ -86,7 +86,16 @@ def read(args: argparse.Namespace, *, encrypted_as_placeholders: bool = False) -
 
 
 def yaml_error(path: Union[Path, str], err: yaml.YAMLError) -> str:
-    """`FILE:LINE:COLUMN: not valid YAML: what (where it started)`, one line, as editors and compilers say it."""
+    """`FILE:LINE:COLUMN: not valid YAML: what (where it started)`, one line, as editors and compilers say it; a
+    key written twice, one line per key, `FILE:LINE: PATH: ...` with both lines (Pulumi's engine refuses the file)."""
+    if isinstance(err, DuplicateKeys):
+        return "\n".join(
+            f"{path}:{d.line}: {d.path + '.' if d.path else ''}{d.key}: key written twice in one mapping ("
+            f"{f'lines {d.first_line} and {d.line}' if d.first_line != d.line else f'both on line {d.line}'}); "
+            f'Pulumi\'s engine (go-yaml v3) refuses the file: mapping key "{d.key}" already defined at line '
+            f"{d.first_line}. Keep one"
+            for d in err.duplicates
+        )
     if not isinstance(err, yaml.MarkedYAMLError) or err.problem_mark is None:
         return f"{path}: not valid YAML: {' '.join(str(err).split())}"
     mark = err.problem_mark
@@ -128,6 +137,15 @@ def _key_problems(path: Path, settings: Any, config: dict[str, Any]) -> list[Pro
             problems.append(Problem(ROOT, f"missing: config has no {CONFIG_KEYS[0]} but {key}: {hint}"))
         else:
             problems.append(Problem(f"config.{key}", f"not a config key of this project; {hint}"))
+    empty = [key for key in CONFIG_KEYS if key in config and config[key] is None]
+    if empty and not any(p.path == ROOT for p in problems):
+        problems.append(
+            Problem(
+                ROOT,
+                f"missing: {empty[0]} in {path.name} is empty (nothing under it): put the federation's settings "
+                "under it, indented",
+            )
+        )
     if federation_value(config) is None and not any(p.path == ROOT for p in problems):
         found = ", ".join(str(k) for k in config) or "nothing"
         problems.append(
@@ -164,9 +182,11 @@ def federation_value(config: dict[str, Any], keys: tuple[str, ...] = CONFIG_KEYS
     return None
 
 
-def check(found: StackFile) -> tuple[Optional[FederationPlan], list[Problem]]:
+def check(
+    found: StackFile, stack_outputs: Optional[dict[str, dict[str, Any]]] = None
+) -> tuple[Optional[FederationPlan], list[Problem]]:
     """(the plan, []) or (None, every problem of the stack file and its config), as `validate` reports them; the
-    outputs of stacks read with fromStack aside (those are checked once they are read)."""
+    outputs of stacks read with fromStack checked only when given (every such stack's)."""
     from flower_federation.plan import ENCRYPTED, load_plan
 
     config = found.config
@@ -174,7 +194,12 @@ def check(found: StackFile) -> tuple[Optional[FederationPlan], list[Problem]]:
         return None, list(found.problems)
     keys = federation_value(config, NODE_KEYS_KEYS)
     try:
-        plan = load_plan(federation_value(config), found.stack, ENCRYPTED if keys == SECURE_PLACEHOLDER else keys)
+        plan = load_plan(
+            federation_value(config),
+            found.stack,
+            ENCRYPTED if keys == SECURE_PLACEHOLDER else keys,
+            stack_outputs=stack_outputs,
+        )
     except ConfigError as err:
         return None, [*found.problems, *err.problems]
     return (None, list(found.problems)) if found.problems else (plan, [])

@@ -41,9 +41,15 @@ def _leaves(values: dict[str, Any], stack: Stack, prefix: str = "") -> dict[str,
         elif path in PREFIXES:
             stack.refuse(path, f"must be a mapping of the chart's {path}.* parameters, not {value!r}")
         else:
-            near = difflib.get_close_matches(path, [*CHART, *PREFIXES], n=1, cutoff=0.75)
-            hint = f"; did you mean {near[0]}?" if near else ""
-            stack.refuse(path, f"not a parameter of the SuperNode Helm chart (it would ignore it){hint}")
+            # Another spelling of a key of the same mapping (by the key alone: whole paths share their prefix).
+            parent, _, key = path.rpartition(".")
+            siblings = {k.rpartition(".")[2]: k for k in (*CHART, *PREFIXES) if k.rpartition(".")[0] == parent}
+            near = [siblings[k] for k in difflib.get_close_matches(key, list(siblings), n=1, cutoff=0.75)]
+            if near:  # a likely misspelling: --allow-drop would drop the value meant for `near`, so it never does
+                why = f"not a parameter of the SuperNode Helm chart; did you mean {near[0]}? Fix the key there"
+                stack.refuse(path, why, droppable=False)
+            else:
+                stack.refuse(path, "not a parameter of the SuperNode Helm chart (it would ignore it)")
     return out
 
 

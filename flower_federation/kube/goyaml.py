@@ -18,6 +18,9 @@ it (decimal, 0x.., 0o.., 0b.., 0.. octal), else a float where it matches Go's
 string: dates and times too (go-yaml gives them to an untyped value as the string) and `=`.
 Null and `<<` merges are PyYAML's, the same as go-yaml's.
 
+A key written twice in one mapping: go-yaml v3 (Pulumi) refuses the file, naming both lines
+(`DuplicateKeys`); go-yaml v2 (Helm's non-strict Unmarshal) keeps the last, as PyYAML does.
+
 `StackDumper` writes a stack file both Pulumi and a YAML 1.1 reader read back as written: it
 quotes a string either would take for something else (`"1e-3"` for Pulumi, `"yes"` for PyYAML).
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import yaml
@@ -163,11 +167,68 @@ class StackDumper(yaml.SafeDumper):
         return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
 
+@dataclass(frozen=True)
+class DuplicateKey:
+    """A key written a second time in one mapping: `path` the mapping's keys from the top (a key's own
+    text, `[i]` a list index), lines 1-based as editors count them."""
+
+    path: str
+    key: str
+    line: int
+    first_line: int
+
+
+class DuplicateKeys(yaml.YAMLError):
+    """Every key written twice in its mapping, as go-yaml v3 refuses them ("mapping key ... already defined at
+    line N"), all at once."""
+
+    def __init__(self, duplicates: list[DuplicateKey]) -> None:
+        self.duplicates = sorted(duplicates, key=lambda d: d.line)
+        super().__init__(
+            "; ".join(
+                f"line {d.line}: mapping key {d.key!r} already defined at line {d.first_line}" for d in self.duplicates
+            )
+        )
+
+
+def _duplicate_keys(node: yaml.Node, path: str, found: list[DuplicateKey], seen: set[int]) -> None:
+    """go-yaml v3's uniqueKeys check: two keys of one mapping are the same when both are scalars of the same
+    text (quoting aside: `1` and `"1"` collide there too); `<<` merges are not keys. `seen` guards aliases."""
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                line = key.start_mark.line + 1
+                if key.value in first:
+                    found.append(DuplicateKey(path, key.value, line, first[key.value]))
+                else:
+                    first[key.value] = line
+            label = key.value if isinstance(key, yaml.ScalarNode) else "?"
+            _duplicate_keys(value, f"{path}.{label}" if path else label, found, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _duplicate_keys(item, f"{path}[{i}]", found, seen)
+
+
 def load_helm_values(text: str) -> list[Any]:
     """Every document of a values file or manifest, as Helm and kubectl read it."""
     return list(yaml.load_all(text, Loader=HelmLoader))
 
 
 def load_stack_file(text: str) -> Any:
-    """A Pulumi stack settings file, as Pulumi reads it."""
-    return yaml.load(text, Loader=PulumiLoader)
+    """A Pulumi stack settings file, as Pulumi reads it: DuplicateKeys where it holds a key twice in a mapping."""
+    loader = PulumiLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        duplicates: list[DuplicateKey] = []
+        _duplicate_keys(node, "", duplicates, set())
+        if duplicates:
+            raise DuplicateKeys(duplicates)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()

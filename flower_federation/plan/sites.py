@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from flower_federation.config import Federation
 from flower_federation.config.errors import PathPart, Problem, format_path, problem
-from flower_federation.flower.certificates import certificate_problem
+from flower_federation.flower.certificates import certificate_problem, is_offline_ca_placeholder
 from flower_federation.flower.dialects import dialect_for
 from flower_federation.flower.public_keys import (
     CONFIG_KEY,
@@ -141,7 +141,7 @@ def remote_superlink(
         ca_pem = _output(outputs, stack, HUB_CA_OUTPUT)
         if not spec.insecure and not (isinstance(ca_pem, str) and ca_pem):
             problems.append(problem(at, f"stack '{stack}' has no output caCertificate (a hub with TLS exports it)"))
-        elif not spec.insecure and not is_deploy_time_placeholder(ca_pem):
+        elif not spec.insecure and not is_offline_ca_placeholder(ca_pem):
             why = certificate_problem(ca_pem)
             if why:
                 problems.append(problem(at, f"stack '{stack}' exports a caCertificate that {why}"))

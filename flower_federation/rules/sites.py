@@ -289,6 +289,9 @@ def _site(raw: Raw) -> Iterator[Problem]:
         yield problem(at + ("certificate",), "a certificate has no use with insecure: true; remove one of the two")
     elif typed and not insecure and len(sources) != 1:
         found = ", ".join(sources) if sources else "none"
+        empty = [k for k in ("pem", "existingSecret", "fromStack") if k in cert and k not in sources]
+        if empty and not sources:
+            found += f" ({', '.join(empty)} given but empty)"
         yield problem(
             at + ("certificate",),
             f"set exactly one of pem, existingSecret, fromStack (the hub's CA certificate); found: {found}",

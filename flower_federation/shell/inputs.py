@@ -31,6 +31,11 @@ UNKNOWN_AT_PREVIEW = (
     "or create that resource in an earlier stack"
 )
 
+RESOLVED_TO_NOTHING = (
+    "the Input given here resolved to nothing (None): a StackReference's get_output of an output the stack does "
+    "not export (check the name against `pulumi stack output --stack ...`), or an Output of an unset value"
+)
+
 
 @dataclass
 class Resolved:
@@ -64,7 +69,11 @@ def _resolve(value: Any, path: tuple[PathPart, ...], root: str, found: Resolved,
             found.problems.append(problem(path, UNKNOWN_AT_PREVIEW, root))
             return None
         secret = secret or bool(_sync_await(output.is_secret()))
-        return _resolve(_sync_await(output.future()), path, root, found, secret)
+        resolved = _sync_await(output.future())
+        if resolved is None:  # else reported as a missing setting, though the user did set one
+            found.problems.append(problem(path, RESOLVED_TO_NOTHING, root))
+            return None
+        return _resolve(resolved, path, root, found, secret)
     if isinstance(value, str) and value == rpc.UNKNOWN:  # an unknown as the engine hands it to a provider
         found.problems.append(problem(path, UNKNOWN_AT_PREVIEW, root))
         return None

@@ -17,15 +17,16 @@ SUPPORTED = "supported: 1.21-1.34 (gRPC era) or 1.40 - 1.x, not 2.0 (HTTP era)"
 DNS_NAME_MSG = "must be a DNS label: up to 63 lowercase letters, digits and '-', starting with a letter"
 POOL_NAME_MSG = "'{}': pool names must be DNS labels: lowercase letters, digits and '-'"
 
-# The operator's CEL messages, verbatim.
-CEL_NO_POOLS = "spec.supernodes.pools must contain at least one pool"
+# The operator's CEL messages, verbatim but for the subject a message opened with (`spec.supernodes.pools`),
+# which the problem's config path names (rules/cel.py's at_path).
+CEL_NO_POOLS = "must contain at least one pool"
 CEL_DS_REPLICAS = "replicas must not be set for pools when mode is DaemonSet"
 CEL_STS_REPLICAS = "replicas must be set (>=1) for every pool when mode is StatefulSet"
-CEL_SUPEREXEC_REQUIRED = "spec.superlink.superexecImage is required when isolationMode=process"
-CEL_CLIENTAPP_REQUIRED = "spec.supernodes.pools[*].images.superexecClientApp is required when isolationMode=process"
-CEL_SUPEREXEC_EMPTY = "spec.superlink.superexecImage must be empty when isolationMode=subprocess"
-CEL_CLIENTAPP_EMPTY = "spec.supernodes.pools[*].images.superexecClientApp must be empty when isolationMode=subprocess"
-CEL_GPU_VENDOR = "spec.supernodes.pools[*].gpu.vendor is required when gpu.mountAll=true"
+CEL_SUPEREXEC_REQUIRED = "is required when isolationMode=process"
+CEL_CLIENTAPP_REQUIRED = "is required when isolationMode=process"
+CEL_SUPEREXEC_EMPTY = "must be empty when isolationMode=subprocess"
+CEL_CLIENTAPP_EMPTY = "must be empty when isolationMode=subprocess"
+CEL_GPU_VENDOR = "is required when gpu.mountAll=true"
 
 SUPEREXEC = "flwr/superexec:1.41.0"
 
