@@ -140,5 +140,7 @@ POLICIES = (
         "presentFederationCertificate, Secret N-gateway-tls).",
         check_superlink_key_not_granted,
         whole_stack=True,
+        severity="critical",
+        url="https://gateway-api.sigs.k8s.io/api-types/referencegrant/",
     ),
 )
