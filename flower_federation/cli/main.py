@@ -45,6 +45,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
         f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}"
     )
+    from flower_federation.plan.outputs import prerelease_warnings
+
+    for warning in prerelease_warnings(plan):
+        print(f"warning: {warning}", file=sys.stderr)
     if found.encrypted:
         print(
             f"note: not checked offline, encrypted (secure:): {', '.join(found.encrypted)}; pulumi preview decrypts "

@@ -137,9 +137,22 @@ def warnings(plan: FederationPlan) -> list[str]:
             "set supernodes.superlink.cidrs to the hub's addresses to confine the pods that run ClientApps next to "
             "this site's data."
         )
+    out += prerelease_warnings(plan)
     out += _version_skew_warnings(plan)
     out += _site_era_warnings(plan)
     return out
+
+
+def prerelease_warnings(plan: FederationPlan) -> list[str]:
+    """A pre-release is planned as its release (flower/versions.py), which it may not yet be: say so."""
+    v = plan.version
+    if not v.is_prerelease:
+        return []
+    return [
+        f"Flower {v} is a pre-release of {v.release} ({v.prerelease_kind}): it is planned as {v.release} (its "
+        f"command lines, feature gates and rules), which it may not yet match, and its state migrations are not final "
+        "either (keep the backup the state guard takes before it opens the state). Run a release in production."
+    ]
 
 
 def _site_era_warnings(plan: FederationPlan) -> list[str]:
@@ -174,7 +187,8 @@ def _version_skew_warnings(plan: FederationPlan) -> list[str]:
     """Validation admits any image of the federation's Flower dialect (a command line is the same across
     it); a minor version apart still runs two Flowers against each other, which nothing here tests."""
     return [
-        f"{who} Flower {theirs} ({image}) in a federation of Flower {plan.version}: their command lines "
+        f"{who} Flower {theirs}{' (a pre-release)' if theirs.is_prerelease else ''} ({image}) in a federation of "
+        f"Flower {plan.version}: their command lines "
         f"are written for {plan.version} (the same dialect), but the components then talk across Flower "
         f"versions, which this project's tests never run. Give every image a {plan.version} tag, or set "
         "`version` to the Flower they all run."
