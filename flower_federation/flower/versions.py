@@ -112,7 +112,15 @@ def version_from_image(image: str) -> Optional[FlowerVersion]:
 RUNTIME_DEPS_SINCE = FlowerVersion(1, 29, 0)
 SUPERLINK_INSTALLS_BY_DEFAULT_SINCE = FlowerVersion(1, 32, 0)
 # Every program serves the gRPC health protocol when given --health-server-address, up
-# to 1.42 (removed in 1.43).
+# to 1.42: the 1.43.0 release notes remove it (and the gRPC Fleet/Control services behind
+# FLWR_INTERNAL_GRPC_*_API). The nightly flwr-nightly==1.43.0.dev20261026 still has both
+# (flwr/supercore/grpc_health, superlink/cli/flower_superlink.py); as a pre-release of
+# 1.43.0 it is planned without them, which it accepts, and probed as 1.43.0 is
+# (plan/probes.py: the Runtime API's `GET /health`, which it serves too). Its other wire
+# changes gate nothing here: Alembic revision 4c9b3f185c5b (after 1.42's d9bd9d502cf9; the
+# state guard backs the state up before it runs), and the Fleet API's refusal of a pushed
+# message whose source node is not the authenticated one (403, error 2011), which an honest
+# SuperNode of any release never sends (flower/skew.py).
 GRPC_HEALTH_UNTIL = FlowerVersion(1, 43, 0)
 # Node authentication: SuperLink --enable-supernode-auth, SuperNode
 # --auth-supernode-private-key, keys registered with `flwr supernode register`.
