@@ -9,7 +9,8 @@ import tomli_w
 
 from flower_federation.config import Pool
 from flower_federation.flower.layout import CA_FILE
-from flower_federation.flower.versions import FLWR_CONFIG_TOML_SINCE, version_from_image
+from flower_federation.flower.skew import ROWS, WHERE, WINDOW_MINORS, outside_window
+from flower_federation.flower.versions import FLWR_CONFIG_TOML_SINCE, FlowerVersion, version_from_image
 from flower_federation.plan import FederationPlan
 from flower_federation.plan.sites import ACROSS_ERAS, era_of
 
@@ -140,6 +141,29 @@ def warnings(plan: FederationPlan) -> list[str]:
     out += prerelease_warnings(plan)
     out += _version_skew_warnings(plan)
     out += _site_era_warnings(plan)
+    out += _skew_window_warnings(plan)
+    return out
+
+
+def _skew_window_warnings(plan: FederationPlan) -> list[str]:
+    """A hub's sites, or a site's hub, in its era but outside the skew window (flower/skew.py)."""
+    row = f"({WHERE}: {ROWS['outside']})"
+    out = []
+    for site, version in plan.site_versions:
+        theirs = FlowerVersion.parse(version)
+        if theirs is not None and outside_window(plan.version, theirs):
+            out.append(
+                f"Site {site} runs Flower {theirs}, this hub {plan.version}: more than {WINDOW_MINORS} minor release "
+                f"apart {row}. Its SuperNodes may connect, but this pair is untested: move the site (or this hub) "
+                "within one minor release of the other."
+            )
+    hub = FlowerVersion.parse(plan.remote.hub_version) if plan.remote and plan.remote.hub_version else None
+    if hub is not None and outside_window(hub, plan.version):
+        out.append(
+            f"The hub runs Flower {hub}, this site {plan.version}: more than {WINDOW_MINORS} minor release apart "
+            f"{row}. This site's SuperNodes may connect, but this pair is untested: set version within one minor "
+            "release of the hub's."
+        )
     return out
 
 
