@@ -2,8 +2,13 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-FLWR_VERSIONS := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
-FLWR_VENVS := $(foreach v,$(FLWR_VERSIONS),.venv-flwr-$(v)/.installed)
+# The Flowers under test (requirements-flwr.txt): releases (`flwr==X`) and pre-releases (`flwr-nightly==X.devN`,
+# Flower's nightly package), one venv each, `.venv-flwr-<version>`. FLWR_DEFAULT_VENV is the default version's
+# (flower/versions.py DEFAULT_VERSION; tests/support/flower.py's HTTP_ERA), the one Flower bench and e2e-scale run.
+FLWR_RELEASES := $(shell sed -n 's/^flwr==//p' requirements-flwr.txt)
+FLWR_PRERELEASES := $(shell sed -n 's/^flwr-nightly==//p' requirements-flwr.txt)
+FLWR_VENVS := $(foreach v,$(FLWR_RELEASES) $(FLWR_PRERELEASES),.venv-flwr-$(v)/.installed)
+FLWR_DEFAULT_VENV := .venv-flwr-$(shell sed -n 's/^DEFAULT_VERSION = "\(.*\)"$$/\1/p' flower_federation/flower/versions.py)/.installed
 STACK ?= dev
 
 .PHONY: render validate lint test test-live test-rest e2e e2e-scale e2e-tools schema docs golden bench clean
@@ -21,7 +26,8 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 .venv-flwr-%/.installed: requirements-flwr.txt
 	@$(call SETUP,$(PYTHON) -m venv .venv-flwr-$*)
-	@$(call SETUP,.venv-flwr-$*/bin/python -m pip install --quiet --disable-pip-version-check flwr==$*)
+	@$(call SETUP,.venv-flwr-$*/bin/python -m pip install --quiet --disable-pip-version-check \
+		$(if $(filter $*,$(FLWR_PRERELEASES)),flwr-nightly,flwr)==$*)
 	@touch $@
 
 .venv-checkov/.installed: requirements-checkov.txt
@@ -108,14 +114,13 @@ e2e: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
 # Many SuperNodes alone (tests/e2e/scale.py, scenario 19): E2E_SCALE SuperNodes across sites of ten, 30
 # unless set; its figures are the scenario's phases (docs/benchmarks.md, "Many SuperNodes"). Needs root.
 E2E_SCALE ?= 30
-e2e-scale: $(VENV)/.installed $(lastword $(FLWR_VENVS)) e2e-tools
+e2e-scale: $(VENV)/.installed $(FLWR_DEFAULT_VENV) e2e-tools
 	@E2E_SCALE=$(E2E_SCALE) $(PY) -m pytest tests/e2e/test_e2e_scale.py tests/e2e/test_e2e.py::test_9_nothing_left_behind -v
 
 # Offline render time against the Pulumi SDK's floor, and node registration against a live SuperLink
 # (bench/run.py); not part of `make test`. BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16,register-10000.
-# The registration rows run the newest Flower of requirements-flwr.txt (the last line: tests/support/flower.py's
-# HTTP_ERA), so only its venv is made here.
-bench: $(VENV)/.installed $(lastword $(FLWR_VENVS))
+# The registration rows run the default Flower (tests/support/flower.py's HTTP_ERA), so only its venv is made here.
+bench: $(VENV)/.installed $(FLWR_DEFAULT_VENV)
 	@$(PY) bench/run.py $(BENCH_ARGS)
 
 # The venvs and the tools' caches (pytest, hypothesis, mypy, ruff).

@@ -9,10 +9,21 @@ from tests.support.flower import REAL_FLOWERS, Flower
 from tests.support.schema import schemas_read_once
 
 
+class _Workers(dict[str, Flower]):
+    """A worker per real Flower, started when first asked for: a run that needs one version does not
+    import the others."""
+
+    def __missing__(self, version: str) -> Flower:
+        if version not in REAL_FLOWERS:
+            raise KeyError(f"Flower {version} is not one of requirements-flwr.txt's: {REAL_FLOWERS}")
+        worker = self[version] = Flower(version)
+        return worker
+
+
 @pytest.fixture(scope="session")
 def flower() -> Iterator[dict[str, Flower]]:
     """Real Flower parsers by version: flower["1.26.1"].parse(...)."""
-    workers = {v: Flower(v) for v in REAL_FLOWERS}
+    workers = _Workers()
     yield workers
     for w in workers.values():
         w.close()

@@ -1,7 +1,8 @@
 """Every command line we render is fed, exactly as the kubelet would start it, to the
-real argparse parser of the Flower version it is meant for (flwr 1.26.1 for the gRPC
-era, 1.41.0 for the HTTP era), and what Flower parsed is checked against the manifests:
-addresses match Services, files are really mounted, node config arrives intact."""
+real argparse parser of the Flower version it is meant for (every version of
+requirements-flwr.txt: flwr 1.26.1 for the gRPC era, 1.41.0 and 1.42.0 for the HTTP era, and the next
+Flower's nightly, flwr-nightly 1.43.0.dev20261026, for a 1.43 stack), and what Flower parsed is checked
+against the manifests: addresses match Services, files are really mounted, node config arrives intact."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import itertools
 
 import pytest
 
-from tests.support.flower import GRPC_ERA, HTTP_ERA, PROGRAMS, REAL_FLOWERS, FlowerError
+from tests.support.flower import GRPC_ERA, HTTP_ERA, NEXT, PROGRAMS, REAL_FLOWERS, FlowerError
 from tests.support.kube import container_argv, mounted_files, pod_for, started_containers
 from tests.support.manifests import get
 from tests.support.render import core_objects, plan_objects, plan_of
@@ -219,8 +220,9 @@ def test_parsers_reject_the_other_dialect(flower):
         sts = get(objects, "StatefulSet", "fed-superlink")
         return container_argv(sts["spec"]["template"]["spec"]["containers"][0], pod_for(sts))
 
-    with pytest.raises(FlowerError, match="serverappio-api-address"):
-        flower[HTTP_ERA].parse("flower-superlink", superlink_argv(grpc_args))
+    for http_era in (HTTP_ERA, NEXT):
+        with pytest.raises(FlowerError, match="serverappio-api-address"):
+            flower[http_era].parse("flower-superlink", superlink_argv(grpc_args))
     with pytest.raises(FlowerError, match="--host|--port|unrecognized"):
         flower[GRPC_ERA].parse("flower-superlink", superlink_argv(http_args))
     with pytest.raises(FlowerError):

@@ -168,6 +168,8 @@ def test_retired_flags_are_read_off_the_help(program: str) -> None:
     held = sorted(
         (v for v in (FlowerVersion.parse(p.name) for p in FLOWER_CLI.iterdir()) if v is not None),
     )
+    # Releases only: a pre-release (the 1.43 nightly) is no "newest Flower" an unversioned image pulls.
+    held = [v for v in held if not v.is_prerelease]
     held = [v for v in held if (FLOWER_CLI / str(v) / f"{program}.help.txt").exists()]
     assert held[-1] == NEWEST
     every = {v: _flags(str(v), program) for v in held}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from flower_federation.flower.versions import DEFAULT_VERSION
+from flower_federation.flower.versions import DEFAULT_VERSION, VERSION_FORM
 from flower_federation.plan import load_plan
 from tests.support.validation import SUPPORTED, assert_valid, cfg, pool, problems, process_cfg, sts_pool
 
@@ -118,7 +118,9 @@ def test_same_dialect_other_patch_images_are_valid():
 
 
 def test_version_that_is_not_a_version():
-    assert problems(cfg(version="abc")) == [("federation.version", "'abc' is not a Flower version (expected X.Y.Z)")]
+    assert problems(cfg(version="abc")) == [
+        ("federation.version", f"'abc' is not a Flower version: expected {VERSION_FORM}")
+    ]
 
 
 def test_version_as_yaml_float_is_a_type_error():

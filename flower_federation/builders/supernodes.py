@@ -71,7 +71,13 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         env=_supernode_env(plan, pool) or None,
         resources=resources.supernode(plan, pool),
         mounts=mounts + list(pool.volume_mounts),
-        health=probes.grpc_health(plan.version, health_port, plan.supernode_probes),
+        health=probes.supernode_health(
+            plan.version,
+            health_port,
+            plan.supernode_appio_port(pool),
+            appio.runtime_server_tls(plan) is not None,
+            plan.supernode_probes,
+        ),
         pull_policy=plan.pull_policy(plan.supernode_image_config(pool)),
     )
     if plan.distributed:

@@ -154,7 +154,7 @@ def superexec_container(
         env=pods.merge_env(env, settings.env) or None,
         resources=resources,
         mounts=mounts + wiring.mounts,
-        health=probes.grpc_health(plan.version, health_port, probe_settings),
+        health=probes.superexec_health(plan.version, health_port, probe_settings),
         pull_policy=pull_policy,
     )
     if settings.lifecycle:

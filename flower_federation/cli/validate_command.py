@@ -9,6 +9,7 @@ import sys
 
 from flower_federation.cli.render import placeholder_notes, report, stack_outputs, unread_stacks
 from flower_federation.cli.stack_file import check, federation_value, read
+from flower_federation.plan.outputs import prerelease_warnings
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -28,6 +29,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"ok: federation '{plan.name}' in namespace '{plan.namespace}', Flower {plan.version} "
         f"({plan.dialect.name}), {plan.spec.mode} pools: {pools}"
     )
+    for warning in prerelease_warnings(plan):
+        print(f"warning: {warning}", file=sys.stderr)
     for note in [*not_checked(found.encrypted, unread, bool(outputs)), *placeholder_notes(raw, outputs)]:
         print(f"note: {note}", file=sys.stderr)
     return 0

@@ -130,7 +130,8 @@ class Probes(Model):
     """The Helm chart's probe parameters. Probes hit Flower's real health endpoint: the
     gRPC health server (`--health-server-address`), or `GET /health` on the HTTP-era
     SuperLink's API port (HTTPS when TLS is on). Flower 1.43 removes the gRPC health server:
-    from then on only the SuperLink gets probes. `superlink.probes` and `supernodes.probes`
+    from then on a SuperNode's probe runs the image's Python to GET its loopback Runtime API's
+    `/health`, and a SuperExec's checks that its process is not stopped. `superlink.probes` and `supernodes.probes`
     inherit key by key, as the Helm chart's do: a key set there wins, a key left out takes
     the top level's value, and a key set nowhere the default given here."""
 

@@ -12,25 +12,83 @@ from typing import Optional
 
 DEFAULT_VERSION = "1.42.0"
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+# A Flower version as PEP 440 normalises it (https://peps.python.org/pep-0440/): the release `X.Y[.Z]`, then
+# an optional pre-release `aN`, `bN` or `rcN` and an optional development release `.devN` (Flower's nightly:
+# the wheel flwr-nightly==1.43.0.dev20261026, the images flwr/superlink:1.43.0.dev20261026). Matched whole.
+_RELEASE = r"v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?"
+_PRE = r"(?P<pre>(?:(?:a|b|rc)\d+)?(?:\.dev\d+)?)"
+VERSION = re.compile(_RELEASE + _PRE)
+# An image tag that names a Flower version: the version, then an optional build suffix after `-` (Flower's
+# `1.42.0-py3.13-ubuntu24.04`). Matched whole. A suffix that spells a pre-release (`-rc1`, `-dev`, `-beta`: PEP
+# 440 reads `1.43.0-rc1` as 1.43.0rc1) is refused rather than taken for a build of the release.
+_BUILD = r"(?:-(?!(?:alpha|beta|preview|pre|rc|dev|a|b|c)\d*(?:[._-]|$))[A-Za-z0-9_.-]+)?"
+VERSION_TAG = re.compile(_RELEASE + _PRE + _BUILD)
+# A tag that starts like a version (`X.Y`): it is read as one, so it must be well formed (VERSION_TAG), or it
+# is refused rather than read as the release it starts with (`1.43.0.dev` is no 1.43.0).
+VERSION_LIKE_TAG = re.compile(r"v?\d+\.\d+.*")
+# The forms a refusal quotes.
+VERSION_FORM = "X.Y.Z, optionally then a pre-release aN, bN, rcN or .devN: e.g. 1.42.0, 1.43.0rc1, 1.43.0.dev20261026"
+VERSION_TAG_FORM = (
+    "X.Y.Z, optionally then a pre-release aN, bN, rcN or .devN, optionally then -build: e.g. 1.42.0, 1.43.0rc1, "
+    "1.43.0.dev20261026, 1.42.0-py3.13-ubuntu24.04"
+)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class FlowerVersion:
+    """A Flower release, or a pre-release of it (`pre`: `rc1`, `.dev20261026`, ...).
+
+    Comparisons (`<`, `>=`) see the release only: a pre-release gets every feature gate and rule of
+    the release it leads to (the nightly of 1.43.0 is built from the code 1.43.0 ships), and a
+    warning names it (plan/outputs.py). Equality sees `pre` too: 1.43.0.dev20261026 is not 1.43.0."""
+
     major: int
     minor: int
     patch: int
+    pre: str = ""
 
     @classmethod
     def parse(cls, text: str) -> Optional[FlowerVersion]:
-        """Leading `X.Y[.Z]` of a version or image tag (`1.21.0-py3.11-ubuntu24.04`)."""
-        m = _VERSION_RE.match(text.strip())
+        """A version string or a version image tag (`1.21.0-py3.11-ubuntu24.04`), matched whole; None for
+        anything else (`nightly`, `1.43.0.dev`)."""
+        m = VERSION_TAG.fullmatch(text.strip())
         if not m:
             return None
-        return cls(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+        return cls(int(m["major"]), int(m["minor"]), int(m["patch"] or 0), m["pre"])
+
+    @property
+    def release(self) -> FlowerVersion:
+        return FlowerVersion(self.major, self.minor, self.patch)
+
+    @property
+    def is_prerelease(self) -> bool:
+        return bool(self.pre)
+
+    @property
+    def prerelease_kind(self) -> str:
+        """What `pre` makes of the release, in words ('' for a release)."""
+        if ".dev" in self.pre:
+            return "a development build, as Flower's nightlies are"
+        kinds = {"rc": "a release candidate", "a": "an alpha", "b": "a beta"}
+        return next((kind for prefix, kind in kinds.items() if self.pre.startswith(prefix)), "")
+
+    def _key(self) -> tuple[int, int, int]:
+        return (self.major, self.minor, self.patch)
+
+    def __lt__(self, other: FlowerVersion) -> bool:
+        return self._key() < other._key()
+
+    def __le__(self, other: FlowerVersion) -> bool:
+        return self._key() <= other._key()
+
+    def __gt__(self, other: FlowerVersion) -> bool:
+        return self._key() > other._key()
+
+    def __ge__(self, other: FlowerVersion) -> bool:
+        return self._key() >= other._key()
 
     def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
+        return f"{self.major}.{self.minor}.{self.patch}{self.pre}"
 
 
 def image_tag(image: str) -> Optional[str]:
@@ -54,7 +112,15 @@ def version_from_image(image: str) -> Optional[FlowerVersion]:
 RUNTIME_DEPS_SINCE = FlowerVersion(1, 29, 0)
 SUPERLINK_INSTALLS_BY_DEFAULT_SINCE = FlowerVersion(1, 32, 0)
 # Every program serves the gRPC health protocol when given --health-server-address, up
-# to 1.42 (removed in 1.43).
+# to 1.42: the 1.43.0 release notes remove it (and the gRPC Fleet/Control services behind
+# FLWR_INTERNAL_GRPC_*_API). The nightly flwr-nightly==1.43.0.dev20261026 still has both
+# (flwr/supercore/grpc_health, superlink/cli/flower_superlink.py); as a pre-release of
+# 1.43.0 it is planned without them, which it accepts, and probed as 1.43.0 is
+# (plan/probes.py: the Runtime API's `GET /health`, which it serves too). Its other wire
+# changes gate nothing here: Alembic revision 4c9b3f185c5b (after 1.42's d9bd9d502cf9; the
+# state guard backs the state up before it runs), and the Fleet API's refusal of a pushed
+# message whose source node is not the authenticated one (403, error 2011), which an honest
+# SuperNode of any release never sends (flower/skew.py).
 GRPC_HEALTH_UNTIL = FlowerVersion(1, 43, 0)
 # Node authentication: SuperLink --enable-supernode-auth, SuperNode
 # --auth-supernode-private-key, keys registered with `flwr supernode register`.

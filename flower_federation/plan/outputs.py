@@ -9,7 +9,8 @@ import tomli_w
 
 from flower_federation.config import Pool
 from flower_federation.flower.layout import CA_FILE
-from flower_federation.flower.versions import FLWR_CONFIG_TOML_SINCE, version_from_image
+from flower_federation.flower.skew import ROWS, WHERE, WINDOW_MINORS, outside_window
+from flower_federation.flower.versions import FLWR_CONFIG_TOML_SINCE, FlowerVersion, version_from_image
 from flower_federation.plan import FederationPlan
 from flower_federation.plan.sites import ACROSS_ERAS, era_of
 
@@ -137,9 +138,45 @@ def warnings(plan: FederationPlan) -> list[str]:
             "set supernodes.superlink.cidrs to the hub's addresses to confine the pods that run ClientApps next to "
             "this site's data."
         )
+    out += prerelease_warnings(plan)
     out += _version_skew_warnings(plan)
     out += _site_era_warnings(plan)
+    out += _skew_window_warnings(plan)
     return out
+
+
+def _skew_window_warnings(plan: FederationPlan) -> list[str]:
+    """A hub's sites, or a site's hub, in its era but outside the skew window (flower/skew.py)."""
+    row = f"({WHERE}: {ROWS['outside']})"
+    out = []
+    for site, version in plan.site_versions:
+        theirs = FlowerVersion.parse(version)
+        if theirs is not None and outside_window(plan.version, theirs):
+            out.append(
+                f"Site {site} runs Flower {theirs}, this hub {plan.version}: more than {WINDOW_MINORS} minor release "
+                f"apart {row}. Its SuperNodes may connect, but this pair is untested: move the site (or this hub) "
+                "within one minor release of the other."
+            )
+    hub = FlowerVersion.parse(plan.remote.hub_version) if plan.remote and plan.remote.hub_version else None
+    if hub is not None and outside_window(hub, plan.version):
+        out.append(
+            f"The hub runs Flower {hub}, this site {plan.version}: more than {WINDOW_MINORS} minor release apart "
+            f"{row}. This site's SuperNodes may connect, but this pair is untested: set version within one minor "
+            "release of the hub's."
+        )
+    return out
+
+
+def prerelease_warnings(plan: FederationPlan) -> list[str]:
+    """A pre-release is planned as its release (flower/versions.py), which it may not yet be: say so."""
+    v = plan.version
+    if not v.is_prerelease:
+        return []
+    return [
+        f"Flower {v} is a pre-release of {v.release} ({v.prerelease_kind}): it is planned as {v.release} (its "
+        f"command lines, feature gates and rules), which it may not yet match, and its state migrations are not final "
+        "either (keep the backup the state guard takes before it opens the state). Run a release in production."
+    ]
 
 
 def _site_era_warnings(plan: FederationPlan) -> list[str]:
@@ -174,7 +211,8 @@ def _version_skew_warnings(plan: FederationPlan) -> list[str]:
     """Validation admits any image of the federation's Flower dialect (a command line is the same across
     it); a minor version apart still runs two Flowers against each other, which nothing here tests."""
     return [
-        f"{who} Flower {theirs} ({image}) in a federation of Flower {plan.version}: their command lines "
+        f"{who} Flower {theirs}{' (a pre-release)' if theirs.is_prerelease else ''} ({image}) in a federation of "
+        f"Flower {plan.version}: their command lines "
         f"are written for {plan.version} (the same dialect), but the components then talk across Flower "
         f"versions, which this project's tests never run. Give every image a {plan.version} tag, or set "
         "`version` to the Flower they all run."

@@ -4,10 +4,17 @@
   program up to Flower 1.42; the kubelet's native gRPC probe checks it.
 - HTTP-era SuperLink: `GET /health` on the API port, HTTPS when TLS is on (the kubelet
   does not verify the certificate).
+- From Flower 1.43 (no gRPC health server): a SuperNode's Runtime HTTP API answers
+  `GET /health` (flwr/supernode/main.py includes flwr/supercore/routers/health, 1.42 and the
+  1.43 nightly alike), on loopback, where no kubelet reaches: an exec probe runs the image's
+  own Python in the container to GET it (`runtime_health`). A SuperExec serves nothing: its
+  probe checks that its process (the container's PID 1) is not stopped or a zombie
+  (`process_alive`), what the gRPC health server's answer said of it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 from flower_federation.config import Probes, ProbeSettings
@@ -41,6 +48,60 @@ def grpc_health(version: FlowerVersion, port: int, probes: Probes) -> dict[str, 
     if version >= GRPC_HEALTH_UNTIL:
         return {}
     return _both({"grpc": {"port": port}}, probes)
+
+
+# GET the loopback Runtime API's /health; any answer but 2xx, a refused connection or no answer within the
+# probe's timeout exits non-zero (urlopen raises). TLS is not verified, as the kubelet's own HTTPS probes do
+# not verify: the hop is the container's loopback, and the Runtime API's certificate names what SuperExecs
+# dial, which need not include 127.0.0.1.
+RUNTIME_HEALTH = (
+    "import ssl,sys,urllib.request\n"
+    "ctx=ssl.create_default_context()\n"
+    "ctx.check_hostname=False\n"
+    "ctx.verify_mode=ssl.CERT_NONE\n"
+    "urllib.request.urlopen(sys.argv[1],timeout=float(sys.argv[2]),context=ctx)"
+)
+# PID 1's state (the third field of /proc/1/stat, after the parenthesised name): T/t stopped, Z zombie.
+PROCESS_ALIVE = "import sys\nstate=open('/proc/1/stat').read().rsplit(')',1)[1].split()[0]\nsys.exit(state in 'TtZ')"
+
+
+def _exec_each(command: Callable[[ProbeSettings], list[str]], probes: Probes) -> dict[str, Any]:
+    """`_both` for an exec probe whose command depends on the probe's settings (its timeout)."""
+    out = {}
+    for key, settings, liveness in (
+        ("livenessProbe", probes.liveness_probe, True),
+        ("readinessProbe", probes.readiness_probe, False),
+        ("startupProbe", probes.startup_probe, True),
+    ):
+        if settings.enabled:
+            out[key] = {"exec": {"command": command(settings)}, **_settings(settings, liveness)}
+    return out
+
+
+def runtime_health(port: int, tls: bool, probes: Probes) -> dict[str, Any]:
+    """A SuperNode's probes from Flower 1.43: `GET /health` on its Runtime API, from inside the container."""
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}/health"
+    return _exec_each(lambda s: ["python", "-c", RUNTIME_HEALTH, url, str(s.timeout_seconds)], probes)
+
+
+def process_alive(probes: Probes) -> dict[str, Any]:
+    """A SuperExec's probes from Flower 1.43: its process is running (not stopped, not a zombie)."""
+    return _exec_each(lambda s: ["python", "-c", PROCESS_ALIVE], probes)
+
+
+def supernode_health(
+    version: FlowerVersion, grpc_port: int, runtime_port: int, tls: bool, probes: Probes
+) -> dict[str, Any]:
+    """The gRPC health server up to 1.42 (unchanged renders), the Runtime API's /health from 1.43."""
+    if version < GRPC_HEALTH_UNTIL:
+        return grpc_health(version, grpc_port, probes)
+    return runtime_health(runtime_port, tls, probes)
+
+
+def superexec_health(version: FlowerVersion, grpc_port: int, probes: Probes) -> dict[str, Any]:
+    if version < GRPC_HEALTH_UNTIL:
+        return grpc_health(version, grpc_port, probes)
+    return process_alive(probes)
 
 
 def http_health(port_name: str, tls: bool, probes: Probes) -> dict[str, Any]:

@@ -59,6 +59,8 @@ class RemoteSuperLink:
     endpoint: Endpoint
     ca_pem: Optional[str] = None
     cidrs: tuple[str, ...] = ()
+    # The Flower the hub reports (its stack's `flowerVersion`), when read from its stack.
+    hub_version: Optional[str] = None
 
 
 def stack_references(raw: Any) -> list[tuple[str, str]]:
@@ -147,7 +149,9 @@ def remote_superlink(
                 problems.append(problem(at, f"stack '{stack}' exports a caCertificate that {why}"))
     if problems or not host:
         return problems, None
-    return [], RemoteSuperLink(Endpoint(host, port or fleet_port), ca_pem, tuple(remote.cidrs))
+    hub_version = _output(outputs, stack, ("flowerVersion",)) if stack else None
+    reported = hub_version if isinstance(hub_version, str) else None
+    return [], RemoteSuperLink(Endpoint(host, port or fleet_port), ca_pem, tuple(remote.cidrs), reported)
 
 
 # Where a trusted key was given: its config path, and (a fromStack key) which of the stack's outputs.

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from flower_federation.config.errors import Problem, problem
+from flower_federation.flower.versions import VERSION_LIKE_TAG, VERSION_TAG_FORM
+from flower_federation.flower.versions import VERSION_TAG as FLOWER_VERSION_TAG
 from flower_federation.rules.raw import At, Pools, Raw, as_list, get
 
 # The grammar of the OCI distribution reference (github.com/distribution/reference, regexp.go), matched whole
@@ -37,6 +39,16 @@ REFERENCE_RULE = (
 # version, or a digest. validate gives the same verdict, so nothing it passes fails `check`.
 VERSION_TAG = re.compile(r"v?\d.*")
 UNPINNED = "an unplanned Flower upgrade migrates the SuperLink's state one way (the policy flower-images-pinned)"
+
+
+def version_tag_problem(tag: Any) -> str:
+    """Why a tag that starts like a version (`X.Y`) is no Flower version, or '' (any other tag: pinning_problem).
+    Such a tag is read as the image's Flower version, so `1.43.0.dev` must not pass for 1.43.0."""
+    if isinstance(tag, str) and VERSION_LIKE_TAG.fullmatch(tag) and not FLOWER_VERSION_TAG.fullmatch(tag):
+        return (
+            f"has tag `{tag}`, which starts like a Flower version but is not one: a version tag is {VERSION_TAG_FORM}"
+        )
+    return ""
 
 
 def pinning_problem(tag: Any, digest: Any) -> str:
@@ -85,7 +97,7 @@ def _parts(at: At, image: dict[str, Any]) -> Iterator[Problem]:
             at,
             "give a tag or a digest: without either the image is `latest`, which moves under a running federation",
         )
-    elif why := pinning_problem(image.get("tag"), image.get("digest")):
+    elif why := version_tag_problem(image.get("tag")) or pinning_problem(image.get("tag"), image.get("digest")):
         yield problem(at + ("tag",), f"'{image.get('tag')}' {why}")
 
 
@@ -103,7 +115,7 @@ def images(raw: Raw, pools: Pools) -> Iterator[Problem]:
             if ref is None:
                 rule = DIGEST_RULE if "@" in image and not DIGEST.fullmatch(image.rsplit("@", 1)[1]) else REFERENCE_RULE
                 yield problem(at, f"{image!r} is not an image reference: {rule}")
-            elif why := pinning_problem(ref.group("tag"), ref.group("digest")):
+            elif why := version_tag_problem(ref.group("tag")) or pinning_problem(ref.group("tag"), ref.group("digest")):
                 yield problem(at, f"'{image}' {why}")
 
 

@@ -3,7 +3,6 @@ its dialect, the images and ports that must agree with it, and features gated by
 
 from __future__ import annotations
 
-import re
 from collections.abc import Generator, Iterator
 from typing import Optional
 
@@ -16,6 +15,8 @@ from flower_federation.flower.versions import (
     KUBERNETES_EXECUTOR_SINCE,
     NODE_AUTH_SINCE,
     RUNTIME_DEPS_SINCE,
+    VERSION,
+    VERSION_FORM,
     FlowerVersion,
     version_from_image,
 )
@@ -32,16 +33,14 @@ def version_source(raw: Raw) -> Optional[At]:
     return None
 
 
-VERSION_STRING = re.compile(r"v?\d+\.\d+(?:\.\d+)?")  # the whole `version` string (fullmatch)
-
-
 def resolve_version(raw: Raw) -> tuple[Optional[FlowerVersion], Optional[At]]:
     """(version, where it came from): `version`, else the tag of the image `version_source` names, else the
     default (source None)."""
     text = raw.get("version")
     if isinstance(text, str):
-        # The whole string (`X.Y[.Z]`): a version is written into labels, command lines and outputs.
-        return (FlowerVersion.parse(text) if VERSION_STRING.fullmatch(text) else None), ("version",)
+        # The whole string (`X.Y[.Z]`, a pre-release suffix, no build suffix): a version is written into labels,
+        # command lines, image tags and outputs.
+        return (FlowerVersion.parse(text) if VERSION.fullmatch(text) else None), ("version",)
     source = version_source(raw)
     if source is not None:
         v = version_from_image(str(raw_reference(get(raw, *source))))
@@ -54,7 +53,7 @@ def versions(raw: Raw, pools: Pools) -> Generator[Problem, None, Optional[Dialec
     """Yields problems; returns the dialect when the version is usable."""
     version, source = resolve_version(raw)
     if version is None:
-        yield problem(("version",), f"'{raw.get('version')}' is not a Flower version (expected X.Y.Z)")
+        yield problem(("version",), f"'{raw.get('version')}' is not a Flower version: expected {VERSION_FORM}")
         return None
     unpinned = version_source(raw) if source is None else None
     if unpinned is not None and "@" in str(raw_reference(get(raw, *unpinned))):

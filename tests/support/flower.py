@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from flower_federation.flower.versions import DEFAULT_VERSION, FlowerVersion
 from tests.support.paths import ROOT
 
 WORKER = Path(__file__).with_name("flower_worker.py")
-# Real Flowers (see requirements-flwr.txt): one per dialect, the HTTP era's the newest
-# release (the default version, and the e2e's); the HTTP-era release before it, whose
-# parsers are checked too and from which upgrades start.
+REQUIREMENTS = ROOT / "requirements-flwr.txt"
+
+
+def _tested() -> tuple[str, ...]:
+    """The Flower versions of requirements-flwr.txt, in its order: `flwr==X` (a release) and
+    `flwr-nightly==X.devN` (Flower's nightly of the next release) lines, one venv each (the Makefile)."""
+    lines = REQUIREMENTS.read_text(encoding="utf-8").splitlines()
+    return tuple(m[2] for line in lines if (m := re.fullmatch(r"(flwr|flwr-nightly)==(\S+)", line.strip())))
+
+
+# Real Flowers (see requirements-flwr.txt): one per dialect, the HTTP era's the default version (the newest
+# release, the e2e's); the HTTP-era release before it, whose parsers are checked too and from which upgrades
+# start; and the next Flower, the nightly until its release is served (then its `flwr==` line replaces the
+# nightly's: nothing here changes).
 GRPC_ERA = "1.26.1"
-HTTP_ERA = "1.42.0"
+HTTP_ERA = DEFAULT_VERSION
 PREVIOUS_HTTP_ERA = "1.41.0"
-REAL_FLOWERS = (GRPC_ERA, PREVIOUS_HTTP_ERA, HTTP_ERA)
+REAL_FLOWERS = _tested()
+NEXT = max(REAL_FLOWERS, key=lambda v: FlowerVersion.parse(v) or FlowerVersion(0, 0, 0))
+assert {GRPC_ERA, PREVIOUS_HTTP_ERA, HTTP_ERA} <= set(REAL_FLOWERS), f"{REQUIREMENTS} lacks a version named here"
 
 
 # The Flower program each managed container runs (its image's entrypoint).
@@ -51,7 +66,9 @@ class Flower:
     def __init__(self, version: str):
         python = venv_python(version)
         if not python.exists():
-            raise RuntimeError(f"{python} missing: run `make test`, which installs flwr=={version}")
+            raise RuntimeError(
+                f"{python} missing: run `make test`, which installs Flower {version} ({REQUIREMENTS.name})"
+            )
         self.version = version
         self.proc = subprocess.Popen(
             [str(python), str(WORKER)],

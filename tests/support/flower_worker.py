@@ -46,9 +46,13 @@ def _jsonable(ns):
 def handle(req):
     op = req["op"]
     if op == "version":
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        return version("flwr")
+        # Flower's nightly installs the same `flwr` module from the package flwr-nightly.
+        try:
+            return version("flwr")
+        except PackageNotFoundError:
+            return version("flwr-nightly")
     if op == "parse":
         parser = _parser(req["program"])
         err = io.StringIO()
