@@ -6,17 +6,23 @@ by slow clients. The SuperLink's RSS (VmRSS of it and its children, sampled ever
 under its memory limit (the default, 768Mi, so the derived bounds are 5 uploads in all, 2 per
 address), requests over the bounds are answered 503,
 and the SuperLink still answers `/health` through the proxy afterwards; a real SuperNode dialling
-the proxy during a flood comes online (its authenticated Fleet traffic is served).
+the proxy during a flood comes online and a real `flwr run` round completes through it (its
+ClientApp's messages cross the proxy; the SuperLink's container stays under its limit by PSS).
 
-NEGATIVE CONTROL: the same flood through today's config (048b1d8: `client_max_body_size 64m`, no
-`limit_conn`) drives the RSS over the limit. Only the listen address, ports, certificate paths
-and the upstream's name are rewritten; every bound is as rendered. Request counts are bounded
-(rounds x senders), traffic stays on 127.0.0.0/8, every port is a free one."""
+NEGATIVE CONTROLS: the same flood through today's config (048b1d8: `client_max_body_size 64m`, no
+`limit_conn`) drives the RSS over the limit; a round whose reply is a counted upload while slow
+clients hold every slot ends without the reply, and the round assertion fails. Only the listen
+address, ports, certificate paths and the upstream's name are rewritten; every bound is as
+rendered. Request counts are bounded (waves x senders), traffic stays on 127.0.0.0/8, every port
+is a free one."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -25,10 +31,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
-from tests.support.flower import HTTP_ERA
+from tests.support.flower import HTTP_ERA, venv_bin
 from tests.support.live_flower import LiveSuperLink, cli_home, live_superlink, start_supernode, wait_online
 from tests.support.manifests import get
 from tests.support.processes import PortMap, run_bounded
@@ -38,6 +45,7 @@ pytestmark = pytest.mark.live
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 LIMIT = 768 * 1024**2  # the SuperLink's memory limit in the rendered hub (the default preset's)
 MIB = 1024**2
+MAX_WAVES = 60  # a flood that waits for a round: a bound on its requests, not a duration
 
 
 def _free_port() -> int:
@@ -60,14 +68,14 @@ def _todays(conf: str) -> str:
     return "\n".join(lines).replace("client_max_body_size 8m;", "client_max_body_size 64m;") + "\n"
 
 
-def _tree_rss(pid: int) -> int:
-    """VmRSS (bytes) of `pid` and its descendants."""
+def _tree_rss(pid: int, field: str = "VmRSS:", file: str = "status") -> int:
+    """VmRSS (bytes) of `pid` and its descendants (or another /proc field in kB, e.g. smaps_rollup's Pss)."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            status = Path(f"/proc/{p}/status").read_text()
-            total += int(status.split("VmRSS:")[1].split()[0]) * 1024
+            status = Path(f"/proc/{p}/{file}").read_text()
+            total += int(status.split(field)[1].split()[0]) * 1024
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, IndexError):
@@ -133,20 +141,34 @@ class Proxy:
             return int(s.recv(64).split(b" ", 2)[1])
 
 
-def flood(proxy: Proxy, pid: int, sources: list[str], size: int, rounds: int = 3) -> tuple[int, int, list[int]]:
-    """(baseline RSS, peak RSS, statuses) of `rounds` waves of one body per source at once."""
+def flood(
+    proxy: Proxy,
+    pid: int,
+    sources: list[str],
+    size: int,
+    rounds: int = 3,
+    until: Optional[threading.Event] = None,
+    pss: Optional[list[int]] = None,
+) -> tuple[int, int, list[int]]:
+    """(baseline RSS, peak RSS, statuses) of `rounds` waves of one body per source at once, or
+    more until `until` is set (at most MAX_WAVES: the request count stays bounded); the peak PSS
+    (proportional set size: a page shared by the tree's processes counted once) into `pss[0]`."""
     baseline, peak, stop = _tree_rss(pid), [0], threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
             peak[0] = max(peak[0], _tree_rss(pid))
+            if pss is not None:
+                pss[0] = max(pss[0], _tree_rss(pid, "Pss:", "smaps_rollup"))
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample)
     sampler.start()
     statuses: list[int] = []
     try:
-        for _ in range(rounds):
+        wave = 0
+        while wave < rounds or (until is not None and not until.is_set() and wave < MAX_WAVES):
+            wave += 1
             threads = [threading.Thread(target=lambda s=s: statuses.append(proxy.post(s, size))) for s in sources]
             for t in threads:
                 t.start()
@@ -238,32 +260,132 @@ def test_negative_control_todays_config_lets_the_superlink_exceed_its_limit(
         proxy.stop()
 
 
-def test_a_real_supernode_is_served_through_the_proxy_during_a_flood(live: LiveSuperLink, tmp_path: Path) -> None:
+class Trickle:
+    """Slow clients that hold upload slots: each sends the head of an 8 MiB push-object, then one
+    byte a second, never long enough silent for `client_body_timeout` to drop it, until `release`."""
+
+    def __init__(self, proxy: Proxy, sources: list[str]):
+        self.stop, self.socks = threading.Event(), []
+        for source in sources:
+            raw = socket.create_connection(("127.0.0.1", proxy.public), timeout=60, source_address=(source, 0))
+            s = proxy.ctx.wrap_socket(raw, server_hostname="localhost")
+            # With Flower's content type: without one the SuperLink answers 415 and the slot is free again.
+            head = "POST /v1/fleet/push-object HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/protobuf\r\n"
+            s.sendall(f"{head}Content-Length: {8 * MIB}\r\n\r\n".encode())
+            self.socks.append(s)
+        self.thread = threading.Thread(target=self._trickle)
+        self.thread.start()
+
+    def _trickle(self) -> None:
+        while not self.stop.wait(1):
+            for s in self.socks:
+                with contextlib.suppress(OSError):  # a dropped holder no longer holds: the 503 probe tells
+                    s.sendall(b"x")
+
+    def release(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        for s in self.socks:
+            s.close()
+
+
+APP = Path(__file__).resolve().parent / "e2e" / "app"  # the e2e's numpy FedAvg app
+ROUND = re.compile(r"E2E round=1 seconds=[\d.]+ clients=(\{.*\})$", re.M)
+
+
+def one_round(live: LiveSuperLink, name: str, env: dict[str, str], floats: int, timeout: float) -> tuple[str, str]:
+    """`flwr run` of the app, one round on one node (`model-floats` floats), through the Control
+    API: (its output, the run's status in `flwr list`)."""
+    flwr = str(venv_bin(live.version) / "flwr")
+    config = f"num-server-rounds=1 min-nodes=1 model-floats={floats} round-timeout={timeout}"
+    ran = run_bounded([flwr, "run", str(APP), name, "--run-config", config, "--stream"], env, timeout=timeout + 120)
+    output = ran.stdout + ran.stderr
+    assert ran.returncode == 0, output[-3000:]
+    m = re.search(r"run_id `(\d+)`|started run (\d+)", output)
+    assert m, output[-3000:]
+    listed = run_bounded([flwr, "list", name, "--format", "json"], env)
+    runs = json.loads(listed.stdout[listed.stdout.index("{") :])["runs"]
+    return output, {str(r["run-id"]): r["status"] for r in runs}[m.group(1) or m.group(2)]
+
+
+def _served(log: str, route: str) -> list[str]:
+    """The access log's statuses of the SuperNode's (127.0.0.1) requests to a Fleet route."""
+    return re.findall(rf'^127\.0\.0\.1 "POST /v1/fleet/{route}" (\d+) ', log, re.M)
+
+
+def assert_round_completed_through_the_proxy(output: str, status: str, log: str) -> None:
+    """The run finished:completed, its one round aggregated the SuperNode's ClientApp reply, and the
+    SuperNode's authenticated pull and push of messages (only it calls those routes) were served 200."""
+    assert status == "finished:completed", status
+    rounds = ROUND.findall(output)
+    assert len(rounds) == 1 and len(json.loads(rounds[0])) == 1, f"no ClientApp reply aggregated:\n{output[-3000:]}"
+    assert "200" in _served(log, "pull-messages") and "200" in _served(log, "push-messages"), log[-3000:]
+
+
+def test_a_real_supernodes_round_completes_through_the_proxy_during_a_flood(
+    live: LiveSuperLink, tmp_path: Path
+) -> None:
     """A real SuperNode (its rendered args and own key, registered by the exported script) dials the
-    proxy, not the SuperLink, while max-size unauthenticated floods from eight addresses run: its
-    authenticated Fleet traffic is served (it comes online), and the SuperLink stays under its limit."""
+    proxy, not the SuperLink, while max-size unauthenticated bodies flood it from 127.0.0.1 and from
+    eight other addresses at once and a slow client holds an upload slot: it comes online and a real
+    `flwr run` round completes (the ServerApp sends, the ClientApp trains on the SuperNode, its reply is
+    aggregated), the SuperLink staying under its limit and the flood answered 503 over the bounds.
+
+    NEGATIVE CONTROL (same SuperLink, proxy and SuperNode): a model whose reply is a counted upload
+    (> 10 kB) while slow clients hold every slot: the SuperNode's push is answered 503 (Flower retries
+    it), the round times out without its reply, and the same assertion fails."""
     proxy = Proxy(live, _rendered_conf(), tmp_path)
-    results: list[tuple[int, int, list[int]]] = []
-    flooding = threading.Thread(target=lambda: results.append(flood(proxy, _pid(live), MANY, 8 * MIB, rounds=6)))
+    done, results, pss = threading.Event(), [], [0]
+    sources = ONE[:4] + MANY  # 20 at once: 4 from 127.0.0.1, 16 from 127.0.0.2-9
+    flooding = threading.Thread(
+        target=lambda: results.append(flood(proxy, _pid(live), sources, 8 * MIB, until=done, pss=pss))
+    )
+    holders: list[Trickle] = []
     try:
         name, env = cli_home(live)
         script = live.workdir / "register.sh"
         script.write_text(live.r.outputs["nodeAuth"]["registerScript"])
-        done = run_bounded(["sh", str(script)], env, timeout=240)
-        assert done.returncode == 0, done.stdout + done.stderr
+        registered = run_bounded(["sh", str(script)], env, timeout=240)
+        assert registered.returncode == 0, registered.stdout + registered.stderr
+        holders.append(Trickle(proxy, ["127.0.0.10"]))  # before the flood, so that it surely holds a slot
         flooding.start()
         # The SuperNode's SuperLink address goes to the proxy's port; `flwr` still uses the Control API directly.
         via_proxy = dataclasses.replace(live, ports=PortMap(dict.fromkeys(live.ports, proxy.public)))
         node = start_supernode(via_proxy, "alpha", 1)
-        nodes = wait_online(live, node, name, env)
-        assert "online" in {n["status"] for n in nodes}
+        wait_online(live, node, name, env)
+        output, status = one_round(live, name, env, floats=4, timeout=60)
+        done.set()
         flooding.join(timeout=300)
         ((baseline, peak, statuses),) = results
-        figures = f"baseline {baseline / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB, 503s {statuses.count(503)}"
-        print(f"flood beside a SuperNode: {figures}")
-        assert peak < LIMIT and 503 in statuses
-        assert "/v1/fleet/" in (tmp_path / "access.log").read_text()
+        print(
+            f"round during the flood: {status}, {ROUND.findall(output)}; baseline {baseline / MIB:.0f} MiB, "
+            f"peak {peak / MIB:.0f} MiB (PSS {pss[0] / MIB:.0f} MiB), {len(statuses)} flood requests, "
+            f"503s {statuses.count(503)}"
+        )
+        log = (tmp_path / "access.log").read_text()
+        assert_round_completed_through_the_proxy(output, status, log)
+        # The container's limit charges a page once: held to it by PSS, the tree's processes sharing their
+        # libraries (three Pythons while the ServerApp runs; their summed RSS, printed, counts those thrice).
+        assert pss[0] < LIMIT and 503 in statuses
+
+        # The flood is over: fresh slow clients take every slot (one over the bound, if the first still holds).
+        holders.append(Trickle(proxy, ["127.0.0.11", "127.0.0.11", "127.0.0.12", "127.0.0.12", "127.0.0.13"]))
+        held = (tmp_path / "access.log").read_text() + (tmp_path / "error.log").read_text()
+        assert proxy.post("127.0.0.14", 64 * 1024) == 503, re.findall(r".*127\.0\.0\.1[0-3]\b.*", held)
+        before = len((tmp_path / "access.log").read_text())  # after it only the SuperNode comes from 127.0.0.1
+        output, status = one_round(live, name, env, floats=4096, timeout=15)  # a 32 KiB reply
+        log = (tmp_path / "access.log").read_text()[before:]
+        print(
+            f"round with every slot held: {status}, {ROUND.findall(output)}; "
+            f"the SuperNode's push-object statuses {_served(log, 'push-object')}"
+        )
+        assert "503" in _served(log, "push-object")
+        with pytest.raises(AssertionError, match="no ClientApp reply aggregated"):
+            assert_round_completed_through_the_proxy(output, status, log)
     finally:
+        done.set()
         if flooding.is_alive():
             flooding.join(timeout=300)
+        for h in holders:
+            h.release()
         proxy.stop()
