@@ -74,6 +74,7 @@ TASK_POD = "task-pod"  # a ServerApp/ClientApp pod of Flower's Kubernetes execut
 REGISTRATION = "node-registration"  # the Job's one container
 ADDED = "added"  # a container or init container a `podTemplate` adds
 FLEET_PROXY = "fleet-proxy"  # the SuperLink's Fleet-only proxy
+EXPORTER = "federation-exporter"  # monitoring's exporter: Python with Flower's client modules loaded
 
 
 def default_preset(plan: FederationPlan, role: str) -> str:
@@ -89,7 +90,7 @@ def role_preset(role: str, *, process_isolation: bool, kubernetes_executor: bool
         return "micro" if process_isolation else "small"
     if role in (SERVERAPP_SUPEREXEC, CLIENTAPP_SUPEREXEC):
         return "micro" if kubernetes_executor else "small"
-    if role == REGISTRATION:
+    if role in (REGISTRATION, EXPORTER):
         return "micro"
     if role in (ADDED, FLEET_PROXY):
         return "nano"
@@ -145,3 +146,7 @@ def added_container(plan: FederationPlan) -> dict[str, Any]:
 def fleet_proxy(plan: FederationPlan) -> dict[str, Any]:
     proxy = plan.spec.superlink.fleet_proxy
     return resolve(plan, FLEET_PROXY, proxy.resources_preset, proxy.resources)
+
+
+def exporter(plan: FederationPlan) -> dict[str, Any]:
+    return resolve(plan, EXPORTER)
