@@ -21,9 +21,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from flower_federation.builders import monitoring, state_guard
 from flower_federation.checks.model import MANDATORY
 from flower_federation.checks.policies import run
+from flower_federation.config.errors import ConfigError
 from tests.support.certificates import ca_pem
 from tests.support.manifests import by_kind, get, workload_container
-from tests.support.render import core_objects
+from tests.support.render import core_objects, plan_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -186,3 +187,21 @@ def test_the_exporter_runs_restricted_in_the_superlink_pod_and_only_scrapers_rea
     ]
     assert [v for v in run(objects) if v.level == MANDATORY] == []
     assert len(by_kind(objects, "Service")) == len(by_kind(core_objects(HUB), "Service")) + 1
+
+
+def test_a_site_with_monitoring_is_refused_by_its_path() -> None:
+    """A site runs no SuperLink: an exporter would be silently missing, so the setting is refused (issue 34 part 3,
+    a site's own alerts, is not built yet)."""
+    site = {
+        "role": "site",
+        "name": "hospital-a",
+        "version": "1.42.0",
+        "supernodes": {
+            "superlink": {"address": "fl.example.org", "port": 443, "certificate": {"pem": ca_pem()}},
+            "pools": [{"name": "a1", "replicas": 1}],
+        },
+        "monitoring": {"enabled": True},
+    }
+    with pytest.raises(ConfigError) as caught:
+        plan_of(site)
+    assert [p.path for p in caught.value.problems] == ["federation.monitoring.enabled"], caught.value.problems
