@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from flower_federation.builders import monitoring, monitoring_rules
+from flower_federation.cli.offline import run_program
 from tests.support.manifests import get
 from tests.support.render import core_objects
 from tests.support.schema import validate, validate_all
@@ -207,3 +208,13 @@ def test_thresholds_are_settings_and_state_alerts_need_a_state_volume() -> None:
         for r in get(core_objects(raw), "PrometheusRule", "fl-federation-alerts")["spec"]["groups"][0]["rules"]
     }
     assert names == set(CASES) - set(monitoring_rules.STATE_ALERTS)
+
+
+def test_the_program_registers_the_operator_objects_as_custom_resources() -> None:
+    """Under Pulumi's mocks (the real program): the ServiceMonitor and PrometheusRule are registered as
+    `kubernetes:monitoring.coreos.com/v1:*` custom resources, beside the exporter's ConfigMap and Service."""
+    run = run_program({"federation": with_monitoring(**ENABLED)}, "dev")
+    types = {(r.type, r.name) for r in run.registrations}
+    assert ("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "fl-federation-exporter") in types
+    assert ("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "fl-federation-alerts") in types
+    assert ("kubernetes:core/v1:Service", "fl-federation-exporter") in types
