@@ -205,3 +205,12 @@ def test_a_site_with_monitoring_is_refused_by_its_path() -> None:
     with pytest.raises(ConfigError) as caught:
         plan_of(site)
     assert [p.path for p in caught.value.problems] == ["federation.monitoring.enabled"], caught.value.problems
+
+
+def test_a_metrics_port_the_superlink_pod_uses_is_refused_quoting_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        plan_of(with_monitoring(port=9095))  # the HTTP era's one API port
+    assert [(p.path, "9095 is a port of the SuperLink's pod" in p.message) for p in caught.value.problems] == [
+        ("federation.monitoring.port", True)
+    ]
+    plan_of(with_monitoring(port=9464))  # negative control: a free port passes

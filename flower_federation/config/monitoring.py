@@ -62,7 +62,7 @@ class AlertThresholds(Model):
         default=21, ge=1, le=3650, description="The server certificate or a CA expiring within this: a warning."
     )
     certificate_critical_days: int = Field(
-        default=7, ge=1, le=3650, description="... within this: critical (at most `certificateWarningDays`)."
+        default=7, ge=1, le=3650, description="... within this: critical (meant to be below `certificateWarningDays`)."
     )
     backup_max_age_days: int = Field(
         default=30,
@@ -91,10 +91,15 @@ class Monitoring(Model):
 
     enabled: bool = Field(
         default=False,
-        description="Run the exporter (roles federation and hub: where the SuperLink runs), its Service "
-        "`N-federation-exporter` and a NetworkPolicy rule admitting only `scrapers`.",
+        description="Run the exporter (roles federation and hub: where the SuperLink runs; a site refuses it), its "
+        "Service `N-federation-exporter` and a NetworkPolicy rule admitting only `scrapers`.",
     )
-    port: int = Field(default=METRICS_PORT, ge=1024, le=65535, description="The exporter's metrics port.")
+    port: int = Field(
+        default=METRICS_PORT,
+        ge=1024,
+        le=65535,
+        description="The exporter's metrics port: one the SuperLink's pod does not use (its API and health ports).",
+    )
     poll_interval_seconds: int = Field(
         default=30,
         ge=5,
