@@ -214,3 +214,12 @@ def test_a_metrics_port_the_superlink_pod_uses_is_refused_quoting_it() -> None:
         ("federation.monitoring.port", True)
     ]
     plan_of(with_monitoring(port=9464))  # negative control: a free port passes
+
+
+def test_the_exporters_resources_are_settings_checked_at_their_path() -> None:
+    raw = with_monitoring(resourcesPreset="micro", resources={"limits": {"memory": "300Mi"}})
+    c = workload_container(core_objects(raw), "StatefulSet", "fl-superlink", "federation-exporter")
+    assert c["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "300Mi"}}
+    with pytest.raises(ConfigError) as caught:
+        plan_of(with_monitoring(resources={"limits": {"memory": "lots"}}))
+    assert [p.path for p in caught.value.problems] == ["federation.monitoring.resources.limits.memory"]
