@@ -21,7 +21,9 @@ pool x status for nodes, a status for runs, no per-run or per-node label.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import io
 import math
 import os
 import shutil
@@ -231,7 +233,9 @@ def ask_superlink() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(nodes, runs) as the Control API lists them, in the plain shapes `node_samples`/`run_samples` take."""
     from flwr.proto.control_pb2 import ListNodesRequest, ListRunsRequest
 
-    client, closer = control_client(CONNECTION)
+    # Flower's CLI prints which connection it uses on every call: a line per poll in the container's log, dropped.
+    with contextlib.redirect_stdout(io.StringIO()):
+        client, closer = control_client(CONNECTION)
     try:
         listed = client.ListNodes(ListNodesRequest()).nodes_info
         run_dict = client.ListRuns(ListRunsRequest()).run_dict
