@@ -74,7 +74,7 @@ lint: $(VENV)/.installed
 # install only, where the host has none); the e2e tests fail, saying why, if one still is.
 # Not root: the e2e tests skip anyway (they need root), so nothing is installed. `test-rest` needs it
 # too (tests/test_e2e_gateway_config.py runs `nginx -t`); under -j it installs beside the venvs.
-E2E_TOOLS := nft=nftables nginx=nginx
+E2E_TOOLS := nft=nftables nginx=nginx promtool=prometheus
 e2e-tools:
 	@missing=""; \
 	for pair in $(E2E_TOOLS); do \
@@ -82,7 +82,7 @@ e2e-tools:
 	  if ! command -v $$tool >/dev/null 2>&1 && [ ! -x /usr/sbin/$$tool ]; then missing="$$missing $${pair#*=}"; fi; \
 	done; \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
-	  echo "installing$$missing (apt-get) for the e2e harness (NetworkPolicies, nginx images, Gateway emulation)"; \
+	  echo "installing$$missing (apt-get) for the e2e harness and the metrics tests (NetworkPolicies, nginx images, Gateway emulation, promtool)"; \
 	  guard=""; \
 	  if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && guard=1; fi; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq $$missing) >/dev/null \

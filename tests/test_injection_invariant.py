@@ -88,6 +88,8 @@ def stacks() -> dict[str, dict[str, Any]]:
         "superlink": {"ingress": {"host": "fl.example.org"}},
         "sites": [{"name": "lab-c", "publicKeys": [public_key_of(0)]}],
         "cli": {"address": "127.0.0.1:8000", "rootCertificates": "/etc/ca.crt"},
+        # The federation exporter: its ConfigMap's key labels, its selectors (issue 34).
+        "monitoring": {"enabled": True, "serviceMonitor": {"enabled": True}, "prometheusRules": {"enabled": True}},
     }
     single = {
         "name": "demo",

@@ -106,6 +106,7 @@ def test_sections_follow_the_model() -> None:
         "executor",
         "rbac",
         "affinity",
+        "monitoring",
     ]
 
 

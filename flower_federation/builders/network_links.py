@@ -209,6 +209,11 @@ def _superlink_side(
         links.append(
             Link(source, superlink, _tcp(*sorted({plan.ports.fleet, plan.ports.control})), "configured sources")
         )
+    if spec.monitoring.enabled:
+        links += [
+            Link(scraper, superlink, _tcp(spec.monitoring.port), "Prometheus scrapes the federation exporter")
+            for scraper in _scrapers(plan)
+        ]
     if plan.registers_nodes:
         job = comp(
             names.node_registration, selector_labels(plan.name, NODE_REGISTRATION), spec.superlink.network_policy
@@ -239,6 +244,16 @@ def _superlink_side(
             Link(c, ANYWHERE, _tcp(*PACKAGE_INDEX_PORTS), "runtime dependency installation") for c in serverapp_side
         ]
     return components, links
+
+
+def _scrapers(plan: FederationPlan) -> list[Peer]:
+    """Who may scrape the exporter: pods matching `monitoring.scrapers`' pod selector in namespaces matching its
+    namespace selector (no namespace selector: the federation's own namespace)."""
+    scrapers = plan.spec.monitoring.scrapers
+    peer: dict[str, Any] = {"podSelector": {"matchLabels": dict(sorted(scrapers.pod_selector.items()))}}
+    if scrapers.namespace_selector:
+        peer["namespaceSelector"] = {"matchLabels": dict(sorted(scrapers.namespace_selector.items()))}
+    return [Peer(_freeze(peer))]
 
 
 def _fleet_sources(plan: FederationPlan, superlink: Component) -> list[Peer]:

@@ -74,6 +74,9 @@ TASK_POD = "task-pod"  # a ServerApp/ClientApp pod of Flower's Kubernetes execut
 REGISTRATION = "node-registration"  # the Job's one container
 ADDED = "added"  # a container or init container a `podTemplate` adds
 FLEET_PROXY = "fleet-proxy"  # the SuperLink's Fleet-only proxy
+# monitoring's exporter: Python with Flower's client modules loaded, about 92 MiB resident (Flower 1.42.0,
+# measured 2026-11-28): `nano`'s 192Mi limit leaves it twice that.
+EXPORTER = "federation-exporter"
 
 
 def default_preset(plan: FederationPlan, role: str) -> str:
@@ -91,7 +94,7 @@ def role_preset(role: str, *, process_isolation: bool, kubernetes_executor: bool
         return "micro" if kubernetes_executor else "small"
     if role == REGISTRATION:
         return "micro"
-    if role in (ADDED, FLEET_PROXY):
+    if role in (ADDED, FLEET_PROXY, EXPORTER):
         return "nano"
     # The SuperLink: a singleton, so generous sizing costs little; its memory grows with
     # nodes, runs and messages in flight, and in subprocess isolation it runs ServerApps.
@@ -145,3 +148,8 @@ def added_container(plan: FederationPlan) -> dict[str, Any]:
 def fleet_proxy(plan: FederationPlan) -> dict[str, Any]:
     proxy = plan.spec.superlink.fleet_proxy
     return resolve(plan, FLEET_PROXY, proxy.resources_preset, proxy.resources)
+
+
+def exporter(plan: FederationPlan) -> dict[str, Any]:
+    m = plan.spec.monitoring
+    return resolve(plan, EXPORTER, m.resources_preset, m.resources)

@@ -1,14 +1,13 @@
-"""The SuperLink's objects: its StatefulSet (state on a PVC), public Service and
-ServiceAccount and, with distributed SuperExec, the ServerApp SuperExec Deployment and
-the internal ServerAppIo Service it dials (gRPC era). NetworkPolicies come from
-`network.py`, TLS Secrets from `trust.py`; `manifests.py` puts them all together."""
+"""The SuperLink's objects: its StatefulSet (state on a PVC; the exporter's container with `monitoring`),
+public Service and ServiceAccount and, with distributed SuperExec, the ServerApp SuperExec Deployment and the
+internal ServerAppIo Service it dials (gRPC era). NetworkPolicies: `network.py`; TLS: `trust.py`."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any, Optional
 
-from flower_federation.builders import access, appio, fleet_proxy, gateway, resources, state_guard
+from flower_federation.builders import access, appio, fleet_proxy, gateway, monitoring, resources, state_guard
 from flower_federation.builders.pod_pipeline import PodRecipe, finish_pod
 from flower_federation.builders.workload_parts import (
     ExecutorWiring,
@@ -190,6 +189,7 @@ def _volumes(plan: FederationPlan) -> list[Volume]:
         )
     auth = appio.auth_volumes(plan, appio.superlink_auth_secret_name(plan))
     proxy = fleet_proxy.volumes(plan) if plan.fleet_proxy else []
+    proxy += monitoring.volumes(plan) if monitoring.enabled(plan) else []  # the exporter's beside the proxy's
     return volumes + ca_volumes(plan) + auth + proxy + list(plan.spec.superlink.volumes)
 
 
@@ -214,8 +214,8 @@ def objects(plan: FederationPlan) -> list[Manifest]:
     containers = [_superlink_container(plan)]
     if plan.sidecar_superexec:
         containers.append(_serverapp_superexec(plan, ExecutorWiring(False)))
-    if plan.fleet_proxy:
-        containers.append(fleet_proxy.container(plan))
+    containers += [fleet_proxy.container(plan)] if plan.fleet_proxy else []
+    containers += [monitoring.container(plan)] if monitoring.enabled(plan) else []
     pod = finish_pod(
         plan,
         PodRecipe(
@@ -269,7 +269,7 @@ def objects(plan: FederationPlan) -> list[Manifest]:
         out.append(_control_service(plan))
     if sl.ingress is not None:
         out.append(_ingress(plan))
-    out += gateway.objects(plan)
+    out += gateway.objects(plan) + monitoring.objects(plan)
     if plan.distributed:
         out += _distributed_superexec(plan)
     return out

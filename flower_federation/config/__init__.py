@@ -20,6 +20,7 @@ from pydantic import Field
 from flower_federation.config.base import Model, ResourcesPreset
 from flower_federation.config.exposure import FLEET_PROXY_IMAGE, ControlService, FleetProxy, Gateway, Ingress, ParentRef
 from flower_federation.config.images import Image, ImageRef, PullPolicy
+from flower_federation.config.monitoring import Monitoring
 from flower_federation.config.security import (
     CertManager,
     GeneratedCertificate,
@@ -65,6 +66,7 @@ __all__ = [
     "Ingress",
     "IssuerRef",
     "Model",
+    "Monitoring",
     "NetworkPolicy",
     "NodeAffinityPreset",
     "NodeAuth",
@@ -259,6 +261,7 @@ class Federation(Model):
         ),
     )
     affinity: AffinityPresets = AffinityPresets()
+    monitoring: Monitoring = Monitoring()
 
 
 def json_schema() -> dict[str, Any]:

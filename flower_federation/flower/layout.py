@@ -58,6 +58,13 @@ EXECUTOR_CONFIG_FILE = "executor.yaml"
 FLEET_PROXY_CONTAINER = "fleet-proxy"
 FLEET_PROXY_CONFIG_VOLUME = "fleet-proxy-config"
 FLEET_PROXY_CONFIG_DIR = "/etc/fleet-proxy"
+# The federation exporter in the SuperLink's pod (builders/monitoring.py): its container, its files (script,
+# connection config, key labels) and the server certificate alone (never the key beside it in the TLS Secret).
+EXPORTER_CONTAINER = "federation-exporter"
+EXPORTER_VOLUME = "federation-exporter"
+EXPORTER_DIR = "/etc/flower/exporter"
+EXPORTER_CERT_VOLUME = "federation-exporter-cert"
+EXPORTER_CERT_DIR = "/etc/flower/exporter-cert"
 REGISTRATION_VOLUME = "node-registration"
 REGISTRATION_DIR = "/etc/flower/node-registration"
 # Supernode-side GPU devices for AMD mountAll.
@@ -87,6 +94,9 @@ RESERVED_VOLUMES = frozenset(
         REGISTRATION_VOLUME,
         FLEET_PROXY_CONFIG_VOLUME,
         scratch_volume(FLEET_PROXY_CONTAINER),
+        EXPORTER_VOLUME,
+        EXPORTER_CERT_VOLUME,
+        scratch_volume(EXPORTER_CONTAINER),
         *AMD_DEVICES,
         *(scratch_volume(c) for c in MANAGED_CONTAINERS),
     }
@@ -104,6 +114,8 @@ RESERVED_MOUNT_PATHS = frozenset(
         EXECUTOR_CONFIG_DIR,
         REGISTRATION_DIR,
         FLEET_PROXY_CONFIG_DIR,
+        EXPORTER_DIR,
+        EXPORTER_CERT_DIR,
         *AMD_DEVICES.values(),
     }
 )

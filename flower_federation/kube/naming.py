@@ -26,6 +26,9 @@ SUPEREXEC_CLIENTAPP = "superexec-clientapp"
 # The Job that registers the trusted SuperNode keys with the SuperLink, named
 # `N-node-registration-<digest of the keys>` (a Job's name becomes a label value: 63 at most).
 NODE_REGISTRATION = "node-registration"
+# The federation exporter's own objects (its Service, ConfigMap, ServiceMonitor, PrometheusRule); the exporter
+# itself is a container of the SuperLink's pod.
+FEDERATION_EXPORTER = "federation-exporter"
 # The second Job of a key-set change: it revokes what is no longer trusted, once the pools rolled.
 NODE_REVOCATION = "node-revocation"
 REGISTRATION_DIGEST_LENGTH = 10
@@ -76,6 +79,14 @@ class Names:
     @property
     def fleet_proxy_config(self) -> str:
         return f"{self.federation}-superlink-fleet-proxy"
+
+    @property
+    def federation_exporter(self) -> str:
+        return f"{self.federation}-federation-exporter"
+
+    @property
+    def federation_alerts(self) -> str:
+        return f"{self.federation}-federation-alerts"
 
     @property
     def ca_bundle(self) -> str:

@@ -141,6 +141,8 @@ MOUNTED = {
     layout.EXECUTOR_CONFIG_DIR: "the Kubernetes executor's config",
     layout.REGISTRATION_DIR: "the node registration's files",
     layout.FLEET_PROXY_CONFIG_DIR: "the Fleet-only proxy's config",
+    layout.EXPORTER_DIR: "the federation exporter's files",
+    layout.EXPORTER_CERT_DIR: "the federation exporter's copy of the server certificate",
     **dict.fromkeys(layout.AMD_DEVICES.values(), "the AMD GPU device (gpu.mountAll)"),
 }
 assert set(MOUNTED) == RESERVED_MOUNT_PATHS, "a reserved mount path without a description"

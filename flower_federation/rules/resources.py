@@ -1,7 +1,8 @@
 """Resources: what the Kubernetes schema of a ResourceRequirements fragment cannot say
 beyond fragments.quantities (amounts, and no request above its limit in one map):
 `executor.config.resources` (Flower copies it into every task pod unchecked, so a bad
-one fails only at run time), and SuperExec presets where no SuperExec runs."""
+one fails only at run time), `monitoring.resources` (the exporter's, outside the component sections
+fragments.py walks), and SuperExec presets where no SuperExec runs."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ def resources(raw: Raw, pools: Pools, isolation: str) -> Iterator[Problem]:
             yield from quantities(at_task, task)
         else:
             yield problem(at_task, "must be a mapping (ResourceRequirements: requests, limits)")
+    exporter = get(raw, "monitoring", "resources")
+    if isinstance(exporter, dict):
+        for path, msg in fragment_errors(exporter, "resourcerequirements-v1.json"):
+            yield problem(("monitoring", "resources") + path, msg)
+        yield from quantities(("monitoring", "resources"), exporter)
     if isolation != "process":
         preset_at: list[At] = [("superlink", "superexecResourcesPreset")]
         preset_at += [("supernodes", "pools", i, "superexecResourcesPreset") for i, _ in pools]

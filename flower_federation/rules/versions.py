@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator
 from typing import Optional
 
+from flower_federation.config.derived import DEFAULTS
 from flower_federation.config.errors import Problem, problem
 from flower_federation.config.images import raw_reference
-from flower_federation.flower.dialects import Dialect, dialect_for, supported_ranges
+from flower_federation.flower.dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT, Dialect, dialect_for, supported_ranges
 from flower_federation.flower.versions import (
     DEFAULT_VERSION,
     FLWR_CONFIG_TOML_SINCE,
@@ -93,6 +94,18 @@ def ports(raw: Raw, dialect: Dialect) -> Iterator[Problem]:
             )
             yield problem(("superlink", "service", "ports", key), f"not used by the {dialect.name}: {hint}")
     resolved = dialect.resolve_ports({k: v for k, v in ports.items() if isinstance(v, int)})
+    metrics = get(raw, "monitoring", "port")
+    # Behind the Fleet-only proxy the SuperLink's own port is the Control Service's (plan/__init__.py).
+    behind_proxy = get(raw, "superlink", "controlService", "port", default=DEFAULTS.superlink.control_service.port)
+    taken = {resolved.fleet, resolved.control, resolved.serverappio, behind_proxy, HEALTH_PORT, SIDECAR_HEALTH_PORT}
+    if get(raw, "monitoring", "enabled") is True and isinstance(metrics, int) and metrics in taken:
+        # The exporter is a container of the SuperLink's pod: one port space with the SuperLink's (and its proxy's).
+        yield problem(
+            ("monitoring", "port"),
+            f"{metrics} is a port of the SuperLink's pod (its APIs, its own port behind the Fleet-only proxy, the "
+            "health ports: "
+            f"{sorted(p for p in taken if p is not None)}); choose another",
+        )
     if resolved.serverappio is None:  # one shared port (HTTP era)
         return
     used = [resolved.fleet, resolved.control, resolved.serverappio]

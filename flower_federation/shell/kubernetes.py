@@ -37,9 +37,11 @@ _RESOURCE_BY_KIND: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] =
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
 }
 # Custom resources (their CRDs come with the operator that serves them: cert-manager;
-# the platform's Gateway API implementation).
+# the platform's Gateway API implementation; the Prometheus Operator).
 _CUSTOM_KINDS = {
     ("cert-manager.io/v1", "Certificate"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
     ("gateway.networking.k8s.io/v1", "HTTPRoute"),
     ("gateway.networking.k8s.io/v1", "BackendTLSPolicy"),
     ("gateway.networking.k8s.io/v1", "TLSRoute"),

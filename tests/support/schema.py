@@ -1,6 +1,7 @@
 """Strict schema validation of rendered objects: Kubernetes 1.34 (kubernetes-validate)
 for the core kinds, the vendored Gateway API schemas (tests/support/gateway_api/) for
-`gateway.networking.k8s.io` objects."""
+`gateway.networking.k8s.io` objects, the vendored Prometheus Operator schemas
+(tests/support/prometheus_operator/) for `monitoring.coreos.com` objects."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ import referencing
 
 from tests.support.gateway_api.generate import GROUP as GATEWAY_API_GROUP
 from tests.support.gateway_api.generate import RELEASES as GATEWAY_API_RELEASES
+from tests.support.prometheus_operator.generate import GROUP as PROMETHEUS_OPERATOR_GROUP
+from tests.support.prometheus_operator.generate import RELEASE as PROMETHEUS_OPERATOR_RELEASE
 
 K8S_VERSION = "1.34.0"
 GATEWAY_API_DIR = Path(__file__).resolve().parent / "gateway_api"
+PROMETHEUS_OPERATOR_DIR = Path(__file__).resolve().parent / "prometheus_operator"
 
 
 def validate(obj: dict[str, Any]) -> None:
@@ -32,6 +36,8 @@ def validate(obj: dict[str, Any]) -> None:
     kubernetes_validate.SchemaNotFoundError for a kind or version without a schema)."""
     if _group(obj.get("apiVersion")) == GATEWAY_API_GROUP:
         validate_gateway_api(obj)
+    elif _group(obj.get("apiVersion")) == PROMETHEUS_OPERATOR_GROUP:
+        validate_prometheus_operator(obj)
     else:
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
@@ -100,6 +106,26 @@ def validate_gateway_api(obj: dict[str, Any]) -> None:
         error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
         if error is not None:
             raise GatewayAPIValidationError(error, obj, release)
+
+
+class PrometheusOperatorValidationError(GatewayAPIValidationError):
+    def __str__(self) -> str:
+        where = _json_path(self.absolute_path) or "(object)"
+        return f"{self.object_name} at {where}: {self.message} (Prometheus Operator {self.version} schema)"
+
+
+def validate_prometheus_operator(obj: dict[str, Any]) -> None:
+    """Raise PrometheusOperatorValidationError (the Gateway API schemas' strict checks) unless `obj`
+    passes the vendored Prometheus Operator schema of its kind and version; SchemaNotFoundError if none."""
+    key = (obj.get("apiVersion"), obj.get("kind"))
+    validator = _prometheus_operator_validators().get(key)
+    if validator is None:
+        raise kubernetes_validate.SchemaNotFoundError(
+            kind=obj.get("kind"), version=PROMETHEUS_OPERATOR_RELEASE, api_version=obj.get("apiVersion")
+        )
+    error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
+    if error is not None:
+        raise PrometheusOperatorValidationError(error, obj, PROMETHEUS_OPERATOR_RELEASE)
 
 
 def gateway_api_releases_serving(obj: dict[str, Any]) -> list[str]:
@@ -202,3 +228,23 @@ def _gateway_api_validators() -> dict[str, dict[tuple[Any, Any], Any]]:
         release: {key: _GatewayAPIValidator(schema, registry=registry) for key, schema in by_kind.items()}
         for release, by_kind in _gateway_api_schemas().items()
     }
+
+
+@functools.cache
+def _prometheus_operator_validators() -> dict[tuple[Any, Any], Any]:
+    registry = referencing.Resource.from_contents(_definitions()) @ referencing.Registry()
+    out = {}
+    for file in sorted((PROMETHEUS_OPERATOR_DIR / PROMETHEUS_OPERATOR_RELEASE).glob("*.json")):
+        schema = json.loads(file.read_text())
+        props = schema["properties"]
+        out[(props["apiVersion"]["const"], props["kind"]["const"])] = _GatewayAPIValidator(schema, registry=registry)
+    return out
+
+
+@functools.cache
+def _definitions() -> Any:
+    return json.loads(
+        resources.files("kubernetes_validate")
+        .joinpath(f"kubernetes-json-schema/v{K8S_VERSION}-local-strict", "_definitions.json")
+        .read_text()
+    )

@@ -74,6 +74,8 @@ def string_shape(value: str, key: str = "", placeholder: str = "") -> Any:
         return ("toml", toml_shape(value, placeholder))
     if key.endswith(".sh") or value.startswith("#!/") or key == "registerScript":
         return ("shell", shell_shape(value))
+    if key == "key-labels":  # the federation exporter's `site pool key-type key-material` lines
+        return ("lines", [len(line.split(" ")) for line in value.split("\n")])
     if key.endswith(".json"):
         try:
             return ("json", shape(json.loads(value), value=placeholder))

@@ -1,0 +1,225 @@
+"""The federation exporter (issue 34): its exposition, read by prometheus-client's own parser and `promtool check
+metrics` (Debian's prometheus package: `make e2e-tools`), each with a negative control; how nodes map to sites
+(a key the hub does not list is counted as site "unknown", never dropped); and its objects: none without
+`monitoring`, and with it a restricted container in the SuperLink's pod whose port only the configured scrapers
+reach, a render the `check` policies pass."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from flower_federation.builders import monitoring, state_guard
+from flower_federation.checks.model import MANDATORY
+from flower_federation.checks.policies import run
+from flower_federation.config.errors import ConfigError
+from tests.support.certificates import ca_pem
+from tests.support.manifests import by_kind, get, workload_container
+from tests.support.render import core_objects, plan_of
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("federation_exporter", monitoring.SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+exporter = _load()
+NOW = 1_800_000_000.0
+KEY_LABELS = "lab-c - ecdsa-sha2-nistp384 AAAAlabc\nhospital-a a1 ecdsa-sha2-nistp384 AAAAhosp\n"
+
+
+def families(text: str) -> dict[str, Any]:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def promtool(text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    tool = shutil.which("promtool")
+    assert tool, "promtool is missing: `make e2e-tools` installs Debian's prometheus package"
+    return subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+
+
+def sample_exposition(tmp_path: Path) -> str:
+    labels_file = tmp_path / "key-labels"
+    labels_file.write_text(KEY_LABELS)
+    nodes = [
+        {"key": "AAAAlabc", "status": "online", "last_activated_at": NOW - 60, "last_deactivated_at": None},
+        {"key": "AAAAhosp", "status": "offline", "last_activated_at": NOW - 900, "last_deactivated_at": NOW - 600},
+        {"key": "AAAAstranger", "status": "online", "last_activated_at": NOW - 5, "last_deactivated_at": None},
+    ]
+    runs = [
+        {"status": "finished", "sub_status": "completed", "running_at": NOW - 4000, "finished_at": NOW - 3000},
+        {"status": "finished", "sub_status": "failed", "running_at": NOW - 500, "finished_at": NOW - 400},
+        {"status": "running", "sub_status": "", "running_at": NOW - 7200, "finished_at": None},
+    ]
+    state = tmp_path / "state" / "state.db"
+    (state.parent / "backups").mkdir(parents=True)
+    state.write_bytes(b"x" * 4096)
+    (state.parent / "backups" / "1.41.0-abc-20260101T000000Z.db").write_bytes(b"y")
+    (state.parent / "backups" / "1.42.0-abc-20260101T000000Z.db.tmp").write_bytes(b"cut short")
+    ca = tmp_path / "ca.crt"
+    ca.write_text(ca_pem('CA "quoted" \\ one') + ca_pem("second CA", seed=2))
+    samples: dict[str, Any] = {"up": [({}, 1.0)], "control_api_latency_seconds": [({}, 0.0125)]}
+    samples |= exporter.node_samples(nodes, exporter.read_key_labels(labels_file), NOW)
+    samples |= exporter.run_samples(runs, NOW)
+    samples |= exporter.file_samples(state, state.parent / "backups", NOW)
+    samples |= exporter.certificate_samples(None, ca)
+    return str(exporter.exposition(samples))
+
+
+def test_the_exposition_parses_with_prometheus_client_and_passes_promtool(tmp_path: Path) -> None:
+    text = sample_exposition(tmp_path)
+    found = families(text)
+    polls = {"last_poll_timestamp_seconds", "poll_errors_total"}  # the poll loop's own: not sampled here
+    assert set(found) == {exporter.PREFIX + name for name in set(exporter.HELP) - polls}
+    nodes = {
+        (s.labels["site"], s.labels["pool"], s.labels["status"]): s.value
+        for s in found["flower_federation_supernodes"].samples
+    }
+    assert nodes[("lab-c", "-", "online")] == 1 and nodes[("hospital-a", "a1", "offline")] == 1
+    assert nodes[("hospital-a", "a1", "online")] == 0  # a zero, so "no online node" is a value an alert sees
+    ages = {s.labels["site"]: s.value for s in found["flower_federation_site_last_online_age_seconds"].samples}
+    assert ages == {"lab-c": 0.0, "hospital-a": 600.0, "unknown": 0.0}
+    runs = {s.labels["status"]: s.value for s in found["flower_federation_runs"].samples}
+    assert (runs["completed"], runs["failed"], runs["running"], runs["pending"]) == (1, 1, 1, 0)
+    duration = {s.name: s for s in found["flower_federation_run_duration_seconds"].samples}
+    assert duration["flower_federation_run_duration_seconds_count"].value == 2
+    assert duration["flower_federation_run_duration_seconds_sum"].value == 1100
+    assert found["flower_federation_oldest_running_run_age_seconds"].samples[0].value == 7200
+    assert found["flower_federation_state_backups"].samples[0].value == 1  # the .tmp copy is not a backup
+    assert found["flower_federation_state_file_bytes"].samples[0].value == 4096
+    subjects = {s.labels["subject"] for s in found["flower_federation_certificate_not_after_timestamp_seconds"].samples}
+    # RFC 4514 escapes the quotes and backslash, the exposition escapes them again: read back whole.
+    assert subjects == {'CN=CA \\"quoted\\" \\\\ one', "CN=second CA"}
+    checked = promtool(text, tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_parsers_refuse_a_broken_exposition(tmp_path: Path) -> None:
+    """Negative control: a line break left raw in a label value (what `escape` prevents) fails both checks."""
+    text = sample_exposition(tmp_path).replace("CN=second CA", "CN=second\nCA")
+    with pytest.raises(ValueError):
+        families(text)
+    assert promtool(text, tmp_path).returncode != 0
+
+
+def test_a_key_the_hub_does_not_list_is_counted_as_unknown_never_dropped() -> None:
+    labels = {"AAAAlabc": ("lab-c", "-")}
+    nodes = [
+        {"key": "AAAAlabc", "status": "online", "last_activated_at": NOW, "last_deactivated_at": None},
+        {"key": "AAAAother", "status": "online", "last_activated_at": NOW, "last_deactivated_at": None},
+    ]
+    rows = {tuple(labels.values()): value for labels, value in exporter.node_samples(nodes, labels, NOW)["supernodes"]}
+    assert rows[("lab-c", "-", "online")] == 1
+    assert rows[("unknown", "unknown", "online")] == 1
+    assert sum(rows.values()) == len(nodes)
+
+
+def test_the_script_and_the_builder_agree() -> None:
+    assert exporter.CONNECTION == monitoring.CONNECTION
+    assert state_guard.BACKUP_DIR == monitoring.BACKUP_DIR
+
+
+HUB: dict[str, Any] = {
+    "role": "hub",
+    "name": "fl",
+    "namespace": "flower-hub",
+    "version": "1.42.0",
+    "nodeAuth": {"enabled": True},
+    "superlink": {"ingress": {"host": "fl.example.org"}},
+    "sites": [
+        {
+            "name": "lab-c",
+            "publicKeys": [
+                "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzODQAAABhBIirZgKjeR0m5MgxKUn8eFbLryve2"
+                "CNpA1qLQGM82bvzlHpxQW84o24AYn2SP9/GEzmBsxRtAfZWaCQ+e9nb5567JpaFy0swNW9qBtOGJ15NUURyR1hZ7dHLOehaaoG/jg=="
+                " lab-c-site/a1/0"
+            ],
+        }
+    ],
+}
+
+
+def with_monitoring(**settings: Any) -> dict[str, Any]:
+    return {**copy.deepcopy(HUB), "monitoring": {"enabled": True, **settings}}
+
+
+def test_without_monitoring_nothing_changes() -> None:
+    assert core_objects(HUB) == core_objects({**HUB, "monitoring": {"enabled": False, "port": 9999}})
+
+
+def test_the_exporter_runs_restricted_in_the_superlink_pod_and_only_scrapers_reach_it() -> None:
+    objects = core_objects(with_monitoring(port=9500, scrapers={"namespaceSelector": {"team": "obs"}}))
+    c = workload_container(objects, "StatefulSet", "fl-superlink", "federation-exporter")
+    superlink = workload_container(objects, "StatefulSet", "fl-superlink", "superlink")
+    assert c["image"] == superlink["image"]  # the SuperLink's Flower, at its version
+    assert c["securityContext"]["readOnlyRootFilesystem"] and c["resources"]["limits"]["memory"]
+    assert c["ports"] == [{"name": "metrics", "containerPort": 9500, "protocol": "TCP"}]
+    assert {m["name"]: m.get("readOnly") for m in c["volumeMounts"]}["state"] is True
+    labels = get(objects, "ConfigMap", "fl-federation-exporter")["data"]["key-labels"]
+    assert labels.startswith("lab-c a1 ecdsa-sha2-nistp384 AAAAE2VjZHNh") and labels.count("\n") == 1
+    policy = get(objects, "NetworkPolicy", "fl-superlink")
+    metrics = [rule for rule in policy["spec"]["ingress"] if {"port": 9500, "protocol": "TCP"} in rule["ports"]]
+    assert metrics == [
+        {
+            "from": [
+                {
+                    "namespaceSelector": {"matchLabels": {"team": "obs"}},
+                    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+                }
+            ],
+            "ports": [{"port": 9500, "protocol": "TCP"}],
+        }
+    ]
+    assert [v for v in run(objects) if v.level == MANDATORY] == []
+    assert len(by_kind(objects, "Service")) == len(by_kind(core_objects(HUB), "Service")) + 1
+
+
+def test_a_site_with_monitoring_is_refused_by_its_path() -> None:
+    """A site runs no SuperLink: an exporter would be silently missing, so the setting is refused (issue 34 part 3,
+    a site's own alerts, is not built yet)."""
+    site = {
+        "role": "site",
+        "name": "hospital-a",
+        "version": "1.42.0",
+        "supernodes": {
+            "superlink": {"address": "fl.example.org", "port": 443, "certificate": {"pem": ca_pem()}},
+            "pools": [{"name": "a1", "replicas": 1}],
+        },
+        "monitoring": {"enabled": True},
+    }
+    with pytest.raises(ConfigError) as caught:
+        plan_of(site)
+    assert [p.path for p in caught.value.problems] == ["federation.monitoring.enabled"], caught.value.problems
+
+
+def test_a_metrics_port_the_superlink_pod_uses_is_refused_quoting_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        plan_of(with_monitoring(port=9095))  # the HTTP era's one API port
+    assert [(p.path, "9095 is a port of the SuperLink's pod" in p.message) for p in caught.value.problems] == [
+        ("federation.monitoring.port", True)
+    ]
+    plan_of(with_monitoring(port=9464))  # negative control: a free port passes
+
+
+def test_the_exporters_resources_are_settings_checked_at_their_path() -> None:
+    raw = with_monitoring(resourcesPreset="micro", resources={"limits": {"memory": "300Mi"}})
+    c = workload_container(core_objects(raw), "StatefulSet", "fl-superlink", "federation-exporter")
+    assert c["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "300Mi"}}
+    with pytest.raises(ConfigError) as caught:
+        plan_of(with_monitoring(resources={"limits": {"memory": "lots"}}))
+    assert [p.path for p in caught.value.problems] == ["federation.monitoring.resources.limits.memory"]
