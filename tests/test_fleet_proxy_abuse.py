@@ -384,7 +384,7 @@ def test_a_real_supernodes_round_completes_through_the_proxy_during_a_flood(
         )
         log = (tmp_path / "access.log").read_text()
         assert_round_completed_through_the_proxy(output, status, log)
-        # Not held to the limit: a flood sustained while the ServerApp runs creeps close to it (docs/benchmarks.md).
+        # Not held to the limit: a flood sustained while the ServerApp runs creeps past it (docs/benchmarks.md).
         assert 503 in statuses
 
         # The flood is over: fresh slow clients take every slot (one over the bound, if the first still holds).
