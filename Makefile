@@ -22,6 +22,9 @@ SETUP = printf '%s\n' "$(1)" >&2 && $(1) >&2
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@$(call SETUP,$(PYTHON) -m venv $(VENV))
 	@$(call SETUP,$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt)
+	@# The venv's Python finds this checkout from any directory (`.venv/bin/python -m flower_federation` outside
+	@# it): a .pth file naming it, which needs no build (an editable install would fetch setuptools 77+).
+	@$(PY) -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "flower_federation_checkout.pth").write_text(sys.argv[1] + "\n")' "$(CURDIR)"
 	@touch $@
 
 .venv-flwr-%/.installed: requirements-flwr.txt

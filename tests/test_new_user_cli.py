@@ -4,6 +4,7 @@ what was found; warnings say they are warnings."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,21 @@ def test_a_python_without_the_packages_gets_one_paragraph_naming_the_module_and_
     assert "No module named" not in done.stderr
     assert "make render" in done.stderr and ".venv/bin/python -m flower_federation" in done.stderr
     assert "requirements.txt" in done.stderr
+
+
+def test_the_venvs_python_runs_the_cli_from_any_directory(tmp_path):
+    # `make` writes a .pth naming the checkout into .venv (Makefile): no build, no PYTHONPATH.
+    python = ROOT / ".venv" / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [python, "-m", "flower_federation", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "validate" in done.stdout, done.stderr
+    # Negative control: without site-packages (-S: no .pth read) the same Python finds no module there.
+    done = subprocess.run(
+        [python, "-S", "-m", "flower_federation"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert "No module named flower_federation" in done.stderr
 
 
 def test_missing_pulumi_is_named():
