@@ -17,6 +17,8 @@ import pytest
 
 from flower_federation.flower.superlink_state import (
     ATOMIC_PREREGISTER,
+    BODY_CYCLES_SINCE,
+    BOUNDED_BODIES,
     PREREGISTER_ATOMIC_SINCE,
     STATE_INIT_LOCKED_SINCE,
 )
@@ -64,20 +66,23 @@ def test_versions_with_unsafe_state_access_start_the_superlink_through_the_wrapp
     assert v is not None
     eager = v < STATE_INIT_LOCKED_SINCE  # in-memory state is created lazily too
     atomic = FlowerVersion(1, 26, 0) <= v < PREREGISTER_ATOMIC_SINCE
-    assert ("command" in c) is (eager or atomic)
+    bodies = v >= BODY_CYCLES_SINCE  # the collector of refused bodies (HTTP Fleet API)
+    assert ("command" in c) is (eager or atomic or bodies)
     if "command" in c:
         assert c["command"][:2] == ["python", "-c"]
         script = c["command"][2]
         assert ("LinkStateFactory" in script) is eager
         assert (ATOMIC_PREREGISTER in script) is atomic
+        assert (BOUNDED_BODIES in script) is bodies
         assert c["args"][0].startswith("--")  # the args are Flower's, unchanged
 
 
-def test_the_wrapper_calls_flowers_own_superlink_entry_point():
-    script = _superlink(GRPC_ERA)["command"][2]
+@pytest.mark.parametrize("version", [GRPC_ERA, HTTP_ERA])
+def test_the_wrapper_calls_flowers_own_superlink_entry_point(version):
+    script = _superlink(version)["command"][2]
     entry = subprocess.run(
         [
-            str(venv_python(GRPC_ERA)),
+            str(venv_python(version)),
             "-c",
             "from importlib.metadata import entry_points\n"
             "(ep,) = entry_points(group='console_scripts', name='flower-superlink')\n"
@@ -92,10 +97,11 @@ def test_the_wrapper_calls_flowers_own_superlink_entry_point():
     assert f"from {module} import {func}\n" in script and f"sys.exit({func}())" in script
 
 
-def test_a_bad_flag_still_fails_loudly_in_flowers_parser():
-    command = _superlink(GRPC_ERA)["command"]
+@pytest.mark.parametrize("version", [GRPC_ERA, HTTP_ERA])
+def test_a_bad_flag_still_fails_loudly_in_flowers_parser(version):
+    command = _superlink(version)["command"]
     res = subprocess.run(
-        [str(venv_python(GRPC_ERA)), *command[1:], "--no-such-flag"], capture_output=True, text=True, timeout=120
+        [str(venv_python(version)), *command[1:], "--no-such-flag"], capture_output=True, text=True, timeout=120
     )
     assert res.returncode == 2
     assert "flower-superlink: error: unrecognized arguments: --no-such-flag" in res.stderr

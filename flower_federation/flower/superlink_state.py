@@ -26,8 +26,21 @@
    the session around the original method (SqlMixin.session() is re-entrant: the
    per-node sessions join it).
 
-The wrapper then calls Flower's own entry point, whose parser reads the unchanged
-command line. Imports and construction order were read off the 1.21-1.30 wheels.
+3. Refused request bodies (Flower 1.40+, the HTTP Fleet API). A body that fails to parse
+   (any unauthenticated POST from the internet) leaves a reference cycle (the FlowerError's
+   traceback, Starlette's BaseHTTPMiddleware frames, the Request with its cached body) that
+   only a full garbage collection frees, and CPython runs one only once its long-lived
+   objects grew by a quarter: behind the Fleet-only proxy's bounds (5 uploads of 8 MiB at
+   a time), a sustained flood piled up ~11 waves of bodies, the SuperLink crept from 141 to
+   777 MiB and its container past its 768Mi limit while a round ran (docs/benchmarks.md,
+   tests/test_fleet_proxy_abuse.py). glibc then keeps the freed heap. The wrapper runs a full
+   collection every COLLECT_SECONDS on a daemon thread and has glibc serve allocations of
+   128 KiB and more with mmap (returned when freed): measured flat at 179-273 MiB over 30
+   waves. A full collection of an idle SuperLink's heap takes milliseconds.
+
+The wrapper then calls Flower's own entry point (what the image's `flower-superlink` console
+script runs), whose parser reads the unchanged command line.
+Imports and construction order were read off the 1.21-1.30 wheels.
 """
 
 from __future__ import annotations
@@ -39,6 +52,10 @@ from flower_federation.flower.versions import FlowerVersion
 STATE_INIT_LOCKED_SINCE = FlowerVersion(1, 28, 0)
 SQL_OBJECT_STORE_SINCE = FlowerVersion(1, 26, 0)
 PREREGISTER_ATOMIC_SINCE = FlowerVersion(1, 31, 0)
+BODY_CYCLES_SINCE = FlowerVersion(1, 40, 0)  # the HTTP Fleet API (Starlette)
+COLLECT_SECONDS = 2
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+MMAP_THRESHOLD_BYTES = 128 * 1024
 
 _EAGER_STATE = (
     "from flwr.server.superlink.linkstate import LinkStateFactory\n"
@@ -60,9 +77,25 @@ ATOMIC_PREREGISTER = (
     "        return preregister(self, *args, **kwargs)\n"
     "SqlObjectStore.preregister = atomic_preregister\n"
 )
-# flower-superlink is flwr.server.app:run_superlink in every version that needs a wrapper.
+BOUNDED_BODIES = (
+    "import ctypes, gc, threading, time\n"
+    "try:\n"
+    f"    ctypes.CDLL(None).mallopt({M_MMAP_THRESHOLD}, {MMAP_THRESHOLD_BYTES})\n"
+    "except (OSError, AttributeError):\n"
+    "    pass  # not glibc: the collections alone\n"
+    "def collect():\n"
+    "    while True:\n"
+    f"        time.sleep({COLLECT_SECONDS})\n"
+    "        gc.collect()\n"
+    "threading.Thread(target=collect, name='collect-refused-bodies', daemon=True).start()\n"
+)
+# The image's `flower-superlink` console script: flwr.server.app:run_superlink before the HTTP era,
+# flwr.superlink.cli:flower_superlink since (read off the 1.40.0-1.42.0 and 1.43 nightly wheels).
 SUPERLINK_ENTRY = (
     "from flwr.server.app import run_superlink\nsys.argv[0] = 'flower-superlink'\nsys.exit(run_superlink())\n"
+)
+HTTP_ERA_SUPERLINK_ENTRY = (
+    "from flwr.superlink.cli import flower_superlink\nsys.argv[0] = 'flower-superlink'\nsys.exit(flower_superlink())\n"
 )
 
 
@@ -74,7 +107,12 @@ def superlink_wrapper(version: FlowerVersion) -> Optional[str]:
         parts.append(_EAGER_STATE)
     if SQL_OBJECT_STORE_SINCE <= version < PREREGISTER_ATOMIC_SINCE:
         parts.append(ATOMIC_PREREGISTER)
-    return "import sys\n" + "".join(parts) + SUPERLINK_ENTRY if parts else None
+    if version >= BODY_CYCLES_SINCE:
+        parts.append(BOUNDED_BODIES)
+    if not parts:
+        return None
+    entry = HTTP_ERA_SUPERLINK_ENTRY if version >= BODY_CYCLES_SINCE else SUPERLINK_ENTRY
+    return "import sys\n" + "".join(parts) + entry
 
 
 def superlink_command(version: FlowerVersion) -> Optional[list[str]]:

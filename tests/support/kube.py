@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
-from flower_federation.flower.superlink_state import SUPERLINK_ENTRY
+from flower_federation.flower.superlink_state import HTTP_ERA_SUPERLINK_ENTRY, SUPERLINK_ENTRY
 from tests.support.manifests import WORKLOAD_KINDS
 
 
@@ -139,7 +139,9 @@ def container_argv(container: Mapping[str, Any], pod: Mapping[str, Any]) -> list
     env = container_env(container, pod)
     if "command" in container:
         command = container["command"]
-        assert command[:2] == ["python", "-c"] and command[2].endswith(SUPERLINK_ENTRY), "unexpected command"
+        assert command[:2] == ["python", "-c"] and command[2].endswith((SUPERLINK_ENTRY, HTTP_ERA_SUPERLINK_ENTRY)), (
+            "unexpected command"
+        )
     return [expand(a, env) for a in container.get("args", [])]
 
 
