@@ -11,7 +11,7 @@ from pydantic import Field
 
 from flower_federation.config.base import Model, ResourcesPreset
 
-# The exporter's default port: 9464 is not used by any Flower API (9091-9095, 9099) nor the fleet proxy.
+# The exporter's default port: 9464 is no port of a Flower API (flower/dialects.py) nor of the Fleet-only proxy.
 METRICS_PORT = 9464
 
 

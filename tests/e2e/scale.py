@@ -136,9 +136,13 @@ def scaled_site(version: str, name: str, nodes: int, total: int) -> dict[str, An
 
 
 def superlink_pid(hub: Hub) -> int:
-    """The host pid of the SuperLink's `flower-superlink` process (not its SuperExec, not a ServerApp)."""
+    """The host pid of the SuperLink's `flower-superlink` process (not its SuperExec, not a ServerApp): the
+    image's entry point, or the SuperLink's start-up wrapper (`python -c`, flower/superlink_state.py), which
+    hands over to Flower's own entry point in the same process."""
     for pod, _, pid, argv in hub.cluster.processes():
-        if pod == hub.superlink.name and any(os.path.basename(a) == "flower-superlink" for a in argv[:2]):
+        entry = any(os.path.basename(a) == "flower-superlink" for a in argv[:2])
+        wrapper = argv[1:2] == ["-c"] and len(argv) > 2 and "sys.argv[0] = 'flower-superlink'" in argv[2]
+        if pod == hub.superlink.name and (entry or wrapper):
             return pid
     raise NotReady("no flower-superlink process in the hub's SuperLink pod")
 

@@ -1,7 +1,7 @@
 """End to end: the rendered federation, started pod by pod as the kubelet would, with
 real Flower 1.26.1 (gRPC era) and 1.42.0 (HTTP era). See harness/ for what is
 emulated and how, stack.py for the rendering and the CLI, scenarios.py for what each
-scenario proves. Both versions run side by side (four lanes each, see lanes.LANES), the other
+scenario proves. Both versions run side by side (three lanes each, see lanes.LANES), the other
 modules' scenarios following them (background.py); each test waits for its scenario's outcome and reports it, with the
 scenario's own duration."""
 
