@@ -68,3 +68,19 @@ def test_index_under_daemonset_says_the_mode_is_daemonset():
     assert path == "federation.supernodes.pools[0].nodeConfig.partition-id"
     assert "only available when mode is StatefulSet" in message
     assert "pool 'edge' has mode DaemonSet" in message
+
+
+def test_a_value_with_a_line_break_or_an_escape_stays_on_its_problems_line():
+    """A label value pasted with its newline, or a terminal escape in a name, is quoted escaped: each problem is one
+    line of the report, and no value can forge another problem's line or colour the terminal."""
+    from flower_federation.config.errors import ConfigError
+    from flower_federation.plan import load_plan
+
+    raw = cfg(labels={"team": "ml\n  - federation.namespace: forged"}, namespace="a\x1b[31mb")
+    with pytest.raises(ConfigError) as info:
+        load_plan(raw, "dev")
+    lines = info.value.render().splitlines()
+    assert len(lines) == 1 + len(info.value.problems) >= 3, lines
+    assert all(line.startswith("  - federation.") for line in lines[1:]), lines
+    assert any("ml\\n  - federation.namespace: forged" in line for line in lines), lines
+    assert any("a\\x1b[31mb" in line for line in lines) and not any("\x1b" in line for line in lines), lines

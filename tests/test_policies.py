@@ -193,6 +193,7 @@ def test_a_superlink_behind_an_ingress_without_node_auth() -> None:
         (MANDATORY, "flower-node-auth", "StatefulSet flower-hub/fl-superlink", SUPERLINK_ARGS)
     }
     assert "Ingress flower-hub/fl-superlink" in violations[0].message
+    assert "Ingress Ingress" not in violations[0].message  # a Ref says its kind once
 
 
 def test_node_auth_flags_per_version() -> None:
@@ -241,6 +242,12 @@ def test_a_route_to_the_control_port() -> None:
     assert found(objects + [route]) == {
         (MANDATORY, "flower-control-api-internal", "HTTPRoute flower-hub/ops", "spec.rules[0].backendRefs[0]")
     }
+    drop_flag(
+        container(find(objects, "StatefulSet", "fl-superlink"), "superlink")["args"], "--enable-supernode-auth", False
+    )
+    node_auth = [v.message for v in run(objects + [route]) if v.policy == "flower-node-auth"]
+    assert len(node_auth) == 1 and "HTTPRoute flower-hub/ops" in node_auth[0], node_auth
+    assert "HTTPRoute HTTPRoute" not in node_auth[0]  # a Ref says its kind once
 
 
 def test_a_loopback_control_api_is_not_reachable() -> None:

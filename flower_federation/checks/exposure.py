@@ -87,7 +87,7 @@ def exposures(objects: Objects) -> Iterator[Exposure]:
                 yield Exposure(Ref.of(svc), f"spec.ports[{_port_key(i, p)}]", how, svc, p)
     for ing in objects.of_kind("Ingress"):
         ref, spec = Ref.of(ing), as_dict(ing.get("spec"))
-        how = f"Ingress {ref}"
+        how = str(ref)  # "Ingress ns/name": a Ref says its kind
         default = as_dict(spec.get("defaultBackend") or spec.get("backend"))
         yield from _ingress_backend(objects, ref, "spec.defaultBackend", how, default)
         for r, rule in enumerate(as_list(spec.get("rules"))):
@@ -103,7 +103,7 @@ def exposures(objects: Objects) -> Iterator[Exposure]:
                     continue
                 target = Ref(ref.kind, as_str(be.get("namespace")) or ref.namespace, ref.name)
                 at = f"spec.rules[{r}].backendRefs[{b}]"
-                yield from _backend(objects, target, at, f"{ref.kind} {ref}", be.get("name"), be.get("port"))
+                yield from _backend(objects, target, at, str(ref), be.get("name"), be.get("port"))
 
 
 def _ingress_backend(objects: Objects, ref: Ref, at: str, how: str, backend: dict[str, Any]) -> Iterator[Exposure]:

@@ -15,6 +15,15 @@ PathPart = Union[str, int]
 
 ROOT = "federation"
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+# A value quoted in a message may hold a newline or an escape sequence (a label value pasted with its line
+# break, a terminal's colour codes): printed raw it would split the problem over lines, or forge one.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible(text: str) -> str:
+    """`text` with every control character written as its escape (`\\n`, `\\x1b`): one problem, one line."""
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m[0], f"\\x{ord(m[0]):02x}"), text)
 
 
 def format_path(parts: Sequence[PathPart], root: str = ROOT) -> str:
@@ -40,7 +49,7 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        return f"{visible(self.path)}: {visible(self.message)}"
 
 
 def problem(parts: Sequence[PathPart], message: str, root: str = ROOT) -> Problem:
