@@ -189,24 +189,6 @@ def test_the_exporter_runs_restricted_in_the_superlink_pod_and_only_scrapers_rea
     assert len(by_kind(objects, "Service")) == len(by_kind(core_objects(HUB), "Service")) + 1
 
 
-def test_a_site_with_monitoring_is_refused_by_its_path() -> None:
-    """A site runs no SuperLink: an exporter would be silently missing, so the setting is refused (issue 34 part 3,
-    a site's own alerts, is not built yet)."""
-    site = {
-        "role": "site",
-        "name": "hospital-a",
-        "version": "1.42.0",
-        "supernodes": {
-            "superlink": {"address": "fl.example.org", "port": 443, "certificate": {"pem": ca_pem()}},
-            "pools": [{"name": "a1", "replicas": 1}],
-        },
-        "monitoring": {"enabled": True},
-    }
-    with pytest.raises(ConfigError) as caught:
-        plan_of(site)
-    assert [p.path for p in caught.value.problems] == ["federation.monitoring.enabled"], caught.value.problems
-
-
 def test_a_metrics_port_the_superlink_pod_uses_is_refused_quoting_it() -> None:
     with pytest.raises(ConfigError) as caught:
         plan_of(with_monitoring(port=9095))  # the HTTP era's one API port

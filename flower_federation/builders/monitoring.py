@@ -23,7 +23,7 @@ from typing import Any
 
 import tomli_w
 
-from flower_federation.builders import monitoring_rules, pods, resources
+from flower_federation.builders import dashboard, monitoring_rules, pods, resources
 from flower_federation.builders.workload_parts import secret_volume
 from flower_federation.flower.dialects import LOOPBACK
 from flower_federation.flower.layout import (
@@ -167,6 +167,8 @@ def container(plan: FederationPlan) -> Container:
 
 
 def objects(plan: FederationPlan) -> list[Manifest]:
-    """The exporter's own objects (the container joins the SuperLink's pod: superlink.py), and the Prometheus
-    Operator's that scrape it and alert on it (monitoring_rules.py)."""
-    return [config_map(plan), service(plan), *monitoring_rules.objects(plan)] if enabled(plan) else []
+    """The exporter's own objects (the container joins the SuperLink's pod: superlink.py), the Prometheus
+    Operator's that scrape it and alert on it (monitoring_rules.py), and the dashboard of its metrics (dashboard.py)."""
+    if not enabled(plan):
+        return []
+    return [config_map(plan), service(plan), *monitoring_rules.objects(plan), *dashboard.objects(plan)]
