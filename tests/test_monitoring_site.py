@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
+from flower_federation.cli.offline import run_program
 from flower_federation.config.errors import ConfigError
 from tests.support.certificates import ca_pem
 from tests.support.manifests import get, workload_container
 from tests.support.render import core_objects, plan_of
 from tests.support.schema import validate
+from tests.test_monitoring_exporter import with_monitoring
 from tests.test_monitoring_rules import expected, promtool, write_rules
 
 SITE: dict[str, Any] = {
@@ -129,3 +131,16 @@ def test_a_site_cannot_scrape_or_chart_what_it_does_not_run() -> None:
         "federation.monitoring.dashboard.enabled",
         "federation.monitoring.serviceMonitor.enabled",
     ], caught.value.problems
+
+
+def test_the_program_registers_the_site_rule_and_the_hub_dashboard() -> None:
+    """Under Pulumi's mocks (the real program): the site's PrometheusRule as a custom resource; the hub's dashboard
+    ConfigMap beside the exporter's."""
+    site_run = run_program({"federation": site(**ON)}, "site")
+    assert ("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "hospital-a-site-alerts") in {
+        (r.type, r.name) for r in site_run.registrations
+    }
+    hub_run = run_program({"federation": with_monitoring(dashboard={"enabled": True})}, "dev")
+    assert ("kubernetes:core/v1:ConfigMap", "fl-federation-dashboard") in {
+        (r.type, r.name) for r in hub_run.registrations
+    }
