@@ -17,6 +17,7 @@ import yaml
 from flower_federation.cli.offline import run_program
 from flower_federation.config.errors import ConfigError
 from tests.support.certificates import ca_pem
+from tests.support.kube import termination_message
 from tests.support.manifests import get, workload_container
 from tests.support.render import core_objects, plan_of
 from tests.support.schema import validate
@@ -144,3 +145,12 @@ def test_the_program_registers_the_site_rule_and_the_hub_dashboard() -> None:
     assert ("kubernetes:core/v1:ConfigMap", "fl-federation-dashboard") in {
         (r.type, r.name) for r in hub_run.registrations
     }
+
+
+def test_the_termination_message_is_the_logs_last_80_lines_and_2048_bytes() -> None:
+    """The kubelet's rule the live registration test applies to Flower's real log (tests/support/kube.py): a line
+    followed by 80 more, or by more than 2048 bytes, is not kept (the negative controls)."""
+    refused = "[code: 2004] Failed to activate SuperNode.\n"
+    assert refused in termination_message("starting\n" * 200 + refused + "For more information, visit: <url>\n")
+    assert refused not in termination_message(refused + "x\n" * 80)
+    assert refused not in termination_message(refused + "x" * 2048 + "\n")
