@@ -154,3 +154,21 @@ def test_the_termination_message_is_the_logs_last_80_lines_and_2048_bytes() -> N
     assert refused in termination_message("starting\n" * 200 + refused + "For more information, visit: <url>\n")
     assert refused not in termination_message(refused + "x\n" * 80)
     assert refused not in termination_message(refused + "x" * 2048 + "\n")
+
+
+def missing_runbooks(rules: list[dict[str, Any]], anchors: set[str]) -> list[str]:
+    return [r["annotations"]["runbook"] for r in rules if r["annotations"]["runbook"].split("#")[1] not in anchors]
+
+
+def test_every_alert_has_its_runbook_section() -> None:
+    """The `runbook` annotation of every hub and site alert names a heading of docs/observability.md; a runbook
+    without one is reported (the negative control)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "observability.md").read_text()
+    anchors = {line[4:].strip().lower() for line in doc.splitlines() if line.startswith("### ")}
+    hub = get(
+        core_objects(with_monitoring(prometheusRules={"enabled": True})), "PrometheusRule", "fl-federation-alerts"
+    )
+    rules = [r for rule in (hub, rule_object(site(**ON))) for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert len(rules) == 17 and missing_runbooks(rules, anchors) == []
+    stray = {"annotations": {"runbook": "docs/observability.md#flowernosuchalert"}}
+    assert missing_runbooks([stray], anchors) == ["docs/observability.md#flowernosuchalert"]
