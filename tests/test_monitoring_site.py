@@ -14,13 +14,15 @@ from typing import Any
 import pytest
 import yaml
 
+from flower_federation.checks.model import MANDATORY
+from flower_federation.checks.policies import run
 from flower_federation.cli.offline import run_program
 from flower_federation.config.errors import ConfigError
 from tests.support.certificates import ca_pem
 from tests.support.kube import termination_message
 from tests.support.manifests import get, workload_container
 from tests.support.render import core_objects, plan_of
-from tests.support.schema import validate
+from tests.support.schema import validate_all
 from tests.test_monitoring_exporter import with_monitoring
 from tests.test_monitoring_rules import expected, promtool, write_rules
 
@@ -84,8 +86,10 @@ def rule_tests(rules_file: Path, rule: dict[str, Any], cases: dict[str, Any]) ->
 
 
 def test_the_site_rule_validates_and_promtool_checks_it(tmp_path: Path) -> None:
-    rule = rule_object(site(**ON))
-    validate(rule)
+    objects = core_objects(site(**ON))
+    validate_all(objects)  # the rule, and the SuperNode pods with their termination message policy
+    assert [v for v in run(objects) if v.level == MANDATORY] == []
+    rule = get(objects, "PrometheusRule", "hospital-a-site-alerts")
     assert {r["alert"] for r in rule["spec"]["groups"][0]["rules"]} == set(CASES)
     checked = promtool("check", "rules", str(write_rules(tmp_path, rule["spec"])))
     assert checked.returncode == 0 and f"SUCCESS: {len(CASES)} rules found" in checked.stdout, checked
