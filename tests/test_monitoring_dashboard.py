@@ -148,3 +148,49 @@ def test_the_dashboards_json_is_yaml_safe_in_the_configmap() -> None:
     """The ConfigMap as YAML (what Pulumi and kubectl write) carries the JSON byte for byte."""
     cm = get(core_objects(with_monitoring(dashboard={"enabled": True})), "ConfigMap", NAME)
     assert yaml.safe_load(yaml.safe_dump(cm)) == cm
+
+
+def series_of(text: str, scrape: dict[str, str]) -> list[dict[str, str]]:
+    """An exposition's samples as promtool input series, with the labels the scrape adds (job, namespace)."""
+    out = []
+    for family in families(text).values():
+        for s in family.samples:
+            labels = {**s.labels, **scrape}
+            body = ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(labels.items()))
+            out.append({"series": f"{s.name}{{{body}}}", "values": f"{s.value}x5"})
+    return out
+
+
+def test_the_panels_queries_compute_what_they_claim_on_the_real_exposition(tmp_path: Path) -> None:
+    """promtool evaluates the panels' queries over the real exporter's exposition (lab-c online, hospital-a offline,
+    a stranger's key online; a run of 1,000 s and one of 100 s finished): a wrong expectation fails (the negative
+    control)."""
+    by_title = {p.title: p for p in panels(plan_of(with_monitoring(dashboard={"enabled": True})))}
+    scrape = {"job": "fl-federation-exporter", "namespace": "flower-hub"}
+    sites_online, sites_known = (q.expr for q in by_title["Sites online"].queries)
+    per_site = by_title["Online SuperNodes by site"].queries[0].expr
+    median = by_title["Run duration (finished runs)"].queries[0].expr
+    checks = [
+        (sites_online, [{"labels": "{}", "value": 1}]),  # lab-c; the stranger's key is no site
+        (sites_known, [{"labels": "{}", "value": 2}]),
+        (per_site, [{"labels": f'{{site="{s}"}}', "value": v} for s, v in (("hospital-a", 0), ("lab-c", 1),
+                                                                             ("unknown", 1))]),
+        (median, [{"labels": "{}", "value": 300}]),  # the 100 s run's bucket (60, 300], interpolated to its top
+    ]  # fmt: skip
+
+    series = series_of(sample_exposition(tmp_path), scrape)
+
+    def evaluate(cases: list[tuple[str, list[dict[str, Any]]]]) -> int:
+        test = {
+            "interval": "1m",
+            "input_series": series,
+            "promql_expr_test": [{"expr": e, "eval_time": "4m", "exp_samples": exp} for e, exp in cases],
+        }
+        rules = write_rules(tmp_path, {"groups": []})
+        (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": [str(rules)], "tests": [test]}))
+        run = promtool("test", "rules", str(tmp_path / "tests.yaml"))
+        assert run.returncode == 0 or "FAILED" in run.stdout + run.stderr, run
+        return run.returncode
+
+    assert evaluate(checks) == 0
+    assert evaluate([(sites_online, [{"labels": "{}", "value": 2}])]) != 0

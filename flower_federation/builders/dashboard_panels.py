@@ -47,11 +47,15 @@ def panels(plan: FederationPlan) -> list[PanelSpec]:
     pod = f'namespace="{plan.namespace}",pod="{plan.names.superlink}-0"'
     claim = f'namespace="{plan.namespace}",persistentvolumeclaim="{STATE_VOLUME}-{plan.names.superlink}-0"'
     buckets = f"flower_federation_run_duration_seconds_bucket{{{sel}}}"
-    online = f'flower_federation_supernodes{{{sel},status="online"}}'
+    nodes = "flower_federation_supernodes"
+    online = f'{nodes}{{{sel},status="online"}}'
+    site_online = f'{nodes}{{{sel},status="online",site!="unknown"}}'
     out = [
-        PanelSpec("Sites online", STAT, "short", "Sites with at least one online SuperNode, of the sites known.",
-                  (Query(f"count(sum by (site) ({online}) > 0) or vector(0)", "online"),
-                   Query(f"count(count by (site) (flower_federation_supernodes{{{sel}}}))", "known")), 6),
+        PanelSpec("Sites online", STAT, "short", "Sites with at least one online SuperNode, of the sites the hub "
+                  "admits (a key it does not list, site `unknown`, is no site).",
+                  (Query(f"count(sum by (site) ({site_online}) > 0) or vector(0)", "online"),
+                   Query(f'count(count by (site) ({nodes}{{{sel},site!="unknown"}}))', "known")),
+                  6),
         PanelSpec("SuperLink up", STAT, "short", "1: the exporter's last poll of the Control API succeeded.",
                   (Query(f"flower_federation_up{{{sel}}}", "up"),), 6),
         PanelSpec("Control API latency", TIMESERIES, "s", "How long the exporter's Control API calls took.",
