@@ -36,6 +36,7 @@ from flower_federation.builders import registration
 from flower_federation.builders.registration import REVOKE
 from tests.support import hub_scale
 from tests.support.flower import GRPC_ERA, HTTP_ERA
+from tests.support.kube import termination_message
 from tests.support.live_flower import (
     LIVE_STACKS,
     READY_TIMEOUT,
@@ -217,6 +218,9 @@ def test_a_trusted_supernode_comes_online_and_the_revoked_one_is_refused(scenari
         time.sleep(0.2)
     log = live.procs.log(revoked.label)
     assert revoked.proc.returncode != 0 and REFUSED[live.version] in log, log
+    # What a site sees without reading logs (issue 34 part 3): with the site's alerts on, the SuperNode container's
+    # FallbackToLogsOnError keeps the log's tail as its termination message, and Flower's line is in it.
+    assert REFUSED[live.version] in termination_message(log), log
     assert node_id_of(live, revoked) is None, log
     assert {n["node-id"]: n["status"] for n in nodes} == {
         scenario.ids["sec/alpha/1"]: "online",

@@ -88,8 +88,13 @@ def stacks() -> dict[str, dict[str, Any]]:
         "superlink": {"ingress": {"host": "fl.example.org"}},
         "sites": [{"name": "lab-c", "publicKeys": [public_key_of(0)]}],
         "cli": {"address": "127.0.0.1:8000", "rootCertificates": "/etc/ca.crt"},
-        # The federation exporter: its ConfigMap's key labels, its selectors (issue 34).
-        "monitoring": {"enabled": True, "serviceMonitor": {"enabled": True}, "prometheusRules": {"enabled": True}},
+        # The federation exporter: its ConfigMap's key labels, its selectors; the dashboard's sidecar label (issue 34).
+        "monitoring": {
+            "enabled": True,
+            "serviceMonitor": {"enabled": True},
+            "prometheusRules": {"enabled": True},
+            "dashboard": {"enabled": True},
+        },
     }
     single = {
         "name": "demo",
@@ -112,6 +117,7 @@ def stacks() -> dict[str, dict[str, Any]]:
             "superlink": {"address": "fl.example.org", "port": 443, "certificate": {"pem": PEM}},
             "pools": copy.deepcopy(pools),
         },
+        "monitoring": {"enabled": True, "prometheusRules": {"enabled": True}},  # the site's own alerts (issue 34)
     }
     grpc = {"name": "old", "namespace": "flower-old", "version": "1.26.1", "supernodes": {"pools": pools}}
     clusters = {

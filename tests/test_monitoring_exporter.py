@@ -21,8 +21,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from flower_federation.builders import monitoring, state_guard
 from flower_federation.checks.model import MANDATORY
 from flower_federation.checks.policies import run
+from flower_federation.cli.offline import placeholder_outputs, run_program
 from flower_federation.config.errors import ConfigError
+from flower_federation.flower.public_keys import public_key
 from tests.support.certificates import ca_pem
+from tests.support.fuzz_stacks import private_keys
 from tests.support.manifests import by_kind, get, workload_container
 from tests.support.render import core_objects, plan_of
 
@@ -189,24 +192,6 @@ def test_the_exporter_runs_restricted_in_the_superlink_pod_and_only_scrapers_rea
     assert len(by_kind(objects, "Service")) == len(by_kind(core_objects(HUB), "Service")) + 1
 
 
-def test_a_site_with_monitoring_is_refused_by_its_path() -> None:
-    """A site runs no SuperLink: an exporter would be silently missing, so the setting is refused (issue 34 part 3,
-    a site's own alerts, is not built yet)."""
-    site = {
-        "role": "site",
-        "name": "hospital-a",
-        "version": "1.42.0",
-        "supernodes": {
-            "superlink": {"address": "fl.example.org", "port": 443, "certificate": {"pem": ca_pem()}},
-            "pools": [{"name": "a1", "replicas": 1}],
-        },
-        "monitoring": {"enabled": True},
-    }
-    with pytest.raises(ConfigError) as caught:
-        plan_of(site)
-    assert [p.path for p in caught.value.problems] == ["federation.monitoring.enabled"], caught.value.problems
-
-
 def test_a_metrics_port_the_superlink_pod_uses_is_refused_quoting_it() -> None:
     with pytest.raises(ConfigError) as caught:
         plan_of(with_monitoring(port=9095))  # the HTTP era's one API port
@@ -223,3 +208,27 @@ def test_the_exporters_resources_are_settings_checked_at_their_path() -> None:
     with pytest.raises(ConfigError) as caught:
         plan_of(with_monitoring(resources={"limits": {"memory": "lots"}}))
     assert [p.path for p in caught.value.problems] == ["federation.monitoring.resources.limits.memory"]
+
+
+def test_a_federations_own_pools_keys_are_labelled_with_their_pool_at_deploy_time() -> None:
+    """Under Pulumi's mocks, pulumi-tls making real keys: a `role: federation` stack's exporter ConfigMap labels
+    each own pool's key with the federation's name as site and its pool (the render, before the keys exist, cannot:
+    its nodes would count as `unknown`); a hub's site keys stay as rendered."""
+    made = iter(private_keys())
+
+    def real_keys(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        out = placeholder_outputs(typ, name, inputs)
+        if typ == "tls:index/privateKey:PrivateKey":
+            key = next(made)
+            out.update(privateKeyOpenssh=key, publicKeyOpenssh=" ".join(public_key(key, "x").split()[:2]))
+        return out
+
+    raw = {"name": "fl", "namespace": "flower", "version": "1.42.0", "nodeAuth": {"enabled": True},
+           "supernodes": {"pools": [{"name": "a1", "replicas": 2}, {"name": "b", "replicas": 1}]},
+           "monitoring": {"enabled": True}}  # fmt: skip
+    rendered = get(core_objects(raw), "ConfigMap", "fl-federation-exporter")["data"][monitoring.KEY_LABELS_FILE]
+    assert rendered == ""  # the negative control: the render alone knows no own key
+    run = run_program({"federation": raw}, "dev", provider=real_keys)
+    config = next(r for r in run.registrations if r.name == "fl-federation-exporter" and r.type.endswith("ConfigMap"))
+    lines = config.inputs["data"][monitoring.KEY_LABELS_FILE].splitlines()
+    assert sorted(line.split()[:2] for line in lines) == [["fl", "a1"], ["fl", "a1"], ["fl", "b"]], lines

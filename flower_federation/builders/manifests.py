@@ -30,6 +30,7 @@ from flower_federation.builders import (
     network_links,
     node_auth,
     registration,
+    site_alerts,
     superlink,
     supernodes,
     trust,
@@ -155,6 +156,7 @@ def render(plan: FederationPlan) -> Manifests:
             entries.append(Entry(FEDERATION, namespace(plan, templates)))
         entries += [Entry(TLS, m) for m in _trust_objects(plan, here)]
         entries += [Entry(FEDERATION, m) for m in access.federation_objects(plan)]
+        entries += [Entry(FEDERATION, m) for m in site_alerts.objects(plan, cluster)]
         if here:
             entries += [Entry(APPIO, m) for m in appio.superlink_objects(plan)]
             entries += [Entry(SUPERLINK, m) for m in superlink_side]

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import tomli_w
 
-from flower_federation.builders import monitoring_rules, pods, resources
+from flower_federation.builders import dashboard, monitoring_rules, pods, resources
 from flower_federation.builders.workload_parts import secret_volume
 from flower_federation.flower.dialects import LOOPBACK
 from flower_federation.flower.layout import (
@@ -80,16 +80,23 @@ def site_pool(site: str, key_line: str) -> tuple[str, str]:
     return site, match["pool"] if match else NO_POOL
 
 
-def key_labels(plan: FederationPlan) -> str:
+def key_labels(plan: FederationPlan, pool_keys: Optional[dict[str, dict[str, str]]] = None) -> str:
     """KEY_LABELS_FILE: `site pool key-type key-material` per admitted site key (validated keys, a validated site
-    name, a pool name only as its grammar allows), sorted. A key only known at deploy time is left out (the
-    exporter counts its node under site "unknown")."""
+    name, a pool name only as its grammar allows), sorted. `pool_keys` ({pool: {slot: key}}): the stack's own pools'
+    keys, made at deploy time, which the shell fills in (shell/superlink.py), under the federation's own name as
+    site; at render they are unknown, and a key only known at deploy time is left out (the exporter counts its
+    node under site "unknown")."""
     lines = set()
     for site, keys in plan.site_keys:
         for key in keys:
             fields = key.split()
             if len(fields) >= 2 and not key.startswith("<"):
                 lines.add(" ".join((*site_pool(site, key), fields[0], fields[1])))
+    for pool, slots in (pool_keys or {}).items():
+        for key in slots.values():
+            fields = key.split()
+            if len(fields) >= 2 and not key.startswith("<"):
+                lines.add(" ".join((plan.name, pool, fields[0], fields[1])))
     return "".join(f"{line}\n" for line in sorted(lines))
 
 
@@ -167,6 +174,8 @@ def container(plan: FederationPlan) -> Container:
 
 
 def objects(plan: FederationPlan) -> list[Manifest]:
-    """The exporter's own objects (the container joins the SuperLink's pod: superlink.py), and the Prometheus
-    Operator's that scrape it and alert on it (monitoring_rules.py)."""
-    return [config_map(plan), service(plan), *monitoring_rules.objects(plan)] if enabled(plan) else []
+    """The exporter's own objects (the container joins the SuperLink's pod: superlink.py), the Prometheus
+    Operator's that scrape it and alert on it (monitoring_rules.py), and the dashboard of its metrics (dashboard.py)."""
+    if not enabled(plan):
+        return []
+    return [config_map(plan), service(plan), *monitoring_rules.objects(plan), *dashboard.objects(plan)]

@@ -29,7 +29,7 @@ def _selector(plan: FederationPlan) -> str:
     return f'job="{plan.names.federation_exporter}",namespace="{plan.namespace}"'
 
 
-def _alert(
+def alert(
     plan: FederationPlan, name: str, expr: str, minutes: int, severity: str, summary: str, description: str
 ) -> dict[str, Any]:
     rule: dict[str, Any] = {"alert": name, "expr": expr}
@@ -64,57 +64,57 @@ def _every_alert(plan: FederationPlan) -> list[dict[str, Any]]:
     volume = f'namespace="{ns}",persistentvolumeclaim="{claim}"'
     ours = f'namespace="{ns}",pod=~"{n}-.*"'
     return [
-        _alert(plan, "FlowerExporterDown", f"up{{{sel}}} == 0 or absent(up{{{sel}}})", 10, "warning",
+        alert(plan, "FlowerExporterDown", f"up{{{sel}}} == 0 or absent(up{{{sel}}})", 10, "warning",
                f"Federation {n}: the exporter is not scraped", "Prometheus cannot scrape the federation exporter."),
-        _alert(plan, "FlowerSuperLinkDown", f"flower_federation_up{{{sel}}} == 0", 5, "critical",
+        alert(plan, "FlowerSuperLinkDown", f"flower_federation_up{{{sel}}} == 0", 5, "critical",
                f"Federation {n}: the SuperLink's Control API does not answer",
                "The exporter's polls of the Control API fail."),
-        _alert(plan, "FlowerSuperLinkNotReady",
+        alert(plan, "FlowerSuperLinkNotReady",
                f'kube_pod_status_ready{{namespace="{ns}",pod="{pod}",condition="true"}} == 0', 10, "critical",
                f"Federation {n}: the SuperLink pod is not ready", "The SuperLink pod has been unready."),
-        _alert(plan, "FlowerSiteOffline",
+        alert(plan, "FlowerSiteOffline",
                f'sum by (site) (flower_federation_supernodes{{{sel},status="online",site!="unknown"}}) == 0',
                t.site_offline_minutes, "warning",
                f"Federation {n}: site {{{{ $labels.site }}}} has no online SuperNode",
                f"No SuperNode of the site has been online for {t.site_offline_minutes} minutes."),
-        _alert(plan, "FlowerSiteFlapping",
+        alert(plan, "FlowerSiteFlapping",
                f'sum by (site) (changes(flower_federation_supernodes{{{sel},status="online"}}[1h])) '
                f">= {t.flapping_changes_per_hour}", 0, "warning",
                f"Federation {n}: site {{{{ $labels.site }}}}'s SuperNodes are flapping",
                f"The site's online SuperNode count changed at least {t.flapping_changes_per_hour} times in an hour."),
-        _alert(plan, "FlowerRunFailed", f'delta(flower_federation_runs{{{sel},status="failed"}}[15m]) > 0', 0,
+        alert(plan, "FlowerRunFailed", f'delta(flower_federation_runs{{{sel},status="failed"}}[15m]) > 0', 0,
                "warning", f"Federation {n}: a run failed", "A run finished as failed in the last 15 minutes."),
-        _alert(plan, "FlowerRunTooLong",
+        alert(plan, "FlowerRunTooLong",
                f"flower_federation_oldest_running_run_age_seconds{{{sel}}} > {t.run_running_hours * 3600}", 0,
                "warning", f"Federation {n}: a run is running for too long",
                f"A run has been running for more than {t.run_running_hours} hours."),
-        _alert(plan, "FlowerRegistrationJobFailed",
+        alert(plan, "FlowerRegistrationJobFailed",
                f'kube_job_status_failed{{namespace="{ns}",job_name=~"{n}-node-(registration|revocation)-.*"}} > 0',
                0, "critical", f"Federation {n}: node registration Job {{{{ $labels.job_name }}}} failed",
                "The trusted SuperNode keys are not (all) registered or revoked."),
-        _alert(plan, "FlowerPodCrashLooping",
+        alert(plan, "FlowerPodCrashLooping",
                f'max_over_time(kube_pod_container_status_waiting_reason{{{ours},reason="CrashLoopBackOff"}}[5m]) '
                ">= 1", 15, "warning", f"Federation {n}: {{{{ $labels.pod }}}}/{{{{ $labels.container }}}} is "
                "crash-looping", "A container of the federation keeps restarting."),
-        _alert(plan, "FlowerContainerOOMKilled",
+        alert(plan, "FlowerContainerOOMKilled",
                f'kube_pod_container_status_last_terminated_reason{{{ours},reason="OOMKilled"}} == 1 '
                f"and on (namespace, pod, container) increase(kube_pod_container_status_restarts_total{{{ours}}}[15m])"
                " > 0", 0, "warning", f"Federation {n}: {{{{ $labels.pod }}}}/{{{{ $labels.container }}}} was "
                "OOM-killed", "A container of the federation was killed for exceeding its memory limit."),
-        _alert(plan, "FlowerStateVolumeFilling",
+        alert(plan, "FlowerStateVolumeFilling",
                f"kubelet_volume_stats_available_bytes{{{volume}}} / kubelet_volume_stats_capacity_bytes{{{volume}}} "
                f"* 100 < {t.volume_free_percent}", 5, "warning", f"Federation {n}: the state volume is filling",
                f"Less than {t.volume_free_percent}% of the SuperLink's state volume is free."),
-        _alert(plan, "FlowerStateBackupStale",
+        alert(plan, "FlowerStateBackupStale",
                f"flower_federation_state_backup_newest_age_seconds{{{sel}}} > {t.backup_max_age_days * DAY} "
                f"or flower_federation_state_backups{{{sel}}} == 0", 0, "info",
                f"Federation {n}: no recent state backup", "Read before an upgrade: no state-guard backup is recent."),
-        _alert(plan, "FlowerCertificateExpiring",
+        alert(plan, "FlowerCertificateExpiring",
                f"flower_federation_certificate_not_after_timestamp_seconds{{{sel}}} - time() "
                f"< {t.certificate_warning_days * DAY}", 0, "warning",
                f"Federation {n}: a certificate expires within {t.certificate_warning_days} days",
                "{{ $labels.kind }} certificate {{ $labels.subject }} expires soon."),
-        _alert(plan, "FlowerCertificateExpiryCritical",
+        alert(plan, "FlowerCertificateExpiryCritical",
                f"flower_federation_certificate_not_after_timestamp_seconds{{{sel}}} - time() "
                f"< {t.certificate_critical_days * DAY}", 0, "critical",
                f"Federation {n}: a certificate expires within {t.certificate_critical_days} days",

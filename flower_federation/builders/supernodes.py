@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from flower_federation.builders import access, appio, node_auth, pods, pool_superexec, resources
+from flower_federation.builders import access, appio, node_auth, pods, pool_superexec, resources, site_alerts
 from flower_federation.builders.pod_pipeline import PodRecipe, claims_used_by, finish_pod
 from flower_federation.builders.workload_parts import (
     ExecutorWiring,
@@ -80,6 +80,9 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         ),
         pull_policy=plan.pull_policy(plan.supernode_image_config(pool)),
     )
+    if site_alerts.enabled(plan):
+        # The log's tail (Flower's exit message: why the SuperLink refused it) as the last termination message.
+        c["terminationMessagePolicy"] = "FallbackToLogsOnError"
     if plan.distributed:
         c["ports"] = [{"name": "clientappio", "containerPort": plan.supernode_appio_port(pool), "protocol": "TCP"}]
     return c

@@ -1,5 +1,5 @@
 """`monitoring`: the federation exporter in the SuperLink's pod, who may scrape it, and the Prometheus Operator
-objects (ServiceMonitor, PrometheusRule) that scrape it and alert on it. Opt-in: a stack without `monitoring`
+objects (ServiceMonitor, PrometheusRule) that scrape it and alert on it, and a Grafana dashboard. Opt-in: a stack without `monitoring`
 (or with `enabled: false`) renders exactly as before. Every threshold is a number of its own unit, so no string
 of the config reaches a rule expression."""
 
@@ -66,6 +66,19 @@ class AlertThresholds(Model):
     certificate_critical_days: int = Field(
         default=7, ge=1, le=3650, description="... within this: critical (meant to be below `certificateWarningDays`)."
     )
+    supernode_not_ready_minutes: int = Field(
+        default=10,
+        ge=1,
+        le=10080,
+        description="Site stacks: a SuperNode pod of the site not ready this long: FlowerSiteSuperNodeNotReady.",
+    )
+    supernode_restarts_per_hour: int = Field(
+        default=3,
+        ge=1,
+        le=1000,
+        description="Site stacks: a SuperNode container restarting this often in an hour: "
+        "FlowerSiteSuperNodeRestarting.",
+    )
     backup_max_age_days: int = Field(
         default=30,
         ge=1,
@@ -76,7 +89,8 @@ class AlertThresholds(Model):
 
 
 class PrometheusRules(Model):
-    """A `monitoring.coreos.com/v1` PrometheusRule `N-federation-alerts`: the alerts of docs/observability.md."""
+    """A `monitoring.coreos.com/v1` PrometheusRule: `N-federation-alerts` (federation and hub: the alerts of
+    docs/observability.md), or `N-site-alerts` on a site (its SuperNodes' alerts, no hub data needed)."""
 
     enabled: bool = Field(default=False, description="Render the PrometheusRule (the Prometheus Operator's CRD).")
     labels: dict[str, str] = Field(
@@ -86,6 +100,21 @@ class PrometheusRules(Model):
     thresholds: AlertThresholds = AlertThresholds()
 
 
+class DashboardSettings(Model):
+    """A ConfigMap `N-federation-dashboard` holding a Grafana dashboard of the exporter's metrics (and cAdvisor's,
+    the kubelet's), labelled for the Grafana sidecar, in the federation's namespace: kube-prometheus-stack's sidecar
+    searches every namespace (`sidecar.dashboards.searchNamespace: ALL`); Grafana's own chart needs that set."""
+
+    enabled: bool = Field(default=False, description="Render the dashboard's ConfigMap (roles federation and hub).")
+    label_key: str = Field(
+        default="grafana_dashboard",
+        description="The label the Grafana sidecar selects dashboards by (its `sidecar.dashboards.label`).",
+    )
+    label_value: str = Field(
+        default="1", description="That label's value (the sidecar's `sidecar.dashboards.labelValue`)."
+    )
+
+
 class Monitoring(Model):
     """The federation exporter (docs/observability.md): a container `federation-exporter` in the SuperLink's pod,
     in the SuperLink's image, asking its Control API over loopback TLS what Flower knows and serving it as
@@ -93,8 +122,9 @@ class Monitoring(Model):
 
     enabled: bool = Field(
         default=False,
-        description="Run the exporter (roles federation and hub: where the SuperLink runs; a site refuses it), its "
-        "Service `N-federation-exporter` and a NetworkPolicy rule admitting only `scrapers`.",
+        description="Turn monitoring on. Roles federation and hub (where the SuperLink runs): the exporter, its "
+        "Service `N-federation-exporter` and a NetworkPolicy rule admitting only `scrapers`. A site runs no "
+        "exporter: it gets its own alerts (`prometheusRules`) about its SuperNodes.",
     )
     port: int = Field(
         default=METRICS_PORT,
@@ -119,3 +149,4 @@ class Monitoring(Model):
     scrapers: Scrapers = Scrapers()
     service_monitor: ServiceMonitorSettings = ServiceMonitorSettings()
     prometheus_rules: PrometheusRules = PrometheusRules()
+    dashboard: DashboardSettings = DashboardSettings()

@@ -29,6 +29,8 @@ NODE_REGISTRATION = "node-registration"
 # The federation exporter's own objects (its Service, ConfigMap, ServiceMonitor, PrometheusRule); the exporter
 # itself is a container of the SuperLink's pod.
 FEDERATION_EXPORTER = "federation-exporter"
+# A site's own alerts (its PrometheusRule): a site runs no exporter.
+SITE_ALERTS = "site-alerts"
 # The second Job of a key-set change: it revokes what is no longer trusted, once the pools rolled.
 NODE_REVOCATION = "node-revocation"
 REGISTRATION_DIGEST_LENGTH = 10
@@ -87,6 +89,14 @@ class Names:
     @property
     def federation_alerts(self) -> str:
         return f"{self.federation}-federation-alerts"
+
+    @property
+    def site_alerts(self) -> str:
+        return f"{self.federation}-site-alerts"
+
+    @property
+    def federation_dashboard(self) -> str:
+        return f"{self.federation}-federation-dashboard"
 
     @property
     def ca_bundle(self) -> str:

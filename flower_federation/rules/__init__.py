@@ -21,12 +21,13 @@ from flower_federation.rules.fragments import fragments
 from flower_federation.rules.images import images
 from flower_federation.rules.keys import supplied_key_problems
 from flower_federation.rules.label_maps import label_maps
+from flower_federation.rules.monitoring import monitoring
 from flower_federation.rules.names import names
 from flower_federation.rules.pools import disruption_budget, gpu, node_config, placement
 from flower_federation.rules.raw import BACKUP_NAME, Raw, as_list, get, pools_of
 from flower_federation.rules.resources import resources
 from flower_federation.rules.security import executor, network_policies, node_auth, probes, runtime_api_secrets, tls
-from flower_federation.rules.sites import roles
+from flower_federation.rules.sites import role_of, roles
 from flower_federation.rules.superexec import superexecs
 from flower_federation.rules.supernode_api import supernode_apis
 from flower_federation.rules.versions import ports, version_gates, versions
@@ -100,4 +101,5 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from superexecs(raw, pools, isolation, stack)
     yield from supernode_apis(raw, pools, isolation, dialect)
     yield from roles(raw, pools, dialect)
+    yield from monitoring(raw, role_of(raw))
     return dialect

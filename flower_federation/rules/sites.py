@@ -102,12 +102,6 @@ def roles(raw: Raw, pools: Pools, dialect: Optional[Dialect]) -> Iterator[Proble
             )
     if role == "site":
         yield from _site(raw)
-        if get(raw, "monitoring", "enabled") is True:  # never an exporter silently missing
-            yield problem(
-                ("monitoring", "enabled"),
-                "a site runs no SuperLink, whose Control API the exporter asks: enable monitoring in the hub's stack "
-                "(a site's own alerts are not built yet)",
-            )
     elif get(raw, "supernodes", "superlink") is not None:
         yield problem(("supernodes", "superlink"), SITE_ONLY)
     if role != "site":

@@ -21,13 +21,13 @@ stack's root: see `_kubeconfig_provider`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from flower_federation.builders import manifests
+from flower_federation.builders import manifests, monitoring
 from flower_federation.builders.manifests import (
     APPIO,
     FEDERATION,
@@ -184,6 +184,11 @@ class Federation(pulumi.ComponentResource):
             self.runtime_ca = RuntimeCaComponent(f"{name}-runtime-ca", plan, pulumi.ResourceOptions(parent=self))
             signer = self.runtime_ca.signer
         self.superlink: Optional[SuperLinkComponent] = None
+        # The exporter labels the own pools' nodes by their keys, made with the pools below: resolved once they are.
+        own_keys: Optional[pulumi.Output[dict[str, dict[str, str]]]] = None
+        resolve_own_keys: Optional[Callable[[pulumi.Output[dict[str, dict[str, str]]]], None]] = None
+        if monitoring.enabled(plan):
+            own_keys, resolve_own_keys = pulumi.deferred_output()
         if plan.runs_superlink:
             superlink_ready = list(ready[home.name])
             appio_objects = home.owned_by(APPIO)
@@ -193,7 +198,12 @@ class Federation(pulumi.ComponentResource):
                 )
                 superlink_ready.append(auth)
             self.superlink = SuperLinkComponent(
-                f"{name}-superlink", plan, home.owned_by(SUPERLINK), rollout, in_cluster(home.name, superlink_ready)
+                f"{name}-superlink",
+                plan,
+                home.owned_by(SUPERLINK),
+                rollout,
+                in_cluster(home.name, superlink_ready),
+                pool_keys=own_keys,
             )
         self.pools = {}
         for cluster in rendered.clusters:
@@ -210,6 +220,8 @@ class Federation(pulumi.ComponentResource):
                     appio_objects=cluster.owned_by(appio_owner(p.name)),
                     signer=signer,
                 )
+        if resolve_own_keys is not None:
+            resolve_own_keys(self.public_keys())
         # Key-set changes in the order that never refuses a SuperNode: new keys registered,
         # then the pools roll onto them, then keys no longer trusted are revoked.
         self.registration: Optional[RegistrationComponent] = None

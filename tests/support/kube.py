@@ -1,5 +1,6 @@
 """What the kubelet does to a container before exec: resolve env (including downward
-API fields) and expand `$(VAR)` references in env values and args.
+API fields) and expand `$(VAR)` references in env values and args; and after it exits, the
+termination message `FallbackToLogsOnError` keeps from its log.
 
 `expand` follows Kubernetes' own algorithm (third_party/forked/golang/expansion):
 `$$` becomes `$`, `$(NAME)` becomes the value of NAME if defined and stays literally
@@ -203,3 +204,15 @@ def mounted_files(pod_spec: Mapping[str, Any], container: Mapping[str, Any]) -> 
         for item in secret.get("items", []):
             files[f"{m['mountPath'].rstrip('/')}/{item['path']}"] = (secret["secretName"], item["key"])
     return files
+
+
+# The kubelet's FallbackToLogsOnError (kuberuntime readLastStringFromContainerLogs): the log's last
+# MaxContainerTerminationMessageLogLines lines through a circular buffer of MaxContainerTerminationMessageLogLength
+# bytes, so the last 2048 bytes of the last 80 lines.
+TERMINATION_LOG_LINES = 80
+TERMINATION_LOG_BYTES = 2048
+
+
+def termination_message(log: str) -> str:
+    tail = "".join(log.splitlines(keepends=True)[-TERMINATION_LOG_LINES:]).encode()
+    return tail[-TERMINATION_LOG_BYTES:].decode(errors="replace")
