@@ -11,7 +11,7 @@ FLWR_VENVS := $(foreach v,$(FLWR_RELEASES) $(FLWR_PRERELEASES),.venv-flwr-$(v)/.
 FLWR_DEFAULT_VENV := .venv-flwr-$(shell sed -n 's/^DEFAULT_VERSION = "\(.*\)"$$/\1/p' flower_federation/flower/versions.py)/.installed
 STACK ?= dev
 
-.PHONY: render validate lint test test-live test-rest e2e e2e-scale e2e-tools schema docs golden bench clean
+.PHONY: render validate lint test test-live test-rest e2e e2e-scale e2e-tools venvs schema docs golden bench clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes. The set-up talks on stderr only (make's echo of
@@ -37,6 +37,9 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@$(call SETUP,$(PYTHON) -m venv .venv-checkov)
 	@$(call SETUP,.venv-checkov/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt)
 	@touch $@
+
+# The venvs the tests need besides `.venv`: .ci/run installs them while `make render` installs `.venv`.
+venvs: $(FLWR_VENVS) .venv-checkov/.installed
 
 render: $(VENV)/.installed
 	@$(PY) -m flower_federation render --stack $(STACK)
@@ -65,9 +68,11 @@ LINTED := flower_federation tests bench policy __main__.py
 # check-jsonschema against the GitHub workflow schema it vendors.
 WORKFLOWS := $(wildcard .github/workflows/*.yml)
 ZIZMOR := $(VENV)/bin/zizmor --offline --persona auditor --config .github/zizmor.yml --no-progress --quiet
+# At nice 10: under `make -j test` mypy's ~40 CPU-seconds would otherwise compete with the e2e's first
+# federation start (a burst that must beat the SuperLink's liveness probe).
 lint: $(VENV)/.installed
-	@$(VENV)/bin/ruff format --check --quiet $(LINTED) && $(VENV)/bin/ruff check --quiet $(LINTED) && $(VENV)/bin/mypy
-	@$(ZIZMOR) .github && $(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
+	@nice -n 10 $(VENV)/bin/ruff format --check --quiet $(LINTED) && nice -n 10 $(VENV)/bin/ruff check --quiet $(LINTED) && nice -n 10 $(VENV)/bin/mypy
+	@nice -n 10 $(ZIZMOR) .github && nice -n 10 $(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
 	@echo "lint: ruff, mypy --strict, zizmor and the workflow schema clean"
 
 # The e2e harness needs two Debian packages: `nftables` (`nft`: it enforces NetworkPolicies) and
@@ -93,15 +98,18 @@ e2e-tools:
 	  if [ -n "$$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
 	fi
 
-# The tests in two parts, side by side under `make -j` (.ci/run passes -j4): `test-live`
-# runs real Flower against wall-clock deadlines (tests/e2e and the tests marked `live`),
-# `test-rest` everything else at nice 19, so it takes only the CPU the live part leaves
-# (a core a normal process wants leaves a nice-19 one about 1.5%): the e2e mostly waits
-# on Flower's timers, and the rest fills those waits. Without -j they run one after the other.
-test: lint test-live test-rest
+# The tests in three parts, side by side under `make -j` (.ci/run passes -j8): `e2e` (below) and
+# `test-live` run real Flower against wall-clock deadlines (tests/e2e; the other tests marked `live`),
+# `test-rest` everything else at nice 19, so it takes only the CPU the live parts leave (a core a normal
+# process wants leaves a nice-19 one about 1.5%): the e2e mostly waits on Flower's timers, and the rest
+# fills those waits. The other live tests once ran after the e2e, in its pytest session, because a port
+# they picked was taken beside it; their ports now come from outside the ephemeral range
+# (tests/support/processes.py free_port), so they run beside it and leave the critical path.
+# Without -j they run one after the other.
+test: lint e2e test-live test-rest
 
 test-live: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
-	@$(PY) -m pytest -m live; rc=$$?; \
+	@$(PY) -m pytest -m live --ignore=tests/e2e; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
 test-rest: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed e2e-tools

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import re
-import socket
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,6 +19,7 @@ from tests.e2e import gateway_objects as g
 from tests.e2e.harness.gateway import _locations, program
 from tests.e2e.harness.host import HarnessError
 from tests.e2e.harness.pods import nginx_path
+from tests.support.processes import free_port
 
 GW_NS, FED = "gateway-system", "fed"
 HOST = "fleet.example.test"
@@ -295,16 +295,10 @@ def test_the_objects_are_not_changed():
 # --- nginx accepts it -----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((ADDRESS, 0))
-        return int(s.getsockname()[1])
-
-
 def test_nginx_accepts_the_configuration(tmp_path):
     """`nginx -t` on what is programmed (it binds the listeners: a free port on 127.0.0.1, so no
     root is needed); without an nginx binary, the generation alone is checked (above)."""
-    port = _free_port()
+    port = free_port()
     out = _program(_objects(), _gateway(port=port), tmp_path)
     assert f"listen {ADDRESS}:{port} ssl;" in out.config
     nginx = nginx_path()

@@ -32,6 +32,7 @@ import pytest
 from flower_federation.builders import fleet_proxy
 from tests.e2e.gateway_objects import CA
 from tests.support.manifests import get
+from tests.support.processes import free_port
 from tests.support.tls_provider import RealTlsProvider
 from tests.test_sites import _hub
 
@@ -40,12 +41,6 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").e
 # One of Flower's array chunks (FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE, 5 MiB) with room for its framing: the
 # largest body Flower's Fleet client sends for a model of any size.
 BIG = 7 * 1024 * 1024
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):
@@ -93,7 +88,7 @@ class Setup:
         self.tmp = tmp
         for name in ("tls.crt", "tls.key", "ca.crt"):
             (tmp / name).write_text(secret[name])
-        self.public, self.upstream = _free_port(), _free_port()
+        self.public, self.upstream = free_port(), free_port()
         assert "listen 8000 ssl;" in conf and "https://127.0.0.1:9095;" in conf, conf
         conf = (
             conf.replace(" /tmp/", f" {tmp}/")

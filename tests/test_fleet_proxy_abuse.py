@@ -39,7 +39,7 @@ from flower_federation.flower import superlink_state
 from tests.support.flower import HTTP_ERA, venv_bin
 from tests.support.live_flower import LiveSuperLink, cli_home, live_superlink, start_supernode, wait_online
 from tests.support.manifests import get
-from tests.support.processes import PortMap, run_bounded
+from tests.support.processes import PortMap, free_port, run_bounded
 from tests.test_hub_exposure import hub, render
 
 pytestmark = pytest.mark.live
@@ -47,12 +47,6 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 LIMIT = 768 * 1024**2  # the SuperLink's memory limit in the rendered hub (the default preset's)
 MIB = 1024**2
 MAX_WAVES = 60  # a flood that waits for a round: a bound on its requests, not a duration
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _rendered_conf() -> str:
@@ -86,7 +80,7 @@ def _tree_rss(pid: int, field: str = "VmRSS:", file: str = "status") -> int:
 
 class Proxy:
     def __init__(self, live: LiveSuperLink, conf: str, tmp: Path):
-        self.public = _free_port()
+        self.public = free_port()
         cert = next(live.root.rglob("tls.crt"))
         key = cert.with_name("tls.key")
         upstream = live.api_ports[0]

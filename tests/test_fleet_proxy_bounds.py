@@ -7,7 +7,6 @@ its config path when out of range, and the rendered nginx.conf loaded by Debian'
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from flower_federation.builders import fleet_proxy
 from flower_federation.config.errors import ConfigError
 from flower_federation.plan import load_plan
 from tests.support.manifests import get
+from tests.support.processes import free_port
 from tests.support.validation import problems
 from tests.test_hub_exposure import hub, render
 
@@ -34,12 +34,6 @@ def _with(proxy: dict[str, Any] | None = None, **superlink: Any) -> dict[str, An
     if proxy is not None:
         raw["superlink"]["fleetProxy"] = proxy
     return raw
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _limits(conf: str) -> tuple[int, int]:
@@ -136,7 +130,7 @@ def test_nginx_loads_the_rendered_bounds(tmp_path: Path) -> None:
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not Path(nginx).exists():
         pytest.fail("nginx is not installed: `make test` installs Debian's nginx as root")
-    conf = _conf(_with()).replace("listen 8000 ssl;", f"listen 127.0.0.1:{_free_port()};")
+    conf = _conf(_with()).replace("listen 8000 ssl;", f"listen 127.0.0.1:{free_port()};")
     # Certificates are not what this checks (tests/test_fleet_proxy.py runs them): the same config without TLS.
     lines = [ln for ln in conf.splitlines() if "ssl" not in ln]
     text = "\n".join(lines).replace(" /tmp/", f" {tmp_path}/").replace("/dev/stdout", f"{tmp_path}/access.log")

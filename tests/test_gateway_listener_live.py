@@ -20,6 +20,7 @@ import pytest
 
 from flower_federation.cli.offline import run_program
 from flower_federation.plan import load_plan
+from tests.support.processes import free_port
 from tests.support.program import NS, created_secrets, secret_files
 from tests.support.stacks import HTTP_ERA, base
 from tests.support.tls_provider import RealTlsProvider
@@ -27,12 +28,6 @@ from tests.support.tls_provider import RealTlsProvider
 pytestmark = pytest.mark.live
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 HOST = "fl.example.org"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Listeners:
@@ -56,7 +51,7 @@ class Listeners:
             files = secret_files(secrets[secret])
             (tmp / f"{role}.crt").write_text(files["tls.crt"])
             (tmp / f"{role}.key").write_text(files["tls.key"])
-            self.ports[role] = port = _free_port()
+            self.ports[role] = port = free_port()
             servers.append(
                 f"server {{ listen 127.0.0.1:{port} ssl; ssl_certificate {tmp}/{role}.crt; "
                 f"ssl_certificate_key {tmp}/{role}.key; location / {{ return 200 '{role}'; }} }}"

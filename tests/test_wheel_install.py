@@ -86,7 +86,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = (work / "dist").glob("flower_federation-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
     python = work / "venv" / "bin" / "python"
-    subprocess.run([str(python), *pip[1:], "install", str(wheel)], check=True)
+    # --no-compile: pip would byte-compile every module of every dependency (pulumi_kubernetes alone has
+    # thousands), most CPU of this fixture; the few a run imports compile on first import, into this venv.
+    subprocess.run([str(python), *pip[1:], "install", "--no-compile", str(wheel)], check=True)
     return python
 
 

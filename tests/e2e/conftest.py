@@ -53,8 +53,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.live)
 
     # The check that nothing is left behind runs once every federation closed, the followers' too
-    # (background.py): after the last e2e test. The other live tests run after it, on a quiet machine (beside
-    # the followers, a fixed port of tests/test_fleet_proxy.py was taken: CI of e169bcc).
+    # (background.py): after the last e2e test. Where other tests are selected with them (`pytest -m live`),
+    # they follow it; `make test` runs them in a job of their own beside the e2e (Makefile: their ports come
+    # from outside the ephemeral range, tests/support/processes.py, so the e2e's connections cannot take one).
     last = [i for i in items if _is_e2e(i) and i.name == "test_9_nothing_left_behind"]
     rest = [i for i in items if i not in last]
     e2e_end = max((n for n, i in enumerate(rest) if _is_e2e(i)), default=len(rest) - 1) + 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -18,10 +19,48 @@ from tests.support.flower import venv_bin
 CLI_TIMEOUT = 60
 
 
+# Ports for the servers the tests start (nginx, Flower, stand-ins) that cannot bind port 0 and report it.
+# They come from BELOW the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by
+# default): a bind to port 0 and every outgoing connection's source port are drawn from that range, so a
+# port found free there and released can be taken by any connection before the server binds it (CI of
+# e169bcc: a port of test_fleet_proxy.py taken while the e2e harness probed its pods). Below the range,
+# only an explicit bind takes a port. Each process starts at a random place and remembers what it handed
+# out, so the pytest processes `make -j` runs side by side (e2e, live, rest) do not pick the same ones.
+_LOWEST_PORT = 10000
+_handed_out: set[int] = set()
+_pick = random.Random()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:  # no SO_REUSEADDR: strictest, any holder on any address refuses
+        try:
+            s.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A local TCP port nothing holds, outside the ephemeral range, never the same one twice in a process."""
+    low, high = _LOWEST_PORT, _ephemeral_low()
+    if high - low < 1000:  # a host whose ephemeral range starts low: fall back to the kernel's choice
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    start = _pick.randrange(low, high)
+    for offset in range(high - low):
+        port = low + (start - low + offset) % (high - low)
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
+            return port
+    raise OSError(f"no free port in {low}-{high - 1}")
 
 
 class PortMap(dict[int, int]):
