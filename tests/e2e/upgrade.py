@@ -40,6 +40,7 @@ heartbeat patience (60 s) passed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import re
 import sqlite3
@@ -73,7 +74,8 @@ def state_dir(fed: Federation) -> Path:
 
 
 def revisions(db: Path) -> list[str]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+    # Closed at once (a connection outlives its `with`): state-guard refuses to migrate beside an open one.
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
         return sorted(r[0] for r in con.execute("SELECT version_num FROM alembic_version"))
 
 
