@@ -15,6 +15,7 @@ command run by each version's own Python on state files real SuperLinks wrote.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -65,7 +66,7 @@ def backup_names(state: Path, prefix: str = "") -> list[str]:
 
 def pad(state: Path, mib: int) -> None:
     """Grows a state file by `mib` MiB in a table of its own (Flower's tables are left alone)."""
-    with sqlite3.connect(state) as con:
+    with contextlib.closing(sqlite3.connect(state)) as con, con:
         con.execute("create table padding (b blob)")
         con.executemany("insert into padding values (zeroblob(1048576))", [()] * mib)
     checkpoint(state)
@@ -81,7 +82,8 @@ def checkpoint(state: Path) -> None:
 
 
 def add_table(state: Path, name: str) -> None:
-    with sqlite3.connect(state) as con:
+    # Closed at once, not by the garbage collector: the guard refuses to migrate beside an open connection.
+    with contextlib.closing(sqlite3.connect(state)) as con, con:
         con.execute(f"create table {name} (x)")
 
 

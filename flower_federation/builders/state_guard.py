@@ -29,7 +29,23 @@ Flower starts:
 4. Before any copy, the volume's free space is checked against the file's size: too
    little is refused (the sizes, the volume and `persistence.size`), as is any other
    I/O or SQLite error: the refusal path, never a traceback.
-5. `state.db.flower-version` records the Flower version that runs next (the writer).
+5. Before a migration (or a restore) the guard makes sure no other process has the state
+   open: Flower 1.43's revision `4c9b3f185c5b` copies every message's metadata and must run
+   "without concurrent application writes", and no Alembic migration of ours expects a
+   writer beside it. Found by SQLite's own locks, which are POSIX byte-range locks on the
+   files: the kernel shows them to every process using the volume, whichever container
+   or pod it runs in, as root or not. (/proc/*/fd would show only this pod's processes,
+   only with shareProcessNamespace, only of the same user, and never another pod's on
+   the same ReadWriteOnce volume of the node: an old SuperLink pod still terminating, a
+   `kubectl debug` pod.) Two probes, both at once, no waiting: the shared lock every WAL
+   connection holds on byte 128 of `state.db-shm` (SQLite's "DMS" lock, walformat.html:
+   any open connection, idle or not), and `BEGIN EXCLUSIVE` with no busy timeout (a
+   transaction under way, in either journal mode). Refused: the log and termination
+   message say what holds it; nothing is copied or migrated; the pod retries the init
+   container by itself, and passes once the other process is gone. What starts after
+   the check (between the guard and the SuperLink) it cannot see: the StatefulSet runs
+   one SuperLink, and nothing of ours opens the file.
+6. `state.db.flower-version` records the Flower version that runs next (the writer).
 
 Everything is read off the wheels of 1.26.1, 1.41.0 and 1.42.0:
 `flwr.supercore.state.alembic.utils.build_alembic_config` and the `alembic_version`
@@ -51,7 +67,7 @@ VERSION_FILE = f"{STATE_FILE}.flower-version"
 REFUSED_EXIT = 3
 
 GUARD = r"""
-import datetime, hashlib, os, sqlite3, sys
+import datetime, fcntl, hashlib, os, sqlite3, sys
 from pathlib import Path
 
 state, version, keep, restore, size = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
@@ -143,6 +159,45 @@ def image_revisions():
     return set(script.get_heads()), {r.revision for r in script.walk_revisions()}
 
 
+def holders(path):
+    # What shows another process has the state open (flower_federation/builders/state_guard.py, step 5). Run
+    # with no connection of the guard's own open: POSIX locks are per process, so a lock of ours would hide theirs.
+    held = []
+    try:
+        fd = os.open(str(path) + "-shm", os.O_RDWR)  # never created here: no -shm, no WAL connection
+    except FileNotFoundError:
+        fd = None
+    if fd is not None:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128)
+        except OSError:
+            held.append(f"an open connection (SQLite's shared lock on byte 128 of {path.name}-shm)")
+        else:
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, 128)
+        finally:
+            os.close(fd)
+    con = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        con.execute("BEGIN EXCLUSIVE")
+        con.execute("ROLLBACK")
+    except sqlite3.OperationalError as e:
+        held.append(f"a transaction under way (BEGIN EXCLUSIVE: {e})")
+    finally:
+        con.close()
+    return held
+
+
+def alone(path, what):
+    held = holders(path)
+    if held:
+        refuse(
+            f"another process has the state at {path} open: {'; '.join(held)}. {what} must run without concurrent "
+            "writers, so nothing was copied or migrated. Stop it (an older SuperLink pod still running on this "
+            "volume, a `kubectl exec`/`kubectl debug` session with sqlite3, a backup Job); this init container is "
+            "retried and passes once it is gone (docs/operations.md)."
+        )
+
+
 def identity(revs):
     return "+".join(revs) if revs else "no-revision"
 
@@ -186,6 +241,7 @@ def main():
             refuse(f"superlink.persistence.restore names backups/{restore}, which does not exist; backups: {listing()}")
         replaced = ""
         if state.exists():
+            alone(state, "Restoring " + restore)
             room_for(state, "keeping the state that the restore replaces")
             old_writer = marker.read_text().strip() if marker.exists() else "unknown"
             replaced = f"replaced-{old_writer}-{identity(revisions(state))}-{now()}.db"
@@ -226,6 +282,8 @@ def main():
             f"one of {listing()} and `pulumi up` (docs/operations.md)."
         )
     migrating = known is not None and current is not None and set(current) != heads
+    if migrating:
+        alone(state, f"Flower {version}'s migration from {', '.join(current)} to {', '.join(sorted(heads))}")
     if writer != version:
         # Only a change of writer is backed up: a retried start of the same Flower (a migration cut short,
         # a `pulumi up` retried) finds its own version recorded and copies nothing, so it cannot prune the

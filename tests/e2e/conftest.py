@@ -169,7 +169,8 @@ def pytest_terminal_summary(terminalreporter):
     tr.write_line(
         "(a scenario's time counts from the end of the previous one on the same federation; "
         "the first on a federation includes starting it: 1 (subprocess; then 3, 4, 11, 8), "
-        "2 (process; then 10, 12), 2b (distributed), 5 (negative), 13 (upgrade; then 14), 15 (era), 16 (keys), "
+        "2 (process; then 10, 12), 2b (distributed), 5 (negative), 13 (upgrade to the next Flower; then 14), "
+        "15 (era), 16 (keys), "
         "18 (ca), 6 and 6g (sites: a hub "
         "and four site clusters), 7 (the SuperExec hop), 19 (many SuperNodes: a hub and its sites). "
         "The lanes run side by side; 6, 6g and 7 follow them as lanes end, 19 once all have; one start at a time.)"

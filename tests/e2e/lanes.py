@@ -73,7 +73,8 @@ GROUPS = [
 SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
 # Lanes per Flower version (threads): the subprocess federation's scenarios take longest;
 # the other federations share a lane (the process one carries the 60 s partition,
-# mostly waiting). So at most three federations per version run at once: mostly idle processes
+# mostly waiting); a version runs only the lanes holding its wanted scenarios (the next Flower's: 1+3, 2,
+# 13+14). So at most three federations per version run at once: mostly idle processes
 # (Flower polls), which two cores handle. (Four lanes a version, the rolling update on a federation of
 # its own, overloaded two cores in CI: SuperNodes' activations timed out, Flower's code 2004.)
 LANES = [["subprocess"], ["process", "distributed", "negative"], ["upgrade", "era", "keys", "ca"]]

@@ -6,6 +6,7 @@ noted. A part of stack.Federation (FederationReadiness, a mixin)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -175,7 +176,8 @@ class FederationReadiness:
         if not dbs:
             return None
         try:
-            with sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True, timeout=0.5) as db:
+            # Closed at once (a connection outlives its `with`): state-guard refuses to migrate beside one.
+            with contextlib.closing(sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True, timeout=0.5)) as db:
                 rows = db.execute("SELECT node_id, status, online_until FROM node").fetchall()
         except sqlite3.Error:
             return None

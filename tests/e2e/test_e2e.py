@@ -1,7 +1,7 @@
 """End to end: the rendered federation, started pod by pod as the kubelet would, with
-real Flower 1.26.1 (gRPC era) and 1.42.0 (HTTP era). See harness/ for what is
-emulated and how, stack.py for the rendering and the CLI, scenarios.py for what each
-scenario proves. Both versions run side by side (three lanes each, see lanes.LANES), the other
+real Flower 1.26.1 (gRPC era) and 1.42.0 (HTTP era), a few on the next Flower (the 1.43 nightly). See harness/
+for what is emulated and how, stack.py for the rendering and the CLI, scenarios.py for what each
+scenario proves. The versions run side by side (three lanes each at most, see lanes.LANES), the other
 modules' scenarios following them (background.py); each test waits for its scenario's outcome and reports it, with the
 scenario's own duration."""
 
@@ -11,8 +11,9 @@ import pytest
 
 from tests.e2e import harness
 from tests.e2e.background import report
-from tests.e2e.stack import VERSIONS
-from tests.support.flower import GRPC_ERA, HTTP_ERA, PREVIOUS_HTTP_ERA
+from tests.e2e.stack import VERSIONS, WITH_NEXT
+from tests.e2e.upgrade import FROM, TO
+from tests.support.flower import GRPC_ERA, HTTP_ERA, NEXT
 
 RESULT_TIMEOUT = 900  # a test's wait for its lane's outcome (the longest lane takes ~10 minutes); bounds a hang
 
@@ -21,7 +22,7 @@ def check(background, version: str, scenario: str, record_property) -> None:
     report(background.lane(version, scenario).outcome(scenario, RESULT_TIMEOUT), record_property)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", WITH_NEXT)
 @pytest.mark.scenario(
     "subprocess isolation, pools 3+1, TLS + node auth: all online, 2-round run completes; "
     "NetworkPolicy controls (intruder, outside world)",
@@ -31,7 +32,7 @@ def test_1_subprocess_isolation(background, version, record_property):
     check(background, version, "1", record_property)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", WITH_NEXT)
 @pytest.mark.scenario("process isolation: the run completes in the SuperExec sidecars", id="2")
 def test_2_process_isolation(background, version, record_property):
     check(background, version, "2", record_property)
@@ -47,7 +48,7 @@ def test_2b_distributed_superexecs(background, version, record_property):
     check(background, version, "2b", record_property)
 
 
-@pytest.mark.parametrize("version", [HTTP_ERA])  # the current era only: CONTRIBUTING.md, Lanes
+@pytest.mark.parametrize("version", [HTTP_ERA, NEXT])  # not the gRPC era: CONTRIBUTING.md, Lanes
 @pytest.mark.scenario(
     "SuperLink restart on the same volume: runs and nodes kept, SuperNodes reconnect, new run completes", id="3"
 )
@@ -102,9 +103,9 @@ def test_12_network_partition(background, version, record_property):
     check(background, version, "12", record_property)
 
 
-@pytest.mark.parametrize("version", [HTTP_ERA])
+@pytest.mark.parametrize("version", [NEXT])  # the newest step, the one at risk: CONTRIBUTING.md, Lanes
 @pytest.mark.scenario(
-    f"upgrade {PREVIOUS_HTTP_ERA} -> {HTTP_ERA} on live state: backed up before the migration, runs and nodes kept, "
+    f"upgrade {FROM} -> {TO} on live state: backed up before the migration, runs and nodes kept, "
     "SuperNodes reconnect without registering again, a new run completes",
     id="13",
 )
@@ -112,9 +113,9 @@ def test_13_upgrade_on_live_state(background, version, record_property):
     check(background, version, "13", record_property)
 
 
-@pytest.mark.parametrize("version", [HTTP_ERA])
+@pytest.mark.parametrize("version", [NEXT])
 @pytest.mark.scenario(
-    f"downgrade to {PREVIOUS_HTTP_ERA} refused by state-guard, saying how; restoring the backup brings back the "
+    f"downgrade to {FROM} refused by state-guard, saying how; restoring the backup brings back the "
     "state before the upgrade, the old run listed, a new run completes",
     id="14",
 )
@@ -132,10 +133,10 @@ def test_15_era_change(background, version, record_property):
     check(background, version, "15", record_property)
 
 
-# Day-2 scenarios run once each, spread over the two versions' third lanes so that neither
+# Day-2 scenarios run once each, spread over the versions' third lanes so that none
 # outlasts the others: the era change and the node-key rotation (its Jobs speak the gRPC-era
 # Control API here; the HTTP era's in scenario 6 and tests/test_flower_live_registration.py) on
-# 1.26.1; the upgrade, the downgrade and the CA rotation on the newest release.
+# 1.26.1; the CA rotation on the newest release; the upgrade and the downgrade (13, 14) on the next Flower.
 @pytest.mark.parametrize("version", [GRPC_ERA])
 @pytest.mark.scenario(
     "node keys rotated while training runs (nodeKeyGeneration): registered before the pool rolls, revoked after; "

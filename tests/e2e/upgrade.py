@@ -4,22 +4,26 @@
 maps an image's tag to that version's venv). The SuperLink keeps its PVC throughout.
 
 Federation `upgrade` (TLS, node authentication, persistence, pool `a` of 2), started on
-Flower PREVIOUS_HTTP_ERA (1.41.0):
+Flower FROM (1.42.0, the newest release) and upgraded to TO (the next Flower: the 1.43 nightly
+until its release is served). The newest step is the one at risk, and CI has room for one
+pair: 1.41.0 -> 1.42.0 stays covered by tests/test_state_guard.py (real SuperLinks of both on
+one state file: backup, migration, refusal, restore). CONTRIBUTING.md, Lanes.
 
- 13. A run completes on 1.41.0; `version: 1.42.0` is rolled out. The SuperLink's
-     `state-guard` init container backed the state up before Flower 1.42.0 migrated it
-     (the backup at the old schema revision, named after its writer); the SuperLink runs
-     1.42.0 and its state is at 1.42.0's revision; the earlier run is still listed as it
-     was; the SuperNodes come back online under their node ids without registering again
-     (the register script is not run); a new run completes.
- 14. Going back: `version: 1.41.0` is rolled out. The SuperLink's pod never starts: its
+ 13. A run completes on FROM; `version: TO` is rolled out. The SuperLink's
+     `state-guard` init container backed the state up before Flower TO migrated it
+     (the backup at the old schema revision, named after its writer; the nightly adds
+     revision 4c9b3f185c5b); the SuperLink runs TO and its state is at TO's revision;
+     the earlier run is still listed as it was; the SuperNodes come back online under
+     their node ids without registering again (the register script is not run); a new
+     run completes.
+ 14. Going back: `version: FROM` is rolled out. The SuperLink's pod never starts: its
      `state-guard` refuses the migrated state (exit 3), its log naming the revision, the
      Flower that wrote it, the backup and the restore setting (the negative control: with
      nothing to refuse, the rollout would have completed); `pulumi up` fails there, so
      the pool is not rolled. Then
      `superlink.persistence.restore: <that backup>` is rolled out: the state before the
-     upgrade is back (the run made on 1.42.0 is gone, the one before is listed, the
-     replaced state kept as `replaced-*.db`), 1.41.0 serves on it, the SuperNodes come back
+     upgrade is back (the run made on TO is gone, the one before is listed, the
+     replaced state kept as `replaced-*.db`), FROM serves on it, the SuperNodes come back
      under their node ids, and a new run completes.
 
 Federation `era`, the same stack started on Flower GRPC_ERA (1.26.1):
@@ -40,6 +44,7 @@ heartbeat patience (60 s) passed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import re
 import sqlite3
@@ -53,18 +58,24 @@ from tests.e2e.faults import Kept, node_ids
 from tests.e2e.harness import NotReady
 from tests.e2e.rendering import config
 from tests.e2e.stack import Federation
-from tests.support.flower import GRPC_ERA, HTTP_ERA, PREVIOUS_HTTP_ERA
+from tests.support.flower import GRPC_ERA, HTTP_ERA, NEXT, PREVIOUS_HTTP_ERA
 
 ROLLOUT_TIMEOUT = 180  # per StatefulSet (they roll at once): each pod replaced and available in turn
 # The refused SuperLink's init container fails within seconds; this only bounds the wait for it.
 REFUSED_WAIT = 30
-# The Alembic heads of the two versions' SuperLink state, read off the wheels
-# (flwr/supercore/state/alembic/versions); tests/test_state_guard.py uses the same.
-REVISIONS = {GRPC_ERA: "8e65d8ae60b0", PREVIOUS_HTTP_ERA: "d90a2f91f23c", HTTP_ERA: "d9bd9d502cf9"}
+# The Alembic heads of the versions' SuperLink state, read off the wheels
+# (flwr/supercore/state/alembic/versions); tests/test_state_guard*.py use the same.
+REVISIONS = {
+    GRPC_ERA: "8e65d8ae60b0",
+    PREVIOUS_HTTP_ERA: "d90a2f91f23c",
+    HTTP_ERA: "d9bd9d502cf9",
+    NEXT: "4c9b3f185c5b",
+}
+FROM, TO = HTTP_ERA, NEXT  # scenarios 13 and 14: the newest release to the next Flower
 
 
 def make(_: str) -> Federation:
-    return Federation(PREVIOUS_HTTP_ERA, config(PREVIOUS_HTTP_ERA, pools=[("a", 2)]), label="upgrade")
+    return Federation(FROM, config(FROM, pools=[("a", 2)]), label="upgrade")
 
 
 def state_dir(fed: Federation) -> Path:
@@ -73,7 +84,8 @@ def state_dir(fed: Federation) -> Path:
 
 
 def revisions(db: Path) -> list[str]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+    # Closed at once (a connection outlives its `with`): state-guard refuses to migrate beside an open one.
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
         return sorted(r[0] for r in con.execute("SELECT version_num FROM alembic_version"))
 
 
@@ -88,7 +100,7 @@ def superlink_version(fed: Federation) -> str:
         for pod, container, _, argv in fed.cluster.processes()
         if pod == fed.superlink.name and container == "superlink"
     ]
-    found = {m.group(1) for argv in argvs for a in argv[:2] if (m := re.search(r"\.venv-flwr-([\d.]+)/", a))}
+    found = {m.group(1) for argv in argvs for a in argv[:2] if (m := re.search(r"\.venv-flwr-(\d[\w.]*)/", a))}
     assert len(found) == 1, f"the SuperLink's processes: {argvs}"
     return found.pop()
 
@@ -119,21 +131,21 @@ def run(fed: Federation) -> base.RunResult:
 def scenario_13(fed: Federation, memo: dict) -> None:
     fed.wait_ready(base.READY_TIMEOUT)
     run(fed)
-    assert superlink_version(fed) == PREVIOUS_HTTP_ERA
-    assert revisions(state_dir(fed) / "state.db") == [REVISIONS[PREVIOUS_HTTP_ERA]]
+    assert superlink_version(fed) == FROM
+    assert revisions(state_dir(fed) / "state.db") == [REVISIONS[FROM]]
     kept, pods = Kept(fed), sorted(p.name for p in fed.supernodes_pods)
     ids, registrations = node_ids(fed, pods), fed.register_runs
     memo["upgrade"] = {"raw": copy.deepcopy(fed.rendered.raw), "kept": kept, "ids": ids}
 
-    replaced = roll(fed, with_version(fed.rendered.raw, HTTP_ERA))
+    replaced = roll(fed, with_version(fed.rendered.raw, TO))
     assert sorted(replaced) == sorted([fed.superlink.name, *pods]), f"replaced {replaced}"
-    assert superlink_version(fed) == HTTP_ERA
+    assert superlink_version(fed) == TO
     guard_log = fed.superlink.init_containers[0].log(200)
     (backup,) = backups(fed)
-    assert backup.startswith(f"{PREVIOUS_HTTP_ERA}-{REVISIONS[PREVIOUS_HTTP_ERA]}-"), backup
+    assert backup.startswith(f"{FROM}-{REVISIONS[FROM]}-"), backup
     assert "backed up" in guard_log and backup in guard_log, guard_log
-    assert revisions(state_dir(fed) / "backups" / backup) == [REVISIONS[PREVIOUS_HTTP_ERA]]
-    assert revisions(state_dir(fed) / "state.db") == [REVISIONS[HTTP_ERA]], "Flower 1.42.0 did not migrate the state"
+    assert revisions(state_dir(fed) / "backups" / backup) == [REVISIONS[FROM]]
+    assert revisions(state_dir(fed) / "state.db") == [REVISIONS[TO]], f"Flower {TO} did not migrate the state"
 
     fed.wait_ready(base.READY_TIMEOUT)  # the SuperNodes reconnect by themselves
     assert fed.register_runs == registrations, "the nodes had to be registered again"
@@ -141,14 +153,14 @@ def scenario_13(fed: Federation, memo: dict) -> None:
     assert kept.check(fed) == {}, "runs appeared"
     after = run(fed)
     memo["upgrade"].update(backup=backup, run_on_new=base.run_id(after))
-    fed.phase(f"backup {backup}; state {REVISIONS[PREVIOUS_HTTP_ERA]} -> {REVISIONS[HTTP_ERA]}", 0)
+    fed.phase(f"backup {backup}; state {REVISIONS[FROM]} -> {REVISIONS[TO]}", 0)
 
 
 def scenario_14(fed: Federation, memo: dict) -> None:
     up = memo.get("upgrade", {})
     assert "backup" in up, "scenario 13 did not upgrade: nothing to go back from"
     pods = sorted(p.name for p in fed.supernodes_pods)
-    back = with_version(fed.rendered.raw, PREVIOUS_HTTP_ERA)
+    back = with_version(fed.rendered.raw, FROM)
 
     # The downgrade: the SuperLink's pod is refused before Flower starts; the pools roll.
     try:
@@ -163,27 +175,27 @@ def scenario_14(fed: Federation, memo: dict) -> None:
     )
     assert not fed.superlink.containers[0].exit_codes and not fed.superlink.containers[0].running, "Flower started"
     said = guard.log(200)
-    for text in (REVISIONS[HTTP_ERA], f"Flower {HTTP_ERA} wrote it", up["backup"], "superlink.persistence.restore"):
+    for text in (REVISIONS[TO], f"Flower {TO} wrote it", up["backup"], "superlink.persistence.restore"):
         assert text in said, (text, said)
     assert fed.superlink.name in stuck and all(p not in stuck for p in pods), stuck
     fed.phase(
         "downgrade refused: " + [line for line in said.splitlines() if line.startswith("state-guard:")][-1][:160], 0
     )
 
-    # The documented restore: the backup taken before the upgrade, and 1.41.0.
+    # The documented restore: the backup taken before the upgrade, and FROM.
     restore = copy.deepcopy(back)
     restore["superlink"].setdefault("persistence", {})["restore"] = up["backup"]
     replaced = roll(fed, restore)
     assert replaced == [fed.superlink.name, *sorted(pods, reverse=True)], f"replaced {replaced}"
-    assert superlink_version(fed) == PREVIOUS_HTTP_ERA
-    assert revisions(state_dir(fed) / "state.db") == [REVISIONS[PREVIOUS_HTTP_ERA]]
+    assert superlink_version(fed) == FROM
+    assert revisions(state_dir(fed) / "state.db") == [REVISIONS[FROM]]
     assert any(b.startswith("replaced-") for b in backups(fed)), backups(fed)
     assert f"restored backups/{up['backup']}" in fed.superlink.init_containers[0].log(200)
 
     fed.wait_ready(base.READY_TIMEOUT)
     assert node_ids(fed, pods) == up["ids"], "a SuperNode came back as another node"
     runs = {str(r["run-id"]) for r in fed.runs()}
-    assert up["run_on_new"] not in runs, f"the run made on {HTTP_ERA} is still listed: the backup was not restored"
+    assert up["run_on_new"] not in runs, f"the run made on {TO} is still listed: the backup was not restored"
     assert up["kept"].check(fed) == {}, "runs appeared"
     run(fed)
 

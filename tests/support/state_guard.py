@@ -3,6 +3,7 @@ a state file real SuperLinks wrote (tests/test_state_guard.py, tests/test_state_
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -112,12 +113,14 @@ def start_guard(version: str, state: Path) -> subprocess.Popen[str]:
 
 
 def revisions(state: Path) -> list[str]:
-    with sqlite3.connect(state) as con:
+    # Closed here, not left to the garbage collector (a connection is in a reference cycle with its statement
+    # cache): an open one is a connection the guard rightly refuses to migrate beside.
+    with contextlib.closing(sqlite3.connect(state)) as con:
         return sorted(r[0] for r in con.execute("select version_num from alembic_version"))
 
 
 def tables(state: Path) -> set[str]:
-    with sqlite3.connect(state) as con:
+    with contextlib.closing(sqlite3.connect(state)) as con:
         return {r[0] for r in con.execute("select name from sqlite_master where type = 'table'")}
 
 

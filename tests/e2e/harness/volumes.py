@@ -2,8 +2,9 @@
 with their `items` and modes, emptyDirs fresh per pod, PVCs as directories that outlive
 pods, all owned as fsGroup says; each container's mounts at their mountPaths, whose
 mountpoints missing on the host are created (and removed again at the end, exactly
-those); and the host directories a non-root container user needs to run the Flower
-venv's Python, as an image would provide them."""
+those, unless another mount namespace still mounts there: another session's pods); and
+the host directories a non-root container user needs to run the Flower venv's Python, as
+an image would provide them."""
 
 from __future__ import annotations
 
@@ -53,14 +54,47 @@ class _Mountpoints:
             self.users -= 1
             if self.users > 0:
                 return
+            busy = mounted_elsewhere()
             for p in sorted(self.created, key=lambda x: len(x.parts), reverse=True):
-                with contextlib.suppress(OSError):
-                    p.rmdir() if p.is_dir() else p.unlink()
+                if not _in_use(p, busy):
+                    with contextlib.suppress(OSError):
+                        p.rmdir() if p.is_dir() else p.unlink()
             self.created = [p for p in self.created if p.exists()]
 
     def leftovers(self) -> list[Path]:
         with self.lock:
-            return [p for p in self.created if p.exists()]
+            busy = mounted_elsewhere()
+            return [p for p in self.created if p.exists() and not _in_use(p, busy)]
+
+
+def mounted_elsewhere() -> set[str]:
+    """Every mount point of every mount namespace but this process's. Why: since Linux 3.18, removing a
+    directory that is a mount point in another mount namespace detaches those mounts. Another test session on
+    the same host (engineers sharing a machine) runs pods whose volumes are mounted at the same paths
+    (/var/lib/flower, /etc/flower/ca): a session removing "its" mountpoints when its last cluster closed took
+    the state volume and the certificates away from the other session's running SuperLink (Flower: "unable to
+    open database file", EROFS on the read-only root). What another namespace still mounts is left to it."""
+    own = os.readlink("/proc/self/ns/mnt")
+    namespaces, points = {own}, set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            ns = os.readlink(f"/proc/{entry}/ns/mnt")
+            if ns in namespaces:
+                continue
+            namespaces.add(ns)
+            with open(f"/proc/{entry}/mountinfo", encoding="utf-8", errors="replace") as f:
+                points.update(line.split()[4] for line in f if line.strip())
+        except OSError:
+            continue  # gone, or not ours to read
+    return points
+
+
+def _in_use(path: Path, busy: set[str]) -> bool:
+    """`path` or something below it is a mount point elsewhere (a parent of one cannot be removed either)."""
+    text = str(path)
+    return any(point == text or point.startswith(text + "/") for point in busy)
 
 
 MOUNTPOINTS = _Mountpoints()
