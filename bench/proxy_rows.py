@@ -267,12 +267,13 @@ def table(rows: list[ProxyRow], repeat: int) -> str:
             x = m[path]
             out.append(
                 f"| {model} | {path} | {x['push_mbs']:.0f} | {x['pull_mbs']:.0f} | {x['push_cpu_gb']:.2f} "
-                f"| {x['pull_cpu_gb']:.2f} | {x['beat_ms']:.2f} | {x['beat_p95_ms']:.2f} | {x['beat_cpu_us']:.0f} |"
+                f"| {x['pull_cpu_gb']:.2f} | {x['beat_ms']:.2f} | {x['beat_p95_ms']:.2f} "
+                + (f"| {x['beat_cpu_us']:.0f} |" if path == "proxy" else "| |")
             )
         d, p = m["direct"], m["proxy"]
         out.append(
             f"| {model} | proxy / direct | {p['push_mbs'] / d['push_mbs']:.2f}x | {p['pull_mbs'] / d['pull_mbs']:.2f}x "
-            f"| | | +{p['beat_ms'] - d['beat_ms']:.2f} | +{p['beat_p95_ms'] - d['beat_p95_ms']:.2f} | |"
+            f"| | | {p['beat_ms'] - d['beat_ms']:+.2f} | {p['beat_p95_ms'] - d['beat_p95_ms']:+.2f} | |"
         )
     out += [
         "",

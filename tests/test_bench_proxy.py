@@ -40,7 +40,7 @@ def test_a_rendered_line_the_bench_moves_but_cannot_find_fails_loudly(tmp_path: 
     objects, _, _ = render(hub(HTTP_ERA))  # the bench's stack (its TLS from the mock provider: config only)
     conf = get(objects, "ConfigMap", "fl-superlink-fleet-proxy")["data"]["nginx.conf"]
     moved = proxy_rows.relocated(conf, tmp_path, 1234, 5678)
-    assert "listen 127.0.0.1:1234 ssl;" in moved and "proxy_pass https://127.0.0.1:5678;" in moved
+    assert "listen 127.0.0.1:1234 ssl;" in moved and "server 127.0.0.1:5678;" in moved
     assert f"pid {tmp_path}/nginx.pid;" in moved and "/etc/flower/" not in moved
     # Negative control: a config whose listen line changed is refused, not run half-moved.
     with pytest.raises(SystemExit, match="has no 'listen 8000 ssl;'"):
