@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -89,17 +90,23 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    """Until `port` accepts a connection (the condition, not a sleep); SystemExit if `proc` died first."""
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def _wait(ready: Callable[[], bool], proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Until `ready()` (the condition, not a sleep); SystemExit if `proc` died first or a minute passed."""
     for _ in range(600):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        if ready():
             return
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit(f"exited {proc.returncode}: {log.read_text(errors='replace')[-2000:]}") from None
-            proc_wait(proc, 0.1)
-    raise SystemExit(f"nothing listens on {port}: {log.read_text(errors='replace')[-2000:]}")
+        if proc.poll() is not None:
+            raise SystemExit(f"exited {proc.returncode}: {log.read_text(errors='replace')[-2000:]}")
+        proc_wait(proc, 0.1)
+    raise SystemExit(f"not ready after a minute: {log.read_text(errors='replace')[-2000:]}")
 
 
 def proc_wait(proc: subprocess.Popen[bytes], seconds: float) -> None:
@@ -162,25 +169,22 @@ class Bench:
         conf, secret = rendered()
         for name in ("tls.crt", "tls.key", "ca.crt"):
             (tmp / name).write_text(secret[name])
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        self.upstream_port = listener.getsockname()[1]
-        log = tmp / "upstream.log"
+        log, identity = tmp / "upstream.log", tmp / "identity.json"
         with open(log, "wb") as out:
             self.upstream = subprocess.Popen(
-                [str(venv_python(HTTP_ERA)), str(ROOT / "bench" / "proxy_upstream.py"), str(listener.fileno()),
-                 str(tmp / "tls.crt"), str(tmp / "tls.key"), str(tmp / "identity.json")],
-                pass_fds=[listener.fileno()], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                [str(venv_python(HTTP_ERA)), str(ROOT / "bench" / "proxy_upstream.py"),
+                 str(tmp / "tls.crt"), str(tmp / "tls.key"), str(identity)],
+                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
             )  # fmt: skip
-        listener.close()
+        _wait(identity.exists, self.upstream, log)  # written once it listens, with the port it bound
+        self.upstream_port = int(json.loads(identity.read_text())["port"])
         self.public = _free_port()
         (tmp / "nginx.conf").write_text(relocated(conf, tmp, self.public, self.upstream_port))
         self.nginx = subprocess.Popen(
             [str(nginx()), "-e", str(tmp / "error.log"), "-c", str(tmp / "nginx.conf")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        _wait_listening(self.upstream_port, self.upstream, log)
-        _wait_listening(self.public, self.nginx, tmp / "error.log")
+        _wait(lambda: _listening(self.public), self.nginx, tmp / "error.log")
 
     def stop(self) -> None:
         for proc in (self.nginx, self.upstream):

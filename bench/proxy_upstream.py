@@ -11,7 +11,7 @@ run it started, under a message whose object tree names it; a bench of the proxy
 SQLite and a ServerApp too. The body still takes Flower's path: every byte is read and parsed as a
 `PushObjectRequest` by Flower's code, and every pull is answered with a serialized `PullObjectResponse`.
 
-    python bench/proxy_upstream.py FD CERT KEY IDENTITY   (the Flower venv's python; FD: a bound socket)
+    python bench/proxy_upstream.py CERT KEY IDENTITY   (the Flower venv's python; IDENTITY also gets the port)
 """
 
 from __future__ import annotations
@@ -40,7 +40,22 @@ def pull_object(request: PullObjectRequest, state: object) -> PullObjectResponse
     return PullObjectResponse(object_found=found, object_available=found, object_content=content or b"")
 
 
-def main(fd: int, cert: str, key: str, identity: str) -> None:
+class Server(uvicorn.Server):
+    """uvicorn's server, which writes IDENTITY once it listens: the node, its key and the port it bound."""
+
+    def __init__(self, config: uvicorn.Config, identity: dict[str, object], path: str):
+        super().__init__(config)
+        self.identity, self.path = identity, path
+
+    async def startup(self, sockets: object = None) -> None:
+        await super().startup(sockets=sockets)  # type: ignore[arg-type]
+        port = self.servers[0].sockets[0].getsockname()[1]
+        written = Path(f"{self.path}.part")
+        written.write_text(json.dumps({**self.identity, "port": port}))
+        written.replace(self.path)  # whole or absent: the bench waits for this file
+
+
+def main(cert: str, key: str, identity: str) -> None:
     # The routes call these through the module (`fleet_handlers.push_object(...)`), so replacing them here
     # replaces only the LinkState's part of each request.
     fleet_handlers.push_object = push_object  # type: ignore[assignment]
@@ -48,10 +63,14 @@ def main(fd: int, cert: str, key: str, identity: str) -> None:
     app = create_app()
     private, public = generate_key_pairs()
     node_id = app.state.linkstate_factory.state().create_node("bench", "bench", public_key_to_bytes(public), 30.0)
-    Path(identity).write_text(json.dumps({"node_id": node_id, "private_key": private_key_to_bytes(private).decode()}))
-    uvicorn.run(
+    node = {"node_id": node_id, "private_key": private_key_to_bytes(private).decode()}
+    # `uvicorn.run`'s arguments as flower-superlink passes them, on a free port (0) that uvicorn binds itself, as
+    # it binds the SuperLink's: a socket handed in by file descriptor would get other socket options (asyncio
+    # sets TCP_NODELAY only on sockets it knows to be TCP).
+    config = uvicorn.Config(
         app=app,
-        fd=fd,
+        host="127.0.0.1",
+        port=0,
         reload=False,
         access_log=True,
         log_level="info",
@@ -59,7 +78,8 @@ def main(fd: int, cert: str, key: str, identity: str) -> None:
         ssl_certfile=cert,
         workers=1,
     )
+    Server(config, node, identity).run()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), *sys.argv[2:5])
+    main(*sys.argv[1:4])
