@@ -169,6 +169,14 @@ class Bench:
         conf, secret = rendered()
         for name in ("tls.crt", "tls.key", "ca.crt"):
             (tmp / name).write_text(secret[name])
+        self.nginx: Optional[subprocess.Popen[bytes]] = None
+        try:
+            self._start(tmp, conf)
+        except BaseException:
+            self.stop()  # nothing left running when a start fails
+            raise
+
+    def _start(self, tmp: Path, conf: str) -> None:
         log, identity = tmp / "upstream.log", tmp / "identity.json"
         with open(log, "wb") as out:
             self.upstream = subprocess.Popen(
@@ -184,12 +192,14 @@ class Bench:
             [str(nginx()), "-e", str(tmp / "error.log"), "-c", str(tmp / "nginx.conf")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        _wait(lambda: _listening(self.public), self.nginx, tmp / "error.log")
+        nginx_proc = self.nginx
+        _wait(lambda: _listening(self.public), nginx_proc, tmp / "error.log")
 
     def stop(self) -> None:
-        for proc in (self.nginx, self.upstream):
-            proc.terminate()
-            proc.wait(timeout=30)
+        for proc in (self.nginx, getattr(self, "upstream", None)):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)
 
     def url(self, path: str) -> str:
         return f"https://127.0.0.1:{self.public if path == 'proxy' else self.upstream_port}"
@@ -198,6 +208,8 @@ class Bench:
         """One bench/proxy_client.py run; nginx's CPU-seconds read at each phase marker it prints."""
         argv = [str(venv_python(HTTP_ERA)), str(ROOT / "bench" / "proxy_client.py")]
         argv += [str(self.tmp / "ca.crt"), SERVER_NAME, str(self.tmp / "identity.json"), *args]
+        assert self.nginx is not None, "Bench started"
+        nginx_pid = self.nginx.pid
         client = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         assert client.stdin and client.stdout
         marks: list[tuple[str, float]] = []
@@ -206,7 +218,7 @@ class Bench:
             if name.startswith("{"):
                 figures = json.loads(name)
                 break
-            marks.append((name, cpu_seconds(self.nginx.pid)))
+            marks.append((name, cpu_seconds(nginx_pid)))
             client.stdin.write("\n")
             client.stdin.flush()
         else:

@@ -65,8 +65,8 @@ def main(cert: str, key: str, identity: str) -> None:
     node_id = app.state.linkstate_factory.state().create_node("bench", "bench", public_key_to_bytes(public), 30.0)
     node = {"node_id": node_id, "private_key": private_key_to_bytes(private).decode()}
     # `uvicorn.run`'s arguments as flower-superlink passes them, on a free port (0) that uvicorn binds itself, as
-    # it binds the SuperLink's: a socket handed in by file descriptor would get other socket options (asyncio
-    # sets TCP_NODELAY only on sockets it knows to be TCP).
+    # it binds the SuperLink's (a socket handed in by file descriptor, uvicorn reopens as AF_UNIX: not the same
+    # socket setup).
     config = uvicorn.Config(
         app=app,
         host="127.0.0.1",
