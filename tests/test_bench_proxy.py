@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import proxy_rows
+from bench import proxy_rows, run
 from bench.proxy_rows import ProxyRow, Run
 from tests.support.flower import HTTP_ERA
 from tests.support.manifests import get
@@ -78,3 +78,17 @@ def test_a_proxy_row_runs_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _lines(log: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_missing_nginx_is_named_before_any_row_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def never(*args: object) -> None:
+        raise AssertionError("a row ran")
+
+    monkeypatch.setattr(proxy_rows, "nginx", lambda: None)
+    monkeypatch.setattr(run, "prepare", never)
+    monkeypatch.setattr(proxy_rows, "run", never)
+    with pytest.raises(SystemExit) as exit_:
+        run.main(["--rows", "dev,proxy-100mb"])
+    assert exit_.value.code == 2 and "nginx missing: the proxy rows run Debian's nginx" in capsys.readouterr().err
