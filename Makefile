@@ -128,9 +128,10 @@ E2E_SCALE ?= 30
 e2e-scale: $(VENV)/.installed $(FLWR_DEFAULT_VENV) e2e-tools
 	@E2E_SCALE=$(E2E_SCALE) $(PY) -m pytest tests/e2e/test_e2e_scale.py tests/e2e/test_e2e.py::test_9_nothing_left_behind -v
 
-# Offline render time against the Pulumi SDK's floor, and node registration against a live SuperLink
-# (bench/run.py); not part of `make test`. BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16,register-10000.
-# The registration rows run the default Flower (tests/support/flower.py's HTTP_ERA), so only its venv is made here.
+# Offline render time against the Pulumi SDK's floor, node registration against a live SuperLink, and a model
+# through the Fleet-only proxy (Debian's nginx, as `make test` installs it) against direct (bench/run.py); not
+# part of `make test`. BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16,register-10000,proxy-100mb.
+# The registration and proxy rows run the default Flower (tests/support/flower.py's HTTP_ERA), so only its venv is made here.
 bench: $(VENV)/.installed $(FLWR_DEFAULT_VENV)
 	@$(PY) bench/run.py $(BENCH_ARGS)
 

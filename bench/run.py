@@ -22,6 +22,10 @@ busy: rerun).
 The `register-N` rows (bench/registration_rows.py; `register-1000` by default) then time the rendered
 registration Job registering N new keys against a live Flower SuperLink, and its no-change re-run: a second
 table, flagged the same way. They need the newest Flower's venv, which `make bench` installs.
+
+The `proxy-...` rows (bench/proxy_rows.py; `proxy-100mb` by default) push and pull a model through the
+rendered Fleet-only proxy (Debian's nginx) and the same transfer direct: throughput, nginx's CPU-seconds per
+GB, the latency the proxy adds to a small Fleet request. A third table; they need nginx and the same venv.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import registration_rows, stacks  # noqa: E402
+from bench import proxy_rows, registration_rows, stacks  # noqa: E402
 
 PY = sys.executable
 BUILD = ROOT / "build" / "bench"
@@ -228,16 +232,22 @@ def targets(rows: list[Row]) -> str:
 
 
 RENDER_ROWS = ["dev", *stacks.ROWS, *stacks.HUB_ROWS]
-DEFAULT_ROWS = [*RENDER_ROWS, *registration_rows.DEFAULT]
+DEFAULT_ROWS = [*RENDER_ROWS, *registration_rows.DEFAULT, *proxy_rows.DEFAULT]
+KNOWN = [*RENDER_ROWS, *registration_rows.ROWS, *proxy_rows.ROWS]
 
 
-def select(text: str) -> tuple[list[str], list[str]]:
-    """--rows: (render rows, registration rows), each in the order given. ValueError naming unknown ones."""
+def select(text: str) -> tuple[list[str], list[str], list[str]]:
+    """--rows: (render rows, registration rows, proxy rows), each in the order given. ValueError naming
+    unknown ones."""
     ids = [r for r in text.split(",") if r]
-    unknown = [r for r in ids if r not in RENDER_ROWS and r not in registration_rows.ROWS]
+    unknown = [r for r in ids if r not in KNOWN]
     if unknown:
-        raise ValueError(f"unknown rows {unknown}; known: {', '.join([*RENDER_ROWS, *registration_rows.ROWS])}")
-    return [r for r in ids if r in RENDER_ROWS], [r for r in ids if r in registration_rows.ROWS]
+        raise ValueError(f"unknown rows {unknown}; known: {', '.join(KNOWN)}")
+    return (
+        [r for r in ids if r in RENDER_ROWS],
+        [r for r in ids if r in registration_rows.ROWS],
+        [r for r in ids if r in proxy_rows.ROWS],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,11 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args(argv)
     try:
-        render_ids, registration_ids = select(args.rows)
+        render_ids, registration_ids, proxy_ids = select(args.rows)
     except ValueError as e:
         parser.error(str(e))
     # Before any row runs: a missing venv found after minutes of render rows would waste them.
     if registration_ids and (missing := registration_rows.missing_flower()):
+        parser.error(missing)
+    if proxy_ids and (missing := proxy_rows.missing()):
         parser.error(missing)
     files = stacks.write(BUILD / "stacks") if render_ids else {}
     load_before = loadavg()
@@ -269,10 +281,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         rows.append(row)
     registrations = registration_rows.run(registration_ids, args.repeat)
+    proxies = proxy_rows.run(proxy_ids, args.repeat)
     contended = [r.id for r in rows if contention(r) > CONTENDED]
     contended += [r.id for r in registrations if r.contention() > CONTENDED]
     parts = [table(rows, args.repeat)] if rows else []
     parts += [registration_rows.table(registrations, args.repeat)] if registrations else []
+    parts += [proxy_rows.table(proxies, args.repeat)] if proxies else []
     parts += [footer(contended, load_before, loadavg()), targets(rows)]
     report = "\n".join(parts) + "\n"
     sys.stdout.write(report)

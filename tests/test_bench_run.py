@@ -31,19 +31,21 @@ def figures(first: float, link_cpu: float = 4.0, job_cpu: float = 1.5) -> dict[s
 
 
 def test_rows_split_into_render_and_registration_rows_in_the_order_given() -> None:
-    assert run.select("register-10000,dev,register-1000,hub-50x10") == (
+    assert run.select("register-10000,proxy-100mb,dev,register-1000,hub-50x10") == (
         ["dev", "hub-50x10"],
         ["register-10000", "register-1000"],
+        ["proxy-100mb"],
     )
-    assert run.select("pools-16") == (["pools-16"], [])
-    # By default every render row and the 1,000-key registration; 10,000 keys (ten times the wait) on request.
-    render, registration = run.select(",".join(run.DEFAULT_ROWS))
+    assert run.select("pools-16") == (["pools-16"], [], [])
+    # By default every render row, the 1,000-key registration and the 100 MB model through the proxy;
+    # 10,000 keys (ten times the wait) on request.
+    render, registration, proxy = run.select(",".join(run.DEFAULT_ROWS))
     assert render == run.RENDER_ROWS and "hub-500x20" in render
-    assert registration == ["register-1000"]
+    assert registration == ["register-1000"] and proxy == ["proxy-100mb"]
 
 
 def test_an_unknown_row_is_refused_naming_every_known_one(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(ValueError, match=r"unknown rows \['register-5'\]; known: dev, .*register-10000"):
+    with pytest.raises(ValueError, match=r"unknown rows \['register-5'\]; known: dev, .*register-10000, proxy-100mb"):
         run.select("dev,register-5")
     with pytest.raises(SystemExit) as exit_:
         run.main(["--rows", "register-5"])

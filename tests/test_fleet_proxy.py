@@ -89,7 +89,7 @@ class Setup:
         for name in ("tls.crt", "tls.key", "ca.crt"):
             (tmp / name).write_text(secret[name])
         self.public, self.upstream = free_port(), free_port()
-        assert "listen 8000 ssl;" in conf and "https://127.0.0.1:9095;" in conf, conf
+        assert "listen 8000 ssl;" in conf and "server 127.0.0.1:9095;" in conf, conf
         conf = (
             conf.replace(" /tmp/", f" {tmp}/")
             .replace("listen 8000 ssl;", f"listen 127.0.0.1:{self.public} ssl;")

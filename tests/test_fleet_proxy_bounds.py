@@ -6,6 +6,7 @@ its config path when out of range, and the rendered nginx.conf loaded by Debian'
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from flower_federation.builders import fleet_proxy
 from flower_federation.config.errors import ConfigError
 from flower_federation.plan import load_plan
+from tests.support.flower import HTTP_ERA, NEXT, PREVIOUS_HTTP_ERA, venv_python
 from tests.support.manifests import get
 from tests.support.processes import free_port
 from tests.support.validation import problems
@@ -141,3 +143,20 @@ def test_nginx_loads_the_rendered_bounds(tmp_path: Path) -> None:
     (tmp_path / "nginx.conf").write_text(text.replace("limit_conn_status 503;", "limit_conn_status 200;"))
     done = subprocess.run([nginx, "-t", "-e", "stderr", "-c", str(tmp_path / "nginx.conf")], capture_output=True)
     assert done.returncode != 0
+
+
+@pytest.mark.parametrize("version", sorted({PREVIOUS_HTTP_ERA, HTTP_ERA, NEXT}))
+def test_the_proxy_closes_an_idle_superlink_connection_before_the_superlink_does(version: str) -> None:
+    """The upstream keep-alive (issue 36): nginx must close an idle connection to the SuperLink first, or it
+    may send a request on one the SuperLink is closing, which nginx does not repeat for a POST (the site sees
+    502). The SuperLink is uvicorn, run with its default `timeout_keep_alive` (read here from each HTTP-era
+    Flower's own venv: uvicorn's default, and flower-superlink's source, which does not set it)."""
+    (site,) = venv_python(version).parent.parent.glob("lib/python3*/site-packages")
+    # Read, not imported: importing Flower takes seconds.
+    (default,) = re.findall(r"timeout_keep_alive: int = ([0-9]+)", (site / "uvicorn" / "config.py").read_text())
+    assert "timeout_keep_alive" not in (site / "flwr" / "superlink" / "cli" / "flower_superlink.py").read_text()
+    conf = _conf(_with())
+    ours = int(fleet_proxy.UPSTREAM_IDLE_TIMEOUT.rstrip("s"))
+    assert f"keepalive_timeout {fleet_proxy.UPSTREAM_IDLE_TIMEOUT};" in conf and ours < int(default), (ours, default)
+    # Every forwarding goes through the kept-alive group, to the SuperLink's own port on loopback.
+    assert conf.count(f"proxy_pass https://{fleet_proxy.UPSTREAM};") == 2 and "server 127.0.0.1:9095;" in conf

@@ -317,7 +317,7 @@ def test_every_exposure_setting_reaches_what_it_names(k8s_validate) -> None:
     assert proxy["image"] == "registry.example.org/mirror/nginx:1.28.0"
     assert proxy["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "300Mi"}}
     conf = get(objects, "ConfigMap", "fl-superlink-fleet-proxy")["data"]["nginx.conf"]
-    assert "proxy_read_timeout 600s;" in conf and "https://127.0.0.1:9200;" in conf
+    assert "proxy_read_timeout 600s;" in conf and "server 127.0.0.1:9200;" in conf
     control = get(objects, "Service", "fl-superlink-control")
     assert control["metadata"]["annotations"] == {"a": "b"} and control["metadata"]["labels"]["team"] == "ops"
     assert control["spec"]["ports"][0]["port"] == 9200

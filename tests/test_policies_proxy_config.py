@@ -74,8 +74,8 @@ CASES = {
         "does not start with its guard",
     ),
     "a URI part in proxy_pass": (
-        "proxy_pass https://127.0.0.1:9095;\n        }\n        location = /health",
-        "proxy_pass https://127.0.0.1:9095/v1/control/;\n        }\n        location = /health",
+        "proxy_pass https://superlink;\n        }\n        location = /health",
+        "proxy_pass https://superlink/v1/control/;\n        }\n        location = /health",
         "forwards to a URI part or a variable",
     ),
     "include": (

@@ -85,6 +85,20 @@ ASSUMED_LIMIT = 768 * 1024**2  # a SuperLink without a memory limit: the default
 # Flower's Fleet client pushes at most two objects at once (FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES, 1.42):
 # one SuperNode never needs more slots than that.
 FLOWER_CONCURRENT_PUSHES = 2
+# The hop to the SuperLink (measured: docs/benchmarks.md, "The Fleet-only proxy's price"). Without an upstream
+# group every request opened a new TCP and TLS connection to the SuperLink: about 1 ms of nginx's CPU per
+# heartbeat and a handshake in the SuperLink's Python on every request. Kept-alive connections are safe to
+# share between sites: the SuperLink authenticates each request by its own signed headers, never by its
+# connection, and nginx re-frames every request it forwards (no request of one client can run into another's).
+UPSTREAM = "superlink"
+# Idle connections kept per worker: the requests in flight at once in a quiet federation (a few per site);
+# more are opened when needed and closed after their request.
+UPSTREAM_IDLE = 16
+# Below uvicorn's `timeout_keep_alive` (5 s, which flower-superlink does not change): nginx closes an idle
+# connection before the SuperLink does, so it never sends a request on one the SuperLink is closing (nginx
+# does not send a POST again after such a failure: the site would see a 502).
+UPSTREAM_IDLE_TIMEOUT = "4s"
+RESPONSE_BUFFER = "16k"  # the largest TLS record (RFC 8446, 2^14 bytes)
 
 
 def public_port_name(plan: FederationPlan) -> str:
@@ -129,7 +143,7 @@ def config(plan: FederationPlan) -> str:
     idle = f"{s.idle_timeout_seconds}s"
     total, per_address = upload_limits(plan)
     scheme = "https" if tls else "http"
-    upstream = f"{scheme}://127.0.0.1:{plan.ports.control}"
+    upstream = f"{scheme}://{UPSTREAM}"
     listen = f"listen {plan.ports.fleet}{' ssl' if tls else ''};"
     tls_lines = (
         [
@@ -155,6 +169,13 @@ def config(plan: FederationPlan) -> str:
         f"client_max_body_size {s.max_request_body_size};",
         "proxy_request_buffering off;",
         "proxy_buffering off;",
+        # Unbuffered, an answer (a pulled model's objects) crosses in pieces of `proxy_buffer_size`: one TLS
+        # record's worth (16k) per read and write, not a page (4k): about a quarter less of nginx's CPU per GB pulled
+        # (docs/benchmarks.md). Held once per request in flight: 4,096 x 16k = 64 MiB at most, within the
+        # `nano` preset's limit (64k measured a little better, but 256 MiB would not fit). `proxy_buffers`
+        # is never allocated with buffering off; nginx only requires it larger than the busy buffers.
+        f"proxy_buffer_size {RESPONSE_BUFFER};",
+        f"proxy_buffers 4 {RESPONSE_BUFFER};",
         "proxy_http_version 1.1;",
         # Slow clients: each stage a client controls has its own bound, so a trickle of bytes
         # cannot hold a connection (and an upload slot) for `timeoutSeconds`.
@@ -232,6 +253,11 @@ def config(plan: FederationPlan) -> str:
         "    }",
         f"    limit_conn_zone $fleet_upload_address zone={PER_ADDRESS_ZONE}:10m;",
         f"    limit_conn_zone $fleet_upload_all zone={TOTAL_ZONE}:1m;",
+        f"    upstream {UPSTREAM} {{",
+        f"        server 127.0.0.1:{plan.ports.control};",
+        f"        keepalive {UPSTREAM_IDLE};",
+        f"        keepalive_timeout {UPSTREAM_IDLE_TIMEOUT};",
+        "    }",
         "    server {",
         *(f"        {line}" if line else "" for line in server),
         "    }",

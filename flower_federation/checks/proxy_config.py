@@ -130,7 +130,8 @@ def problems(text: str) -> list[str]:
     if errors:
         return [f"nginx.conf does not parse: {e}" for e in errors]
     out: list[str] = []
-    servers = [(d, t) for d, t in _walk(tree) if d["directive"] == "server"]
+    # A `server` with a block is a listener; one without (in `upstream`) is an address the proxy forwards to.
+    servers = [(d, t) for d, t in _walk(tree) if d["directive"] == "server" and "block" in d]
     if len(servers) != 1:
         out.append(f"nginx.conf has {len(servers)} `server` blocks, not one: each more is a listener to judge")
     allowed: set[int] = set()  # id() of the forwarding directives that are judged in their location
