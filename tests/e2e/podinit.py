@@ -132,14 +132,7 @@ def main() -> None:
     argv = list(spec["argv"])
     user = spec.get("user")
     if user is not None:
-        wrap = ["setpriv", f"--reuid={user['uid']}", f"--regid={user['gid']}"]
-        groups = user.get("groups") or []
-        wrap.append(f"--groups={','.join(str(g) for g in groups)}" if groups else "--clear-groups")
-        if user.get("noNewPrivs"):
-            wrap.append("--no-new-privs")
-        if user.get("dropAllCaps"):
-            wrap += ["--inh-caps=-all", "--bounding-set=-all"]
-        argv = wrap + ["--", *argv]
+        argv = [*privileges(user, "setpriv"), *argv]
     env = spec["env"]
     sys.stdout.flush()
     sys.stderr.flush()
@@ -150,6 +143,20 @@ def main() -> None:
     except OSError as exc:
         sys.stderr.write(f"podinit: exec {argv[0]}: {exc}\n")
         sys.exit(127)
+
+
+def privileges(user: dict, setpriv: str) -> list:
+    """The `setpriv` prefix that runs a program as the container's user: runAsUser/runAsGroup, supplementary
+    groups, no_new_privs, an empty capability bounding set. The container's exec probes (harness/probes.py)
+    take on the same identity, as runc exec does."""
+    wrap = [setpriv, f"--reuid={user['uid']}", f"--regid={user['gid']}"]
+    groups = user.get("groups") or []
+    wrap.append(f"--groups={','.join(str(g) for g in groups)}" if groups else "--clear-groups")
+    if user.get("noNewPrivs"):
+        wrap.append("--no-new-privs")
+    if user.get("dropAllCaps"):
+        wrap += ["--inh-caps=-all", "--bounding-set=-all"]
+    return [*wrap, "--"]
 
 
 def _which(program: str, env: dict) -> str:

@@ -94,7 +94,9 @@ What it does, as Kubernetes would:
   cluster refuses to start without it. Limits (DNS as hosts files, ipBlock on pod
   addresses, IPv4 only, ...): netpol.py's docstring.
 - **Probes.** From the node namespace to the pod IP (prober.py): gRPC health (SERVING),
-  HTTP(S) GET (200-399, certificate not verified), TCP connect, with initialDelaySeconds,
+  HTTP(S) GET (200-399, certificate not verified), TCP connect; exec probes in the container
+  itself (exec_probes.py: its namespaces, user, environment and working dir; exit 0 passes,
+  a command still running after timeoutSeconds fails and is killed); with initialDelaySeconds,
   timeoutSeconds, failureThreshold, successThreshold. Liveness every periodSeconds;
   `failureThreshold` failures in a row kill the container (it restarts). Readiness
   every periodSeconds once ready; while not ready, every min(periodSeconds, 1 s): the
@@ -109,7 +111,7 @@ What it does, as Kubernetes would:
 What it does not emulate: scheduling, resource requests/limits, seccomp, Service
 virtual IPs and port translation (a ClusterIP name resolves to its backing pod's
 address, which stays the same when that pod is recreated, as a virtual IP would),
-readiness-gated endpoints, exec probes, sidecar (restartPolicy Always) init containers,
+readiness-gated endpoints, sidecar (restartPolicy Always) init containers,
 Secret updates after a pod started, image pulls, evictions (PodDisruptionBudgets bind
 them; a rollout's are checked by scenario 11), Deployment and DaemonSet rollouts,
 ServiceAccounts and RBAC.
@@ -117,7 +119,8 @@ ServiceAccounts and RBAC.
 Modules: host.py (can it run here, tools, signals), network.py (namespaces, bridge,
 subnet, port isolation), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's
 paths), containers.py (supervision, restarts), probes.py (the node's prober, probe loops and
-kills), pods.py (a pod's sandbox, volumes and containers, the container launch),
+kills), exec_probes.py (a command in a running container), pods.py (a pod's sandbox, volumes
+and containers, the container launch),
 workload_pods.py (controllers' pods), jobs.py (the Job controller), cluster.py (objects,
 pods, DNS), cluster_network.py (bridge addresses, routes, partitions, clients),
 cluster_processes.py (what runs where, commands in a client namespace), cleanup.py (every

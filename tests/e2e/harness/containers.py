@@ -10,6 +10,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from tests.e2e.harness.host import HarnessError, children, kill
@@ -43,6 +44,8 @@ class Container(ContainerProbes):
         self.exit_codes: list[int] = []
         self.proc: Optional[subprocess.Popen] = None
         self.pid1: Optional[int] = None
+        # The running incarnation's podinit spec (its user, environment, working dir): exec probes take them on.
+        self.launch_file: Optional[Path] = None
         self.started_at = 0.0
         self.incarnation = 0
         self.ready = False
@@ -82,6 +85,7 @@ class Container(ContainerProbes):
                     return
                 self.incarnation += 1
                 incarnation = self.incarnation
+                self.launch_file = spec_file
                 with open(self.log_path, "ab") as log:
                     log.write(f"=== start #{incarnation} at {time.strftime('%H:%M:%S')}\n".encode())
                     log.flush()

@@ -1,8 +1,9 @@
 """Probes, as the kubelet sends them: prober.py in the node's network namespace (Prober, one
-per cluster), and each container's startup, readiness and liveness probe loops with what
-follows from them (Ready, a kill after failureThreshold failures, with the stacks and the
-network state written to the container's log first). The loops are a part of
-containers.Container (ContainerProbes, a mixin), kept apart from its supervision."""
+per cluster; exec probes run in the container itself: exec_probes.py), and each container's
+startup, readiness and liveness probe loops with what follows from them (Ready, a kill after
+failureThreshold failures, with the stacks and the network state written to the container's
+log first). The loops are a part of containers.Container (ContainerProbes, a mixin), kept
+apart from its supervision."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.harness.exec_probes import run_exec_probe
 from tests.e2e.harness.host import PROBER, HarnessError, kill
 
 # A TCP connect to host:port... with a 2 s timeout, one line each: ok, or the error (timeout: dropped).
@@ -147,9 +149,20 @@ class ContainerProbes:
                 "port": self._port(tcp["port"]),
                 "timeout": timeout,
             }
+        if "exec" in probe:
+            return {"type": "exec", "command": list(probe["exec"]["command"]), "timeout": timeout}
         raise HarnessError(
-            f"{self.pod.name}/{self.name}: only grpc, httpGet and tcpSocket probes are emulated: {probe}"
+            f"{self.pod.name}/{self.name}: only grpc, httpGet, tcpSocket and exec probes are emulated: {probe}"
         )
+
+    def _exec(self, request: dict[str, Any]) -> tuple[bool, str]:
+        """An exec probe in this container as it runs now (exec_probes.py); none while it is not running."""
+        with self._lock:
+            pid1, launch_file = self.pid1, self.launch_file
+        if not pid1 or launch_file is None or not self.running:
+            return False, "container not running"
+        launch = json.loads(launch_file.read_text())
+        return run_exec_probe(pid1, launch, request["command"], request["timeout"], self.pod.cluster.nice)
 
     def _port(self, port: Any) -> int:
         if isinstance(port, int) or str(port).isdigit():
@@ -174,7 +187,7 @@ class ContainerProbes:
         if self._stop.wait(probe.get("initialDelaySeconds", 0)):
             return
         while not self._stop.is_set() and self.incarnation == incarnation and self.running:
-            ok, detail = self.pod.cluster.prober.probe(request)
+            ok, detail = self._exec(request) if request["type"] == "exec" else self.pod.cluster.prober.probe(request)
             if self.incarnation != incarnation:
                 return
             state.last = detail
@@ -234,9 +247,8 @@ class ContainerProbes:
         """What the pod's network looked like when its probes failed: a TCP connect from the node to each
         probed port, the pod's sockets, its NetworkPolicy table (is it unreachable, not listening, or up?)."""
         c = self.pod.cluster
-        ports = sorted(
-            {self._probe_request(self.spec[k])["port"] for k in ("livenessProbe", "startupProbe") if k in self.spec}
-        )
+        requests = [self._probe_request(self.spec[k]) for k in ("livenessProbe", "startupProbe") if k in self.spec]
+        ports = sorted({r["port"] for r in requests if "port" in r})  # an exec probe has none
         checks = [
             ["ip", "-n", self.pod.netns, "-brief", "addr", "show"],
             ["ip", "-n", c.node_ns, "route", "get", self.pod.ip],
