@@ -12,7 +12,7 @@ import pytest
 from tests.e2e import harness
 from tests.e2e.background import report
 from tests.e2e.stack import VERSIONS
-from tests.support.flower import GRPC_ERA, HTTP_ERA, PREVIOUS_HTTP_ERA
+from tests.support.flower import GRPC_ERA, HTTP_ERA, NEXT, PREVIOUS_HTTP_ERA
 
 RESULT_TIMEOUT = 900  # a test's wait for its lane's outcome (the longest lane takes ~10 minutes); bounds a hang
 
@@ -154,6 +154,16 @@ def test_16_node_key_rotation(background, version, record_property):
 )
 def test_18_ca_rotation(background, version, record_property):
     check(background, version, "18", record_property)
+
+
+@pytest.mark.parametrize("version", [HTTP_ERA, NEXT])  # the gRPC health probe, and the exec probe from 1.43
+@pytest.mark.scenario(
+    "SuperNode stopped with SIGSTOP: its liveness probe fails, the kubelet restarts it, it rejoins under its node id "
+    "and a run includes it; the same fault without a livenessProbe is not healed (negative control)",
+    id="17",
+)
+def test_17_stopped_supernode_healed_by_liveness(background, version, record_property):
+    check(background, version, "17", record_property)
 
 
 def test_9_nothing_left_behind(background):
