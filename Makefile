@@ -124,7 +124,9 @@ e2e-scale: $(VENV)/.installed $(FLWR_DEFAULT_VENV) e2e-tools
 # registry serves, each installed anew into a venv of its own, compared with the tested versions (tests/support/canary.py:
 # flags, Fleet/Control/health routes, state migrations; it names the first change nobody has accounted for), then the
 # parser tests and the e2e scenarios of the newest Flower (tests/support/flower.py's NEXT) run against them. Every step
-# runs; the target fails if one did. Needs root for the e2e (as `make e2e`).
+# runs; the target fails if one did. Needs root for the e2e (as `make e2e`). The nightly's requirement names a
+# pre-release (>=0.dev0), so pip takes pre-releases of it alone (`--pre` would take its dependencies' too: a
+# grpcio-health-checking release candidate built for a newer protobuf than the one pip kept broke the import).
 CANARY_VENVS := .venv-canary-flwr .venv-canary-flwr-nightly
 CANARY_ENV = FLOWER_CANARY_VENVS="$(foreach v,$(CANARY_VENVS),$(CURDIR)/$(v))"
 test-canary: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
@@ -132,7 +134,7 @@ test-canary: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
 	@$(call SETUP,$(PYTHON) -m venv .venv-canary-flwr)
 	@$(call SETUP,.venv-canary-flwr/bin/python -m pip install --quiet --disable-pip-version-check flwr)
 	@$(call SETUP,$(PYTHON) -m venv .venv-canary-flwr-nightly)
-	@$(call SETUP,.venv-canary-flwr-nightly/bin/python -m pip install --quiet --disable-pip-version-check --pre flwr-nightly)
+	@$(call SETUP,.venv-canary-flwr-nightly/bin/python -m pip install --quiet --disable-pip-version-check 'flwr-nightly>=0.dev0')
 	@rc=0; \
 	$(PY) -m tests.support.canary $(CANARY_VENVS) > .venv-canary-flwr/canary.txt; verdict=$$?; cat .venv-canary-flwr/canary.txt; \
 	$(CANARY_ENV) $(PY) -m pytest tests/test_flower_cli.py || rc=1; \

@@ -108,4 +108,6 @@ def test_the_workflow_runs_the_canary_weekly_and_on_demand():
     target = re.search(r"^test-canary:.*?(?=^\S)", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M | re.S)
     assert target is not None, "Makefile: no test-canary target"
     assert "pip install --quiet --disable-pip-version-check flwr)" in target.group(0)
-    assert "pip install --quiet --disable-pip-version-check --pre flwr-nightly)" in target.group(0)
+    # Pre-releases of the nightly alone: `--pre` would take its dependencies' release candidates too.
+    assert "pip install --quiet --disable-pip-version-check 'flwr-nightly>=0.dev0')" in target.group(0)
+    assert "--pre" not in target.group(0)

@@ -140,7 +140,11 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     first_unknown = None
     for candidate in args.candidates:
-        cand = surface(candidate)
+        try:
+            cand = surface(candidate)
+        except RuntimeError as exc:  # a Flower that does not even import is the first change
+            print(f"canary: FAILED, the newest Flower in {candidate} could not be read: {exc}")
+            return 1
         base_version = args.baseline or baseline_for(cand["package"])
         who = f"{cand['package']} {cand['version']} (against {base_version})"
         changes = compare(surface(venv(base_version)), cand, rendered_flags(cand["version"]))
