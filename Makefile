@@ -11,7 +11,7 @@ FLWR_VENVS := $(foreach v,$(FLWR_RELEASES) $(FLWR_PRERELEASES),.venv-flwr-$(v)/.
 FLWR_DEFAULT_VENV := .venv-flwr-$(shell sed -n 's/^DEFAULT_VERSION = "\(.*\)"$$/\1/p' flower_federation/flower/versions.py)/.installed
 STACK ?= dev
 
-.PHONY: render validate lint test test-live test-rest e2e e2e-scale e2e-tools venvs schema docs golden bench clean
+.PHONY: render validate lint test test-live test-rest test-canary e2e e2e-scale e2e-tools venvs schema docs golden bench clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes. The set-up talks on stderr only (make's echo of
@@ -128,6 +128,29 @@ E2E_SCALE ?= 30
 e2e-scale: $(VENV)/.installed $(FLWR_DEFAULT_VENV) e2e-tools
 	@E2E_SCALE=$(E2E_SCALE) $(PY) -m pytest tests/e2e/test_e2e_scale.py tests/e2e/test_e2e.py::test_9_nothing_left_behind -v
 
+# The canary (.github/workflows/canary.yml, weekly; not part of `make test`): the newest `flwr` and `flwr-nightly` the
+# registry serves, each installed anew into a venv of its own, compared with the tested versions (tests/support/canary.py:
+# flags, Fleet/Control/health routes, state migrations; it names the first change nobody has accounted for), then the
+# parser tests and the e2e scenarios of the newest Flower (tests/support/flower.py's NEXT) run against them. Every step
+# runs; the target fails if one did. Needs root for the e2e (as `make e2e`). The nightly's requirement names a
+# pre-release (>=0.dev0), so pip takes pre-releases of it alone (`--pre` would take its dependencies' too: a
+# grpcio-health-checking release candidate built for a newer protobuf than the one pip kept broke the import).
+CANARY_VENVS := .venv-canary-flwr .venv-canary-flwr-nightly
+CANARY_ENV = FLOWER_CANARY_VENVS="$(foreach v,$(CANARY_VENVS),$(CURDIR)/$(v))"
+test-canary: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
+	@rm -rf $(CANARY_VENVS)
+	@$(call SETUP,$(PYTHON) -m venv .venv-canary-flwr)
+	@$(call SETUP,.venv-canary-flwr/bin/python -m pip install --quiet --disable-pip-version-check flwr)
+	@$(call SETUP,$(PYTHON) -m venv .venv-canary-flwr-nightly)
+	@$(call SETUP,.venv-canary-flwr-nightly/bin/python -m pip install --quiet --disable-pip-version-check 'flwr-nightly>=0.dev0')
+	@rc=0; \
+	$(PY) -m tests.support.canary $(CANARY_VENVS) > .venv-canary-flwr/canary.txt; verdict=$$?; cat .venv-canary-flwr/canary.txt; \
+	$(CANARY_ENV) $(PY) -m pytest tests/test_flower_cli.py || rc=1; \
+	next="$$($(CANARY_ENV) $(PY) -c 'from tests.support.flower import NEXT; print(NEXT)')"; \
+	$(CANARY_ENV) $(PY) -m pytest tests/e2e/test_e2e.py -k "$$next or test_9_nothing_left_behind" -v || rc=1; \
+	if [ $$verdict -ne 0 ]; then tail -n 1 .venv-canary-flwr/canary.txt >&2; rc=1; fi; \
+	exit $$rc
+
 # Offline render time against the Pulumi SDK's floor, node registration against a live SuperLink, and a model
 # through the Fleet-only proxy (Debian's nginx, as `make test` installs it) against direct (bench/run.py); not
 # part of `make test`. BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16,register-10000,proxy-100mb.
@@ -137,4 +160,4 @@ bench: $(VENV)/.installed $(FLWR_DEFAULT_VENV)
 
 # The venvs and the tools' caches (pytest, hypothesis, mypy, ruff).
 clean:
-	rm -rf $(VENV) .venv-flwr-* .venv-checkov .pytest_cache .hypothesis .mypy_cache .ruff_cache .cache
+	rm -rf $(VENV) .venv-flwr-* .venv-canary-* .venv-checkov .pytest_cache .hypothesis .mypy_cache .ruff_cache .cache

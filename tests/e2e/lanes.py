@@ -63,6 +63,7 @@ GROUPS = [
     Group("era", [("15", upgrade.scenario_15)], upgrade.make_era),
     Group("keys", [("16", rotation.scenario_16)], rotation.make),
     Group("ca", [("18", rotation.scenario_18)], rotation.make),
+    Group("probes", [("17", faults.scenario_17)], faults.make_probed),
     Group(
         "negative",
         [("5", scenario_5)],
@@ -77,7 +78,7 @@ SCENARIOS = [s for g in GROUPS for s, _ in g.scenarios]
 # 13+14). So at most three federations per version run at once: mostly idle processes
 # (Flower polls), which two cores handle. (Four lanes a version, the rolling update on a federation of
 # its own, overloaded two cores in CI: SuperNodes' activations timed out, Flower's code 2004.)
-LANES = [["subprocess"], ["process", "distributed", "negative"], ["upgrade", "era", "keys", "ca"]]
+LANES = [["subprocess"], ["process", "distributed", "negative", "probes"], ["upgrade", "era", "keys", "ca"]]
 # One federation starts at a time: a start is a burst of CPU (every container imports
 # Flower, the register script runs `flwr` once per key), and several at once on two cores
 # slow a SuperLink past its liveness probe (killed at ~20-30 s) or past the SuperNodes'

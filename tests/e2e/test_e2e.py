@@ -157,6 +157,16 @@ def test_18_ca_rotation(background, version, record_property):
     check(background, version, "18", record_property)
 
 
+@pytest.mark.parametrize("version", [HTTP_ERA, NEXT])  # the gRPC health probe, and the exec probe from 1.43
+@pytest.mark.scenario(
+    "SuperNode stopped with SIGSTOP: its liveness probe fails, the kubelet restarts it, it rejoins under its node id "
+    "and a run includes it; the same fault without a livenessProbe is not healed (negative control)",
+    id="17",
+)
+def test_17_stopped_supernode_healed_by_liveness(background, version, record_property):
+    check(background, version, "17", record_property)
+
+
 def test_9_nothing_left_behind(background):
     """After every federation of every e2e module closed (conftest.py runs this test after the
     others): no network namespace, /etc/netns entry, process, work directory or mountpoint of ours

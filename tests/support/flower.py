@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -22,6 +23,24 @@ def _tested() -> tuple[str, ...]:
     return tuple(m[2] for line in lines if (m := re.fullmatch(r"(flwr|flwr-nightly)==(\S+)", line.strip())))
 
 
+# `make test-canary` (tests/support/canary.py): the newest flwr and flwr-nightly the registry serves, each in a venv of
+# its own, named in this variable (space-separated paths); their versions are tested beside requirements-flwr.txt's.
+CANARY_VENVS = "FLOWER_CANARY_VENVS"
+
+
+def _canary() -> dict[str, Path]:
+    """{version: venv} of the canary's venvs, the version read off the installed distribution's metadata directory."""
+    out = {}
+    for path in os.environ.get(CANARY_VENVS, "").split():
+        for info in Path(path).glob("lib/python*/site-packages/flwr*.dist-info"):
+            m = re.fullmatch(r"flwr(?:_nightly)?-(.+)\.dist-info", info.name)
+            if m:
+                out[m[1]] = Path(path)
+    return out
+
+
+CANARY = _canary()
+
 # Real Flowers (see requirements-flwr.txt): one per dialect, the HTTP era's the default version (the newest
 # release, the e2e's); the HTTP-era release before it, whose parsers are checked too and from which upgrades
 # start; and the next Flower, the nightly until its release is served (then its `flwr==` line replaces the
@@ -29,7 +48,7 @@ def _tested() -> tuple[str, ...]:
 GRPC_ERA = "1.26.1"
 HTTP_ERA = DEFAULT_VERSION
 PREVIOUS_HTTP_ERA = "1.41.0"
-REAL_FLOWERS = _tested()
+REAL_FLOWERS = _tested() + tuple(v for v in CANARY if v not in _tested())
 NEXT = max(REAL_FLOWERS, key=lambda v: FlowerVersion.parse(v) or FlowerVersion(0, 0, 0))
 assert {GRPC_ERA, PREVIOUS_HTTP_ERA, HTTP_ERA} <= set(REAL_FLOWERS), f"{REQUIREMENTS} lacks a version named here"
 
@@ -44,8 +63,8 @@ PROGRAMS = {
 
 
 def venv(version: str) -> Path:
-    """The venv holding real Flower `version` (made by `make test`)."""
-    return ROOT / f".venv-flwr-{version}"
+    """The venv holding real Flower `version` (made by `make test`; a canary's by `make test-canary`)."""
+    return CANARY.get(version) or ROOT / f".venv-flwr-{version}"
 
 
 def venv_bin(version: str) -> Path:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from tests.e2e.harness.host import HarnessError, children, kill
+from tests.e2e.harness.host import PODINIT, HarnessError, children, kill
 from tests.e2e.harness.probes import ContainerProbes, ProbeState
 from tests.support.kube import MissingReference
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 BACKOFF_START = 1.0
 BACKOFF_CAP = 8.0
+# Bounds the wait for podinit to exec the program (it takes milliseconds: a few mounts, then exec).
+EXEC_WAIT = 10.0
 
 
 class Container(ContainerProbes):
@@ -101,6 +103,7 @@ class Container(ContainerProbes):
                     self.started.set()
                 self.ready = False
             self.pid1 = self._find_pid1(self.proc.pid)
+            self._wait_exec(self.pid1)
             probers = [
                 threading.Thread(target=self._probe_loop, args=(kind, incarnation), daemon=True)
                 for kind in ("startupProbe", "readinessProbe", "livenessProbe")
@@ -150,6 +153,21 @@ class Container(ContainerProbes):
                 return kids[0]
             time.sleep(0.01)
         return None
+
+    @staticmethod
+    def _wait_exec(pid1: Optional[int]) -> None:
+        """Until podinit, the container's PID 1 at first, has exec'd the program (or died): its mounts are done. The
+        runtime reports a container started only then, so its probes start only then: an exec probe before would
+        join a mount namespace still being set up, and a file it holds open makes podinit's read-only remount of
+        `/` fail (EBUSY)."""
+        deadline = time.monotonic() + EXEC_WAIT
+        while pid1 and time.monotonic() < deadline:
+            try:
+                if PODINIT.name.encode() not in Path(f"/proc/{pid1}/cmdline").read_bytes():
+                    return
+            except OSError:
+                return
+            time.sleep(0.01)
 
     def kill(self) -> None:
         """The container's process dies (SIGKILL to its PID 1: its PID namespace goes)."""

@@ -155,11 +155,12 @@ class ContainerProbes:
             f"{self.pod.name}/{self.name}: only grpc, httpGet, tcpSocket and exec probes are emulated: {probe}"
         )
 
-    def _exec(self, request: dict[str, Any]) -> tuple[bool, str]:
-        """An exec probe in this container as it runs now (exec_probes.py); none while it is not running."""
+    def _exec(self, request: dict[str, Any], incarnation: int) -> tuple[bool, str]:
+        """An exec probe in incarnation `incarnation` of this container (exec_probes.py); never in a later one (whose
+        PID 1 the loop of a restarted one could otherwise read while it is set up), none while it is not running."""
         with self._lock:
-            pid1, launch_file = self.pid1, self.launch_file
-        if not pid1 or launch_file is None or not self.running:
+            pid1, launch_file, current = self.pid1, self.launch_file, self.incarnation
+        if current != incarnation or not pid1 or launch_file is None or not self.running:
             return False, "container not running"
         launch = json.loads(launch_file.read_text())
         return run_exec_probe(pid1, launch, request["command"], request["timeout"], self.pod.cluster.nice)
@@ -187,7 +188,10 @@ class ContainerProbes:
         if self._stop.wait(probe.get("initialDelaySeconds", 0)):
             return
         while not self._stop.is_set() and self.incarnation == incarnation and self.running:
-            ok, detail = self._exec(request) if request["type"] == "exec" else self.pod.cluster.prober.probe(request)
+            if request["type"] == "exec":
+                ok, detail = self._exec(request, incarnation)
+            else:
+                ok, detail = self.pod.cluster.prober.probe(request)
             if self.incarnation != incarnation:
                 return
             state.last = detail
