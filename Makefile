@@ -155,7 +155,7 @@ test-canary: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
 # through the Fleet-only proxy (Debian's nginx, as `make test` installs it) against direct (bench/run.py); not
 # part of `make test`. BENCH_ARGS, e.g. --repeat 9 or --rows dev,pools-16,register-10000,proxy-100mb.
 # The registration and proxy rows run the default Flower (tests/support/flower.py's HTTP_ERA), so only its venv is made here.
-bench: $(VENV)/.installed $(FLWR_DEFAULT_VENV)
+bench: $(VENV)/.installed $(FLWR_DEFAULT_VENV) e2e-tools
 	@$(PY) bench/run.py $(BENCH_ARGS)
 
 # The venvs and the tools' caches (pytest, hypothesis, mypy, ruff).
