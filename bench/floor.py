@@ -2,15 +2,15 @@
 
     python bench/floor.py [--check] REGS.json      (written by bench/registrations.py)
 
-Imports exactly the pulumi / pulumi_kubernetes / pulumi_tls modules the render loaded
+Imports exactly the pulumi / pulumi_kubernetes / pulumi_tls / pulumi_random modules the render loaded
 (listed in the file), installs a mock runtime equivalent to the offline renderer's
 (flower_federation/cli/offline.py: a `pulumi.runtime.Mocks` whose new_resource returns
 `(name-id, inputs)`, one fresh event loop and contextvars.Context, preview=False), and
 registers the same resources in the same order with the same parents: components as
 `pulumi.ComponentResource(type, name, None, opts)`, custom resources through the SDK class
 of their type token, as the program does (`pulumi_kubernetes.apps.v1.StatefulSet`,
-`pulumi_tls.PrivateKey`, ...: what those classes do with inputs, aliases and secret outputs
-is the SDK's cost, not the program's), with the recorded inputs as keyword arguments
+`pulumi_tls.PrivateKey`, `pulumi_random.RandomPassword`, ...: what those classes do with inputs, aliases and
+secret outputs is the SDK's cost, not the program's), with the recorded inputs as keyword arguments
 (reads through the class's `.get`), secrets wrapped as secrets again; then waits for
 every registration. Nothing from this project
 (`components`, `federation`) is imported: their import time belongs to the render.
@@ -79,8 +79,8 @@ def sdk_class(token: str) -> Any:
     -> pulumi_kubernetes.apps.v1.StatefulSet, `tls:index/privateKey:PrivateKey` ->
     pulumi_tls.PrivateKey; None for a token without one (custom resources of a CRD)."""
     package, module, kind = token.split(":")
-    if package == "tls":
-        return getattr(importlib.import_module("pulumi_tls"), kind, None)
+    if package in ("tls", "random"):  # pulumi_tls.PrivateKey, pulumi_random.RandomPassword
+        return getattr(importlib.import_module(f"pulumi_{package}"), kind, None)
     group, _, version = module.rpartition("/")
     group = group.split(".")[0] or "core"
     try:
@@ -177,7 +177,9 @@ def main(argv: list[str]) -> int:
             {
                 "registrations": seen,
                 "sdk_modules": sum(
-                    1 for n in loaded if n.split(".")[0] in ("pulumi", "pulumi_kubernetes", "pulumi_tls")
+                    1
+                    for n in loaded
+                    if n.split(".")[0] in ("pulumi", "pulumi_kubernetes", "pulumi_tls", "pulumi_random")
                 ),
                 # Must stay 0: the project's own import time belongs to the render.
                 "project_modules": sum(1 for n in loaded if n.split(".")[0] in ("components", "federation")),
