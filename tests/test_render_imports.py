@@ -50,7 +50,7 @@ def test_render_imports_no_checks_importers_or_review(tmp_path: Path) -> None:
 
 
 def test_negative_control_a_blocked_module_the_render_needs_fails_it(tmp_path: Path) -> None:
-    """The blocking works: with a module the render does import blocked (the stack's YAML emitter), it fails."""
-    done = _render(_stack(tmp_path), ("flower_federation.kube.documents",))
+    """The blocking works: with a module the render does import blocked (the render command's own), it fails."""
+    done = _render(_stack(tmp_path), ("flower_federation.cli.render",))
     assert done.returncode == 1
-    assert "import of flower_federation.kube.documents halted; None in sys.modules" in done.stderr
+    assert "import of flower_federation.cli.render halted; None in sys.modules" in done.stderr
