@@ -2,13 +2,15 @@
 
     python bench/profile_render.py STACK_FILE [--top N] [--prof OUT.prof] [--after-imports]
 
-Prints, for the main thread (cProfile sees only the thread it runs in; the mock
-monitor's side of each registration runs on executor threads, use py-spy for those):
+Prints, for the main thread, then for the program's own thread (the offline runner runs the Pulumi program
+on a thread of its own, flower_federation/cli/offline.py: the plan, the builders, the registrations; the
+main thread only waits for it there), each profiled apart (cProfile sees only the thread it runs in; the
+mock monitor's side of each registration runs on executor threads, use py-spy for those):
 
 - phases: cumulative time of imports, config validation, the program's registrations,
   waiting for the mock runtime, unwrapping the inputs, the YAML dump;
 - own time by origin: this project (flower_federation/, flower_federation/shell/), Pulumi SDK (pulumi,
-  pulumi_kubernetes, pulumi_tls), yaml, pydantic, jsonschema/kubernetes-validate,
+  pulumi_kubernetes, pulumi_tls, pulumi_random), yaml, pydantic, jsonschema/kubernetes-validate,
   grpc/protobuf, asyncio, typing, import machinery, other; the time of built-ins
   (isinstance, len, ...) is charged to their callers' origins;
 - the top functions by cumulative and by own time, and the callers of isinstance.
@@ -29,6 +31,7 @@ import os
 import pstats
 import runpy
 import sys
+import threading
 from collections import defaultdict
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -37,7 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 ORIGINS = (
     ("ours", (str(ROOT / "flower_federation") + os.sep,)),
-    ("pulumi SDK", (f"{os.sep}pulumi{os.sep}", f"{os.sep}pulumi_kubernetes{os.sep}", f"{os.sep}pulumi_tls{os.sep}")),
+    (
+        "pulumi SDK",
+        tuple(f"{os.sep}{p}{os.sep}" for p in ("pulumi", "pulumi_kubernetes", "pulumi_tls", "pulumi_random")),
+    ),
     ("yaml", (f"{os.sep}yaml{os.sep}",)),
     (
         "pydantic",
@@ -151,7 +157,7 @@ def short(func: tuple[str, int, str]) -> str:
 def report(stats: pstats.Stats, top: int) -> str:
     lines = []
     total = stats.total_tt  # type: ignore[attr-defined]
-    lines.append(f"total (main thread, profiled): {total:.2f} s, {stats.total_calls:,} calls")  # type: ignore[attr-defined]
+    lines.append(f"total (profiled): {total:.2f} s, {stats.total_calls:,} calls")  # type: ignore[attr-defined]
     lines += ["", "Phases (cumulative):"]
     for label, cum, calls in phase_times(stats):
         lines.append(f"  {cum:7.3f} s {cum / total:6.1%}  {label}  [{calls:,} calls]")
@@ -171,11 +177,16 @@ def report(stats: pstats.Stats, top: int) -> str:
     return "\n".join(lines)
 
 
+def offline_thread_prefix() -> str:
+    """The name of the thread the offline runner runs the program on (cli/offline.py, `thread_name_prefix`)."""
+    return "offline-pulumi"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stack_file")
     parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--prof", help="also keep the raw cProfile data here")
+    parser.add_argument("--prof", help="also keep the raw cProfile data here (the program thread's in PROF.program)")
     parser.add_argument("--after-imports", action="store_true", help="import the render's modules before profiling")
     args = parser.parse_args(argv)
     sys.argv = ["federation", "render", "--config-file", args.stack_file]
@@ -184,7 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         import flower_federation.cli.main  # noqa: F401
         import flower_federation.cli.offline  # noqa: F401
         import flower_federation.kube.documents  # noqa: F401
-    profiler = cProfile.Profile()
+    profiler, program = cProfile.Profile(), cProfile.Profile()
+
+    def on_thread_start(*_: object) -> None:
+        # Called once in each new thread (threading.setprofile): cProfile profiles the thread that enables it, so
+        # the program's thread enables its own profiler; other threads (the mock monitor's executor) go unprofiled.
+        if threading.current_thread().name.startswith(offline_thread_prefix()):
+            program.enable()
+        else:
+            sys.setprofile(None)
+
+    threading.setprofile(on_thread_start)
     sink = io.StringIO()
     with redirect_stdout(sink):
         profiler.enable()
@@ -195,9 +216,14 @@ def main(argv: list[str] | None = None) -> int:
                 raise
         finally:
             profiler.disable()
+            threading.setprofile(None)  # type: ignore[arg-type]
     if args.prof:
         profiler.dump_stats(args.prof)
+        program.dump_stats(f"{args.prof}.program")
+    print("== main thread (waits for the program's thread in run_program) ==")
     print(report(pstats.Stats(profiler), args.top))
+    print("\n== the program's thread (offline._run: plan, builders, registrations) ==")
+    print(report(pstats.Stats(program), args.top))
     return 0
 
 

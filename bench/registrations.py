@@ -7,7 +7,7 @@ It runs `flower_federation.cli.offline.run_program` (what `python -m flower_fede
 the file's config and writes, in the order the mock monitor saw them:
 
     {"project", "stack",
-     "modules": [pulumi / pulumi_kubernetes / pulumi_tls modules the run loaded],
+     "modules": [pulumi / pulumi_kubernetes / pulumi_tls / pulumi_random modules the run loaded],
      "registrations": [{"type", "name", "urn", "custom", "parent", "read_id", "inputs"}]}
 
 `parent` is the index of the parent registration in the list (null: the stack);
@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SECRET_KEY = "$secret"
-SDK_PACKAGES = ("pulumi", "pulumi_kubernetes", "pulumi_tls")
+SDK_PACKAGES = ("pulumi", "pulumi_kubernetes", "pulumi_tls", "pulumi_random")
 
 
 def _record_parents() -> dict[tuple[str, str], tuple[str, str]]:

@@ -95,3 +95,34 @@ def test_a_registration_row_runs_end_to_end(monkeypatch: pytest.MonkeyPatch) -> 
     (m,) = row.runs
     assert m["first"] > 0 and m["again"] > 0 and m["rss"] > 50 and m["job_peak"] > 20
     assert "| 10 | 1 |" in registration_rows.table([row], 1)
+
+
+def _row(row: str, render_wall: float, floor_wall: float, peak_mib: int = 100) -> run.Row:
+    return run.Row(
+        row, 1, [run.Sample(render_wall, render_wall, peak_mib * 1024)], [run.Sample(floor_wall, floor_wall, 80 * 1024)]
+    )
+
+
+def test_the_targets_are_issue_36s_ratio_and_flatness_in_time_and_memory() -> None:
+    """1.2x the floor for the 16 pools and the dev stack; 10,000 replicas within 10% of one in time AND peak RSS."""
+    met = run.targets(
+        [
+            _row("dev", 1.2, 1.0),
+            _row("pools-16", 2.4, 2.0),
+            _row("replicas-1", 2.0, 1.8),
+            _row("replicas-10000", 2.1, 1.8),
+        ]
+    )
+    assert met.count("- [x]") == 3 and "- [ ]" not in met, met
+    assert "16 pools: render / floor <= 1.2 (now 1.20" in met
+    missed = run.targets(
+        [
+            _row("dev", 1.25, 1.0),
+            _row("pools-16", 2.0, 2.0),
+            _row("replicas-1", 2.0, 1.8),
+            _row("replicas-10000", 2.0, 1.8, peak_mib=111),  # time flat, memory not
+        ]
+    )
+    assert "- [ ] dev stack: render / floor <= 1.2 (now 1.25" in missed
+    assert "- [ ] 1 vs 10,000 replicas within 10% in wall time and peak RSS (now +0% and +11%" in missed
+    assert "- [x] 16 pools" in missed

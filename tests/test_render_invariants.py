@@ -14,6 +14,7 @@ from flower_federation.config.derived import cluster_key
 from flower_federation.config.errors import ConfigError
 from flower_federation.kube.objects import ObjectKey
 from flower_federation.plan import load_plan
+from tests.support.flower import GRPC_ERA
 from tests.support.stacks import base, daemonset_node_keys, security_stacks
 from tests.support.tls_provider import new_openssh_key
 
@@ -136,3 +137,25 @@ def test_a_pool_named_serverapp_is_refused_with_distributed_superexec() -> None:
     sidecar = base(isolation="process")
     sidecar["supernodes"]["pools"][1]["name"] = "serverapp"
     assert load_plan(sidecar, "dev").spec.supernodes.pools[1].name == "serverapp"
+
+
+@pytest.mark.parametrize("ordinal", ["{replicas}", "0{last}", "+{last}", "{last} "])
+def test_a_pair_policy_naming_no_pod_of_its_statefulset_is_refused(ordinal: str) -> None:
+    """Pair policies select one StatefulSet pod by the controller's pod-name label (`NAME-0` ... `NAME-(n-1)`),
+    matched without a labels dict per pod (issue 36): an ordinal past the last pod, or one spelled otherwise
+    than the controller does, selects nothing."""
+    plan, objects = _objects(base(GRPC_ERA, isolation="process", placement="distributed"))  # the era of pairs
+    label = manifests.network_links.POD_NAME_LABEL
+    policy = next(
+        m for m in objects if m["kind"] == "NetworkPolicy" and label in m["spec"]["podSelector"]["matchLabels"]
+    )
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    sts = next(
+        m for m in objects if m["kind"] == "StatefulSet" and selector[label].startswith(m["metadata"]["name"] + "-")
+    )
+    name, replicas = sts["metadata"]["name"], sts["spec"]["replicas"]
+    selector[label] = f"{name}-{replicas - 1}"
+    manifests.check_invariants(plan, objects)  # the last pod: selected
+    selector[label] = f"{name}-" + ordinal.format(replicas=replicas, last=replicas - 1)
+    with pytest.raises(manifests.InvariantError, match="selects none of the federation's pods"):
+        manifests.check_invariants(plan, objects)

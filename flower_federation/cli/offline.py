@@ -327,6 +327,10 @@ class _Warnings(logging.Handler):
 def _logger(result: Run) -> logging.Logger:
     """The mocks' log (pulumi.log.* under mocks): warnings kept in `result.warnings`, for the caller to print."""
     logger = logging.Logger(f"{__name__}.run")  # not registered: one per run, nothing propagates
+    # Warnings and errors only: the SDK logs a debug line or more per registration, and an unregistered logger's
+    # level (NOTSET) would make a record of each, its caller found by walking the stack, for the handler to drop
+    # (issue 36: a tenth of the 16-pool render's program thread).
+    logger.setLevel(logging.WARNING)
     logger.addHandler(_Warnings(result.warnings))
     return logger
 

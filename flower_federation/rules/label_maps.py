@@ -1,16 +1,25 @@
 """Every label map config takes (a Service's `labels`, a NetworkPolicy's `ingressPodMatchLabels`, a Gateway's
-`podSelector`, ...), found in the config model's schema so a new one is covered without a word here: each key and
+`podSelector`, ...), found in the config model itself so a new one is covered without a word here: each key and
 value is checked by the label grammar at its own config path. The render's API-server limits would catch a bad one
-too, but late and at whichever setting reached the object first."""
+too, but late and at whichever setting reached the object first.
+
+The maps are found by walking the models' fields, not `json_schema()`: generating the JSON schema took a fifth of a
+small stack's render (issue 36), and every `render`, `validate` and `pulumi up` runs these rules once.
+tests/test_label_maps.py holds this walk to the schema's (the same paths), so the two cannot drift."""
 
 from __future__ import annotations
 
 import re
+import types
+import typing
+from collections import abc
 from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
-from flower_federation.config import json_schema
+from pydantic import BaseModel
+
+from flower_federation.config import Federation
 from flower_federation.config.errors import Problem
 from flower_federation.rules.raw import At, Raw
 from flower_federation.rules.workloads import label_map
@@ -21,32 +30,53 @@ ANY = "*"  # a list element or a map value on a schema path
 Pattern = tuple[str, ...]
 
 
+def _alternatives(annotation: Any) -> list[Any]:
+    """The types an annotation admits: `Annotated[X, ...]` -> X, a union -> each member (None dropped)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _alternatives(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [alt for arg in typing.get_args(annotation) if arg is not type(None) for alt in _alternatives(arg)]
+    return [annotation]
+
+
+def _is_string(annotation: Any) -> bool:
+    """Whether a value of this type may be a string (what the schema says as `"type": "string"`)."""
+    for alt in _alternatives(annotation):
+        if alt is str or (isinstance(alt, type) and issubclass(alt, str)):
+            return True
+        if typing.get_origin(alt) is Literal and any(isinstance(v, str) for v in typing.get_args(alt)):
+            return True
+    return False
+
+
 @cache
 def label_map_paths() -> tuple[Pattern, ...]:
-    schema = json_schema()
+    return paths_in(Federation)
+
+
+def paths_in(root: type[BaseModel]) -> tuple[Pattern, ...]:
+    """The config paths of every string-valued map under `root` whose key names labels or a selector."""
     out: set[Pattern] = set()
 
-    def walk(node: dict[str, Any], path: Pattern, refs: frozenset[str]) -> None:
-        ref = node.get("$ref")
-        if ref in refs:
-            return
-        refs = refs | {ref} if ref else refs
-        while "$ref" in node:
-            node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
-        for alt in node.get("anyOf", []):
-            walk(alt, path, refs)
-        values = node.get("additionalProperties")
-        is_string_map = isinstance(values, dict) and (
-            "string" in str(values.get("type", "")) or any(a.get("type") == "string" for a in values.get("anyOf", []))
-        )
-        if is_string_map and path and _LABEL_MAP_NAME.fullmatch(path[-1]):
-            out.add(path)
-        for key, sub in node.get("properties", {}).items():
-            walk(sub, path + (key,), refs)
-        if isinstance(node.get("items"), dict):
-            walk(node["items"], path + (ANY,), refs)
+    def walk(annotation: Any, path: Pattern, models: frozenset[type]) -> None:
+        for alt in _alternatives(annotation):
+            origin = typing.get_origin(alt)
+            if isinstance(alt, type) and issubclass(alt, BaseModel):
+                if alt in models:  # a model that holds itself: its maps were found on the first pass
+                    continue
+                for name, info in alt.model_fields.items():
+                    walk(info.annotation, path + (info.alias or name,), models | {alt})
+            elif isinstance(origin, type) and issubclass(origin, abc.Mapping):
+                key_value = typing.get_args(alt)
+                if len(key_value) == 2 and _is_string(key_value[1]) and path and _LABEL_MAP_NAME.fullmatch(path[-1]):
+                    out.add(path)
+            elif isinstance(origin, type) and issubclass(origin, (abc.Sequence, abc.Set)):
+                items = [a for a in typing.get_args(alt) if a is not Ellipsis]
+                if items:
+                    walk(items[0], path + (ANY,), models)
 
-    walk(schema, (), frozenset())
+    walk(root, (), frozenset())
     return tuple(sorted(out))
 
 
