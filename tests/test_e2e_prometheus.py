@@ -2,8 +2,8 @@
 tests/e2e/site_monitoring.py): the ServiceMonitor -> scrape config translation against the rendered hub (the
 operator's endpoints role: the selected Service's named port, resolved to the SuperLink pod's container port),
 accepted by `promtool check config` with the rendered rules; a field it does not translate refused (negative
-control); and the kubelet's in-place update of a ConfigMap volume (tests/e2e/harness/volumes.py), which a subPath
-mount does not see."""
+control); the kubelet's in-place update of a ConfigMap volume (tests/e2e/harness/volumes.py), which a subPath
+mount does not see; and the mount targets a harness process holds against another's cleanup."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.harness.volumes import refresh_config_maps
+from tests.e2e.harness.volumes import _Mountpoints, refresh_config_maps
 from tests.e2e.prometheus import TranslationError, scrape_configs
 from tests.e2e.site_monitoring import MONITORING
 from tests.support.manifests import get
@@ -112,3 +112,20 @@ def test_a_changed_config_map_reaches_a_mounted_volume_but_not_a_subpath_mount(t
     before = (volume / "key-labels").stat().st_ino
     refresh_config_maps("p", spec, lambda kind, name: data, {"exporter": volume})
     assert (volume / "key-labels").stat().st_ino == before  # unchanged content: not rewritten
+
+
+def test_a_mount_target_is_held_against_another_processs_cleanup_until_the_last_cluster_closes(tmp_path: Path) -> None:
+    mine, theirs = _Mountpoints(), _Mountpoints()
+    target = tmp_path / "app" / ".flwr"
+    theirs.acquire()
+    theirs.ensure(str(target))  # the other process created it
+    mine.acquire()
+    mine.ensure(str(target))
+    theirs.held.clear()  # the other process runs code without holds (before this change): only its rmdir
+    theirs.release()
+    assert target.is_dir(), "another process's cleanup removed a directory this one mounts onto"
+    mine.release()
+    assert not (target / f".fe2e-in-use-{os.getpid()}").exists() and mine.leftovers() == []
+    theirs.acquire()
+    theirs.release()  # negative control: once nobody holds it, its creator removes it
+    assert not target.exists()

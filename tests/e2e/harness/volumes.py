@@ -22,11 +22,20 @@ DataLookup = Callable[[str, str], Optional[dict[str, str]]]
 
 class _Mountpoints:
     """Directories (and files) created on the host as mount targets; removed when the
-    last cluster closes. Only what we created, deepest first, only if still empty."""
+    last cluster closes. Only what we created, deepest first, only if still empty.
+
+    Several harness processes may share the host (engineers' runs side by side, or split CI jobs), and a
+    directory one created is a mount target of another's containers too. Removing a directory that is a
+    mountpoint in another mount namespace detaches that mount there (Linux >= 3.18): a running container lost
+    its /app/.flwr emptyDir and its CA when another process's run ended (its writes then hit the read-only root).
+    So every directory this process mounts onto holds a file `.fe2e-in-use-<pid>` on the host (hidden inside
+    the containers by the mount itself) until this process's last cluster closes: any process's rmdir of it
+    fails as not empty, whichever created it. (A file target cannot be held this way; none is shared today.)"""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.created: list[Path] = []
+        self.held: list[Path] = []
         self.users = 0
 
     def ensure(self, path: str, is_file: bool = False) -> None:
@@ -43,6 +52,11 @@ class _Mountpoints:
             if is_file and not p.exists():
                 p.touch(mode=0o644)
                 self.created.append(p)
+            if not is_file and p.is_dir() and p != Path("/"):
+                hold = p / f".fe2e-in-use-{os.getpid()}"
+                if hold not in self.held:
+                    hold.touch(mode=0o644)
+                    self.held.append(hold)
 
     def acquire(self) -> None:
         with self.lock:
@@ -53,6 +67,9 @@ class _Mountpoints:
             self.users -= 1
             if self.users > 0:
                 return
+            for hold in self.held:
+                hold.unlink(missing_ok=True)
+            self.held = []
             for p in sorted(self.created, key=lambda x: len(x.parts), reverse=True):
                 with contextlib.suppress(OSError):
                     p.rmdir() if p.is_dir() else p.unlink()
@@ -60,7 +77,7 @@ class _Mountpoints:
 
     def leftovers(self) -> list[Path]:
         with self.lock:
-            return [p for p in self.created if p.exists()]
+            return [p for p in [*self.created, *self.held] if p.exists()]
 
 
 MOUNTPOINTS = _Mountpoints()
