@@ -21,6 +21,12 @@ larger federation needs (docs/benchmarks.md, "Many SuperNodes"):
   and the SuperLink's CPU and peak memory over the run (the `flower-superlink` process
   alone: with subprocess isolation the ServerApp runs beside it in the same container).
 
+With E2E_SCALE_EXPORTER=1 (`make e2e-scale`, by hand; not in `make test`) the hub runs the federation exporter
+(`monitoring`, polling every EXPORTER_POLL seconds, the shortest the config allows: its dearest setting), and the
+scenario also measures what it costs: its own CPU in the idle window and over the run, and the SuperLink's CPU in
+a second idle window with the exporter stopped (SIGSTOP: no polls, as without it) against the first, in the same
+run so nothing else differs.
+
 The SuperLink must stay under its rendered memory limit (its default preset). The figures
 are reported as the scenario's phases; what to read from them is in docs/benchmarks.md.
 """
@@ -30,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import signal
 import threading
 import time
 from typing import Any, Optional
@@ -77,6 +84,7 @@ IDLE_WINDOW = 20.0  # seconds of SuperLink CPU sampled with every node online an
 # and a ClientApp, each a Python process importing Flower); at 45 and 60 SuperNodes a 24 GiB host ran out of memory.
 POD_MEMORY = 512 * 2**20
 HUB_MEMORY = 2**30
+EXPORTER_POLL = 5  # monitoring.pollIntervalSeconds' minimum
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -118,6 +126,18 @@ def online_timeout(n: int) -> float:
 def round_timeout(n: int) -> float:
     """A round starts a ClientApp process on every node (~2.5 s of CPU each), on two cores."""
     return 60 + 2.5 * n
+
+
+def exporter_measured() -> bool:
+    return os.environ.get("E2E_SCALE_EXPORTER") == "1"
+
+
+def exporter_pids(hub: Hub) -> list[int]:
+    """The host pids of the federation exporter's processes (its container's `python federation_exporter.py`)."""
+    pids = [pid for _, container, pid, _ in hub.cluster.processes() if container == "federation-exporter"]
+    if not pids:
+        raise NotReady("no federation-exporter process in the hub's SuperLink pod")
+    return pids
 
 
 def scaled_site(version: str, name: str, nodes: int, total: int) -> dict[str, Any]:
@@ -199,8 +219,12 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
     hub_v1 = render_stack(HUB, hub_config(v), hub_state)
     hub_outputs = {stack_name(HUB): hub_v1.outputs}
     rendered = {s: render_stack(s, scaled_site(v, s, k, n), PulumiState(), hub_outputs) for s, k in sites.items()}
+    monitoring = {"enabled": True, "pollIntervalSeconds": EXPORTER_POLL} if exporter_measured() else None
     hub_v2 = render_stack(
-        HUB, hub_config(v, tuple(sites)), hub_state, {stack_name(s): r.outputs for s, r in rendered.items()}
+        HUB,
+        hub_config(v, tuple(sites), monitoring=monitoring),
+        hub_state,
+        {stack_name(s): r.outputs for s, r in rendered.items()},
     )
     assert hub_v2.outputs["caCertificate"] == hub_v1.outputs["caCertificate"], "the hub's CA changed across renders"
     keys = {
@@ -263,6 +287,8 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
     run.phase(f"{len(sites)} sites up, all {n} SuperNodes online {figures['all_online_s']:.1f}s after their start")
 
     # The SuperLink with every node online and no run: heartbeats and polls.
+    exporter = exporter_pids(hub) if monitoring else []
+    exporter0 = sum(cpu_seconds(p) for p in exporter)
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
     time.sleep(IDLE_WINDOW)
     figures["idle_cpu_pct"] = 100 * (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
@@ -271,6 +297,23 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
         f"SuperLink idle with {n} online: {figures['idle_cpu_pct']:.1f}% of a core, "
         f"RSS {figures['idle_rss_mib']:.0f} MiB"
     )
+    if exporter:
+        figures["exporter_idle_cpu_pct"] = 100 * (sum(cpu_seconds(p) for p in exporter) - exporter0) / IDLE_WINDOW
+        for p in exporter:
+            os.kill(p, signal.SIGSTOP)
+        try:
+            cpu0, t0 = cpu_seconds(pid), time.monotonic()
+            time.sleep(IDLE_WINDOW)
+            figures["idle_cpu_pct_exporter_stopped"] = 100 * (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
+        finally:
+            for p in exporter:
+                os.kill(p, signal.SIGCONT)
+        run.phase(
+            f"exporter (poll every {EXPORTER_POLL}s) idle: {figures['exporter_idle_cpu_pct']:.1f}% of a core; "
+            f"SuperLink {figures['idle_cpu_pct']:.1f}% with it polling, "
+            f"{figures['idle_cpu_pct_exporter_stopped']:.1f}% with it stopped"
+        )
+        exporter0 = sum(cpu_seconds(p) for p in exporter)
 
     # A run with every node in every round.
     run_config = {"min-nodes": n, "round-timeout": round_timeout(n)}
@@ -285,6 +328,9 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
     figures["run_s"] = result.seconds
     figures["run_cpu_s"] = cpu_seconds(pid) - cpu0
     figures["run_peak_rss_mib"] = peak.peak / 2**20
+    if exporter:
+        figures["exporter_run_cpu_s"] = sum(cpu_seconds(p) for p in exporter) - exporter0
+        run.phase(f"exporter over the run: {figures['exporter_run_cpu_s']:.2f} CPU-s")
     for i, seconds in enumerate(result.round_seconds, 1):
         figures[f"round{i}_s"] = seconds
     assert not peak.vanished, "the SuperLink's process ended during the run (a restart?): its memory is not known"

@@ -68,7 +68,12 @@ GATEWAY_NAMESPACE = "gateway-system"
 GATEWAY_LISTENER = "fleet"
 
 
-def hub_config(version: str, sites: tuple[str, ...] = (), exposure: str = "loadBalancer") -> dict[str, Any]:
+def hub_config(
+    version: str,
+    sites: tuple[str, ...] = (),
+    exposure: str = "loadBalancer",
+    monitoring: Optional[dict[str, Any]] = None,
+) -> dict[str, Any]:
     raw: dict[str, Any] = {
         "role": "hub",
         "name": HUB_NAME,
@@ -93,6 +98,8 @@ def hub_config(version: str, sites: tuple[str, ...] = (), exposure: str = "loadB
         }
     if sites:
         raw["sites"] = [{"name": s, "fromStack": stack_name(s)} for s in sites]
+    if monitoring:  # the exporter, its ServiceMonitor and PrometheusRule (site_monitoring.py)
+        raw["monitoring"] = copy.deepcopy(monitoring)
     return raw
 
 

@@ -50,7 +50,7 @@ import re
 import threading
 from typing import Any, Optional
 
-from tests.e2e import fleet_only, gateway_objects, netpol_controls, runtime_tls
+from tests.e2e import fleet_only, gateway_objects, netpol_controls, runtime_tls, site_monitoring
 from tests.e2e.harness import Cluster, NotReady
 from tests.e2e.harness.gateway import expose_gateway
 from tests.e2e.harness.wan import Wan
@@ -97,8 +97,10 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     hub_state = PulumiState()
     via_gateway = run.exposure == "gateway"
 
+    monitored = site_monitoring.wanted(v, run.exposure)  # a real Prometheus watches the hub (one run of 6)
+
     def hub_settings(sites: tuple[str, ...] = ()) -> dict[str, Any]:
-        return hub_config(v, sites, run.exposure)
+        return hub_config(v, sites, run.exposure, site_monitoring.MONITORING if monitored else None)
 
     # 1. The hub's first `pulumi up`: no site admitted yet.
     hub_v1 = render_stack(HUB, hub_settings(), hub_state)
@@ -120,7 +122,8 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     job_v1 = registration_jobs(list(hub_cluster.jobs.values()))  # Pulumi creates them once the SuperLink is ready
     log_v1, _ = run_jobs(run, job_v1)
     assert "done (register): 0 trusted keys" in log_v1, log_v1
-    run.phase("hub up (SuperLink Ready, registration Job with no site)")
+    watch = site_monitoring.start(hub_cluster, hub_v1.manifests) if monitored else None
+    run.phase("hub up (SuperLink Ready, registration Job with no site)" + (", 2 Prometheus" if watch else ""))
 
     # 2. The sites' `pulumi up`s: each reads the hub stack's outputs.
     hub_outputs = {stack_name(HUB): hub_v1.outputs}
@@ -319,6 +322,10 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
         inside = fleet_only.superlink_log(hub.superlink)[mark:]
         assert "ControlServicer.ListRuns" in inside, f"in-cluster flwr ls not seen by the SuperLink:\n{inside[-2000:]}"
         run.phase(f"{evidence}; in-cluster flwr ls served (ControlServicer.ListRuns)")
+
+    if watch is not None:  # hospital-b offline and back: its alert fires and resolves (site_monitoring.py)
+        b = ADMITTED[1]
+        run.phase(site_monitoring.prove(watch, hub, run.sites[b].cluster, by_key[f"{b}/{POOL}/0"], ONLINE_TIMEOUT))
 
     if via_gateway:  # revocation does not depend on how the hub is reached: proven by the LoadBalancer variant
         return

@@ -21,7 +21,9 @@ HTTP_ERA_VERSIONS = tuple(v for v in VERSIONS if not v.startswith("1.2"))
     "sites: hub + 2 sites, separate stacks and clusters, keys registered by the hub's Job, "
     "run across both sites (HTTP era: one site's ClientApps in distributed SuperExecs, its hop TLS with its own CA); "
     "an unlisted site refused, a wrong-CA site fails TLS; a dropped site revoked, "
-    "its key refused at once when trusted again",
+    "its key refused at once when trusted again "
+    "(gRPC era: a real Prometheus through the hub's NetworkPolicy sees a site's offline alert fire and resolve, "
+    "one in another namespace is refused)",
     id="6",
 )
 def test_6_sites(background, version, record_property):

@@ -112,9 +112,10 @@ What it does not emulate: scheduling, resource requests/limits, seccomp, Service
 virtual IPs and port translation (a ClusterIP name resolves to its backing pod's
 address, which stays the same when that pod is recreated, as a virtual IP would),
 readiness-gated endpoints, sidecar (restartPolicy Always) init containers,
-Secret updates after a pod started, image pulls, evictions (PodDisruptionBudgets bind
-them; a rollout's are checked by scenario 11), Deployment and DaemonSet rollouts,
-ServiceAccounts and RBAC.
+Secret updates after a pod started (a changed ConfigMap is written into running pods'
+volumes on `update`, as the kubelet syncs it; subPath mounts keep the old file), image
+pulls, evictions (PodDisruptionBudgets bind them; a rollout's are checked by scenario
+11), Deployment and DaemonSet rollouts, ServiceAccounts and RBAC.
 
 Modules: host.py (can it run here, tools, signals), network.py (namespaces, bridge,
 subnet, port isolation), dns.py (hosts files), volumes.py (volumes, mounts, mountpoints, the image's

@@ -31,7 +31,7 @@ from tests.e2e.harness.jobs import Job
 from tests.e2e.harness.network import add_bridge, add_netns, netns_pids, our_netns, pick_subnet
 from tests.e2e.harness.pods import Pod
 from tests.e2e.harness.probes import Prober
-from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures
+from tests.e2e.harness.volumes import EXPOSED, MOUNTPOINTS, image_exposures, refresh_config_maps
 from tests.e2e.harness.workload_pods import pods_for
 from tests.support.flower import venv as flower_venv
 from tests.support.manifests import WORKLOAD_KINDS, object_data
@@ -206,9 +206,10 @@ class Cluster(ClusterNetwork, ClusterProcesses):
         """A later deployment of the same stack (`pulumi up` again): objects rendered
         again are updated, objects no longer rendered deleted (a deleted Job's pods with
         it), new Jobs created (not started; returned), a changed Job replaced as Pulumi
-        does. A running pod keeps what it mounted (Secret updates after start are not
-        emulated), so a changed spec of a long-running workload (a rolling update), a new
-        or a removed one is refused."""
+        does. A running pod sees its ConfigMap volumes' new content
+        (volumes.refresh_config_maps) but keeps the Secrets it mounted (Secret updates after
+        start are not emulated), so a changed spec of a long-running workload (a rolling
+        update), a new or a removed one is refused."""
         new = {(m["kind"], m["metadata"]["name"]): copy.deepcopy(m) for m in manifests}
         for key in [k for k in self.objects if k not in new]:
             kind, name = key
@@ -233,6 +234,8 @@ class Cluster(ClusterNetwork, ClusterProcesses):
             if kind == "Job" and name not in self.jobs:
                 self.jobs[name] = Job(self, m)
                 added.append(self.jobs[name])
+        for p in self.pods.values():  # the kubelet syncs a changed ConfigMap into running pods' volumes
+            refresh_config_maps(p.name, p.spec, self.data, p.volume_dirs)
         self.write_dns()
         return added
 
@@ -246,6 +249,7 @@ class Cluster(ClusterNetwork, ClusterProcesses):
         """What the StatefulSet controller does after `delete_pod`: the same pod name,
         a fresh pod on the same claims."""
         self.delete_pod(pod)
+        pod.terminating = False  # a fresh pod (terminate() may have deleted the old one gracefully)
         pod.prepare_volumes()
         pod.start()
         return pod

@@ -198,6 +198,28 @@ def make_volumes(
         volume_dirs[name] = target
 
 
+def refresh_config_maps(pod_name: str, spec: dict[str, Any], data: DataLookup, volume_dirs: dict[str, Path]) -> None:
+    """The kubelet's sync of a running pod's ConfigMap volumes after the ConfigMap changed: every file whose
+    content differs (or that is new) written again, each by an atomic rename in the volume's directory (the
+    kubelet swaps a symlink: a reader never sees half a file), with the mode and group make_volumes gives it. A
+    container mounts the volume's directory, so it sees the new file; a subPath mount holds the old file's inode
+    and keeps the old content, as in Kubernetes. Secret volumes are not refreshed (the harness' documented limit)."""
+    fs_group = spec.get("securityContext", {}).get("fsGroup")
+    for vol in spec.get("volumes", []):
+        if "configMap" not in vol or vol["name"] not in volume_dirs:
+            continue
+        src = vol["configMap"]
+        files = data("ConfigMap", src["name"]) or {}
+        for item in src.get("items") or [{"key": k, "path": k} for k in files]:
+            f = volume_dirs[vol["name"]] / item["path"]
+            if item["key"] not in files or (f.exists() and f.read_text() == files[item["key"]]):
+                continue
+            staged = f.with_name(f".{f.name}.{pod_name}.new")
+            staged.write_text(files[item["key"]])
+            own(staged, fs_group, item.get("mode", src.get("defaultMode", 0o644)), read_only=True)
+            os.replace(staged, f)
+
+
 def container_mounts(
     where: str, container: dict[str, Any], volume_dirs: dict[str, Path], read_only_volumes: set[str]
 ) -> list[dict[str, Any]]:
