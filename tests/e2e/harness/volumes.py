@@ -20,9 +20,39 @@ from tests.e2e.harness.host import HarnessError
 DataLookup = Callable[[str, str], Optional[dict[str, str]]]
 
 
+def mounted_anywhere() -> set[str]:
+    """Every mount point of every mount namespace on the host (/proc/*/mountinfo, field 5), as the namespace's
+    processes see it: a container's mounts show at their mountPaths."""
+    seen_ns: set[str] = set()
+    out: set[str] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            ns = os.readlink(f"/proc/{entry}/ns/mnt")
+            if ns in seen_ns:
+                continue
+            seen_ns.add(ns)
+            with open(f"/proc/{entry}/mountinfo", encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:  # the process ended meanwhile
+            continue
+        for line in lines:
+            fields = line.split(" ")
+            if len(fields) > 4:  # spaces in a path are octal-escaped (\040)
+                out.add(fields[4].encode().decode("unicode_escape"))
+    return out
+
+
 class _Mountpoints:
     """Directories (and files) created on the host as mount targets; removed when the
-    last cluster closes. Only what we created, deepest first, only if still empty."""
+    last cluster closes. Only what we created, deepest first, only if still empty, and
+    never one that a mount namespace still mounts over: another test process on the
+    host (several share a machine) may have its containers' mounts there, since such a
+    target is the same path for everyone, and removing it detaches those mounts (Linux
+    >= 3.18): a SuperNode's FLWR_HOME (/app/.flwr) vanished in mid-run, the ClientApp
+    failing with "Read-only file system: '/app'" (scenario 6s, 2026-11-28). That
+    process removes the target once its own last cluster closed."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -38,7 +68,7 @@ class _Mountpoints:
                 missing.append(parent)
                 parent = parent.parent
             for d in reversed(missing):
-                d.mkdir(mode=0o755)
+                d.mkdir(mode=0o755, exist_ok=True)  # another process may have made it meanwhile
                 self.created.append(d)
             if is_file and not p.exists():
                 p.touch(mode=0o644)
@@ -53,14 +83,20 @@ class _Mountpoints:
             self.users -= 1
             if self.users > 0:
                 return
+            in_use = mounted_anywhere()
             for p in sorted(self.created, key=lambda x: len(x.parts), reverse=True):
+                if str(p) in in_use:
+                    continue
                 with contextlib.suppress(OSError):
                     p.rmdir() if p.is_dir() else p.unlink()
             self.created = [p for p in self.created if p.exists()]
 
     def leftovers(self) -> list[Path]:
+        """What we created that still exists, other than what another process's containers mount over."""
         with self.lock:
-            return [p for p in self.created if p.exists()]
+            left = [p for p in self.created if p.exists()]
+        in_use = mounted_anywhere() if left else set()
+        return [p for p in left if str(p) not in in_use and not any(u.startswith(f"{p}/") for u in in_use)]
 
 
 MOUNTPOINTS = _Mountpoints()
