@@ -19,7 +19,9 @@ So: a hub on 1.N works with sites on 1.N-1, 1.N and 1.N+1 (a pre-release counts 
 further apart within the era works with a warning (the hub's preview names each such site, the
 site's render names the hub); another era is refused. docs/operations.md, "Version skew between a
 hub and its sites", holds the matrix and the order to upgrade a consortium in; its rows quote
-`ROWS` (tests/test_version_skew.py checks both).
+`ROWS` (tests/test_version_skew.py checks both). The pairs the e2e runs (scenarios 6s and 6n:
+tests/support/flower.py SKEW_PAIRINGS) are named there too: the hub rolled on live state from
+1.41.0 to 1.42.0 to the next Flower, its sites a minor behind or ahead, both in every round.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ WHERE = "docs/operations.md, Version skew between a hub and its sites"
 # The matrix's rows, by verdict, as docs/operations.md spells them.
 ROWS = {
     "same": "same release: tested (every e2e scenario)",
-    "window": "up to one minor apart, same era: supported",
+    "window": "up to one minor apart, same era: supported (the pairs below tested end to end)",
     "outside": "two or more minors apart, same era: works with a warning, untested",
     "other era": "gRPC era and HTTP era: refused",
 }
