@@ -12,7 +12,9 @@ minor release, and keeps the previous release's SuperNodes working:
   superlink/servicer/fleet/fleet_handlers.py). A 1.42 SuperNode's replies carry as source the
   instruction's destination, itself (flwr/app/message/message.py), so it is not refused; 1.43 also
   drops the gRPC Fleet service, which only FLWR_INTERNAL_GRPC_FLEET_API=1 ever started (never
-  rendered here).
+  rendered here), and no longer refuses a reply for a run that is not running (1.42: 403, error
+  2007), which an honest SuperNode only sends for a run the hub just stopped. Seen with real
+  processes: e2e scenarios 6s and 6n (tests/e2e/site_skew.py, forged_push.py).
 Two minors apart, two such changes compound, and Flower says nothing of it: outside the window.
 
 So: a hub on 1.N works with sites on 1.N-1, 1.N and 1.N+1 (a pre-release counts as its release);
