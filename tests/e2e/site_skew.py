@@ -34,6 +34,7 @@ from tests.e2e.harness import Cluster, NotReady
 from tests.e2e.harness.rollout import rolling_update
 from tests.e2e.harness.wan import Wan
 from tests.e2e.readiness import registration_jobs
+from tests.e2e.rendering import Rendered
 from tests.e2e.scenarios import Outcome, assert_completed, run_id
 from tests.e2e.site_checks import wait_for
 from tests.e2e.site_deployments import Hub, SitesRun, deploy_site, registered_by_job, run_jobs, start_hub
@@ -90,7 +91,8 @@ class Skew:
         assert self.run.hub is not None
         return self.run.hub
 
-    def render_site(self, name: str, version: str) -> Any:
+    def render_site(self, name: str, version: str) -> Rendered:
+        """The site's stack on Flower `version`, its keys kept (its Pulumi state), reading the hub's current outputs."""
         partition = (2, ADMITTED.index(name))
         rendered = render_stack(
             name,
@@ -238,7 +240,8 @@ class Skew:
                 said = site.pod.containers[0].log(100000)
                 why = "its liveness probe" if "killed: liveness probe failed" in said else "the kubelet (it exited)"
                 self.run.incidents.append(
-                    f"{s} ({site.cluster.version}) did not survive the hub's restart to {version}: restarted by {why}"
+                    f"{s} ({running_version(site.cluster, site.pod.name, 'supernode')}) did not survive the hub's "
+                    f"restart to {version}: restarted by {why}"
                 )
 
     def roll_site(self, name: str, version: str) -> None:
