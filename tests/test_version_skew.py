@@ -13,6 +13,7 @@ from flower_federation.flower.skew import ROWS, WHERE, verdict
 from flower_federation.flower.versions import FlowerVersion
 from flower_federation.plan import load_plan
 from flower_federation.plan.outputs import warnings
+from tests.support.flower import HTTP_ERA, NEXT, PREVIOUS_HTTP_ERA, SKEW_PAIRINGS
 from tests.support.paths import ROOT
 from tests.test_sites import GOLDEN, HUB_STACK, SITE_STACK, settings
 
@@ -74,3 +75,22 @@ def test_docs_hold_the_matrix_rows() -> None:
     assert f"## {WHERE.split(', ', 1)[1]}" in text
     for row in ROWS.values():
         assert f"| {row.split(': ', 1)[0]} | {row.split(': ', 1)[1]} |" in text, row
+
+
+def test_docs_name_the_pairings_the_e2e_runs() -> None:
+    """docs/operations.md's tested pairs are the e2e's (tests/e2e/site_skew.py), each in the window: a row per
+    pairing, the next Flower named as such (its version changes when its release is served)."""
+    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("| ")
+    ]
+    for scenario, hub, sites in SKEW_PAIRINGS:
+        h = FlowerVersion.parse(hub)
+        assert h is not None
+        for site in sites:
+            s = FlowerVersion.parse(site)
+            assert s is not None and verdict(h, s) in ("same", "window"), (hub, site)
+        hub_cell = "the next Flower" if hub == NEXT and hub not in (HTTP_ERA, PREVIOUS_HTTP_ERA) else hub
+        assert [hub_cell, f"{sites[0]} and {sites[1]}", scenario] in [
+            [r[0][: len(hub_cell)], r[1].split(" (", 1)[0], r[2]] for r in rows if len(r) == 3
+        ], (scenario, hub, sites)

@@ -12,14 +12,18 @@ minor release, and keeps the previous release's SuperNodes working:
   superlink/servicer/fleet/fleet_handlers.py). A 1.42 SuperNode's replies carry as source the
   instruction's destination, itself (flwr/app/message/message.py), so it is not refused; 1.43 also
   drops the gRPC Fleet service, which only FLWR_INTERNAL_GRPC_FLEET_API=1 ever started (never
-  rendered here).
+  rendered here), and no longer refuses a reply for a run that is not running (1.42: 403, error
+  2007), which an honest SuperNode only sends for a run the hub just stopped. Seen with real
+  processes: e2e scenarios 6s and 6n (tests/e2e/site_skew.py, forged_push.py).
 Two minors apart, two such changes compound, and Flower says nothing of it: outside the window.
 
 So: a hub on 1.N works with sites on 1.N-1, 1.N and 1.N+1 (a pre-release counts as its release);
 further apart within the era works with a warning (the hub's preview names each such site, the
 site's render names the hub); another era is refused. docs/operations.md, "Version skew between a
 hub and its sites", holds the matrix and the order to upgrade a consortium in; its rows quote
-`ROWS` (tests/test_version_skew.py checks both).
+`ROWS` (tests/test_version_skew.py checks both). The pairs the e2e runs (scenarios 6s and 6n:
+tests/support/flower.py SKEW_PAIRINGS) are named there too: the hub rolled on live state from
+1.41.0 to 1.42.0 to the next Flower, its sites a minor behind or ahead, both in every round.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ WHERE = "docs/operations.md, Version skew between a hub and its sites"
 # The matrix's rows, by verdict, as docs/operations.md spells them.
 ROWS = {
     "same": "same release: tested (every e2e scenario)",
-    "window": "up to one minor apart, same era: supported",
+    "window": "up to one minor apart, same era: supported (the pairs below tested end to end)",
     "outside": "two or more minors apart, same era: works with a warning, untested",
     "other era": "gRPC era and HTTP era: refused",
 }

@@ -1,7 +1,8 @@
 """Every selected e2e scenario runs in a thread started with the first e2e test (conftest.py's
 `background` fixture); a test only waits for its scenario's outcome and reports it. The
-single-federation lanes (lanes.py) start at once; the scenarios of their own follow them: the sites
-scenarios (sites.py: 6, 6g) and the SuperExec hop (appio.py: 7) each as soon as a lane has ended, many
+single-federation lanes (lanes.py) start at once; the scenarios of their own follow them: the skew window's
+chain (site_skew.py: 6s and 6n) first, the sites scenarios (sites.py: 6, 6g) and the SuperExec hop (appio.py:
+7) each as soon as a lane has ended, many
 SuperNodes (scale.py: 19) once every lane has ended.
 
 Why followers, not all at once: two cores are the limit. Started with the lanes, the followers' hubs
@@ -23,12 +24,13 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.e2e import appio, scale, sites
+from tests.e2e import appio, scale, site_skew, sites
 from tests.e2e.lanes import LANES, START_GATE, Lane
 from tests.e2e.scenarios import Outcome
 from tests.support.flower import HTTP_ERA
 
 SITES_EXPOSURES = {"6": "loadBalancer", "6g": "gateway"}  # the sites scenarios: id -> how the hub is reached
+SKEW = {"6s", "6n"}  # the skew window's pairings (site_skew.py): one federation, the hub rolled between them
 
 
 class Follower(threading.Thread):
@@ -95,6 +97,14 @@ class Background:
             for sid in sorted(ids & set(SITES_EXPOSURES)):
                 run = lambda v=version, e=SITES_EXPOSURES[sid]: sites.run_scenario(v, START_GATE, e)  # noqa: E731
                 runs.append((version, sid, f"e2e-sites-{sid}-{version}", run))
+        # The skew window: one chain of pairings on one hub (no version parameter: each pairing names its own). First
+        # in the queue: the longest follower (three runs, two hub rolls with their sites' reconnection: 4-8 minutes),
+        # mostly waiting on Flower's heartbeats and the probes' bounds, so it costs the least started with the first
+        # lane's end, beside the others, rather than lengthening the suite's tail.
+        self.pairings: dict[str, Outcome] = {}
+        if wanted.get("-", set()) & SKEW:
+            run = lambda: site_skew.run_scenario(START_GATE, self.pairings)  # noqa: E731
+            runs.insert(0, ("-", "6s", "e2e-sites-skew", run))
         if "7" in wanted.get("-", set()):  # the SuperExec hop: one version (appio.py), no parameter
             runs.append(("-", "7", "e2e-appio", lambda: _appio(HTTP_ERA)))
         heavy: list[tuple[str, str, str, Callable[[], Outcome]]] = []
@@ -143,6 +153,11 @@ class Background:
 
     def follower(self, version: str, scenario: str) -> Follower:
         return self.followers[(version, scenario)]
+
+    def pairing(self, name: str, timeout: float) -> Outcome:
+        """A skew pairing's outcome (site_skew.pairing_name), once the chain that reaches it ended."""
+        chain = self.followers[("-", "6s")].wait(timeout)
+        return self.pairings.get(name) or Outcome(name, status="failed", error=chain.error or "the chain never ran")
 
     def stop(self) -> None:
         """The lanes start no further federation and no follower starts (a session ending early); a follower

@@ -74,10 +74,11 @@ def pytest_collection_finish(session):
             item.add_marker(pytest.mark.skip(reason=reason))
         marker = item.get_closest_marker("scenario")
         if marker is not None:
-            version = getattr(item, "callspec", None) and item.callspec.params.get("version")
+            params = item.callspec.params if hasattr(item, "callspec") else {}
+            pairing = f" [{params['pairing']}]" if "pairing" in params else ""  # the skew scenarios' (site_skew.py)
             _RESULTS[item.nodeid] = {
-                "version": version or "-",
-                "scenario": f"{marker.kwargs['id']}. {marker.args[0]}",
+                "version": params.get("version") or "-",
+                "scenario": f"{marker.kwargs['id']}. {marker.args[0]}{pairing}",
                 "outcome": "not run",
                 "seconds": 0.0,
                 "order": len(_RESULTS),
@@ -172,8 +173,9 @@ def pytest_terminal_summary(terminalreporter):
         "2 (process; then 10, 12), 2b (distributed), 5 (negative), 13 (upgrade to the next Flower; then 14), "
         "15 (era), 16 (keys), "
         "18 (ca), 6 and 6g (sites: a hub "
-        "and four site clusters), 7 (the SuperExec hop), 19 (many SuperNodes: a hub and its sites). "
-        "The lanes run side by side; 6, 6g and 7 follow them as lanes end, 19 once all have; one start at a time.)"
+        "and four site clusters), 6s and 6n (the skew window: one hub and two sites, its three pairings one chain), "
+        "7 (the SuperExec hop), 19 (many SuperNodes: a hub and its sites). "
+        "The lanes run side by side; 6, 6g, 6s and 7 follow them as lanes end, 19 once all have; one start at a time.)"
     )
     if harness.EXPOSED:
         tr.write_line(

@@ -156,8 +156,12 @@ class SitesRun:
         return outcome
 
 
-def deploy_site(run: SitesRun, name: str, rendered: Rendered, lb_ip: str, nice: int = 0) -> Site:
-    cluster = Cluster(run.version, venv(run.version), name, nice=nice)
+def deploy_site(
+    run: SitesRun, name: str, rendered: Rendered, lb_ip: str, nice: int = 0, version: Optional[str] = None
+) -> Site:
+    """A site's cluster on Flower `version` (the run's unless given: a site may run another than its hub)."""
+    version = version or run.version
+    cluster = Cluster(version, venv(version), name, nice=nice)
     site = Site(name, rendered, cluster)
     run.sites[name] = site
     cluster.apply(rendered.manifests)

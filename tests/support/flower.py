@@ -51,6 +51,13 @@ PREVIOUS_HTTP_ERA = "1.41.0"
 REAL_FLOWERS = _tested() + tuple(v for v in CANARY if v not in _tested())
 NEXT = max(REAL_FLOWERS, key=lambda v: FlowerVersion.parse(v) or FlowerVersion(0, 0, 0))
 assert {GRPC_ERA, PREVIOUS_HTTP_ERA, HTTP_ERA} <= set(REAL_FLOWERS), f"{REQUIREMENTS} lacks a version named here"
+# The skew window's pairings the e2e runs (tests/e2e/site_skew.py), in the order a consortium reaches them on one hub
+# rolled on live state: (scenario id, the hub's Flower, its two sites' Flowers). docs/operations.md names them.
+SKEW_PAIRINGS = (
+    ("6s", PREVIOUS_HTTP_ERA, (PREVIOUS_HTTP_ERA, HTTP_ERA)),  # a site a minor ahead of its hub
+    ("6s", HTTP_ERA, (PREVIOUS_HTTP_ERA, HTTP_ERA)),  # a site a minor behind
+    ("6n", NEXT, (HTTP_ERA, HTTP_ERA)),  # the next Flower's hub: its Fleet source check (403, error 2011)
+)
 
 
 # The Flower program each managed container runs (its image's entrypoint).
