@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import kubernetes_validate
 import pytest
@@ -23,6 +24,7 @@ from flower_federation.cli.offline import run_program
 from tests.support.manifests import get
 from tests.support.render import core_objects
 from tests.support.schema import validate, validate_all
+from tests.support.validation import problems
 from tests.test_monitoring_exporter import with_monitoring
 
 E = 'job="fl-federation-exporter",namespace="flower-hub"'
@@ -208,6 +210,27 @@ def test_thresholds_are_settings_and_state_alerts_need_a_state_volume() -> None:
         for r in get(core_objects(raw), "PrometheusRule", "fl-federation-alerts")["spec"]["groups"][0]["rules"]
     }
     assert names == set(CASES) - set(monitoring_rules.STATE_ALERTS)
+
+
+@pytest.mark.parametrize(
+    ("thresholds", "said"),
+    [
+        ({"certificateCriticalDays": 30}, "30 must be below certificateWarningDays (21)"),
+        ({"certificateWarningDays": 5}, "7 must be below certificateWarningDays (5)"),
+        ({"certificateWarningDays": 14, "certificateCriticalDays": 14}, "14 must be below certificateWarningDays (14)"),
+    ],
+)
+def test_the_critical_certificate_alert_must_come_after_the_warning(thresholds: dict[str, int], said: str) -> None:
+    found = problems(with_monitoring(prometheusRules={"enabled": True, "thresholds": thresholds}))
+    assert found == [("federation.monitoring.prometheusRules.thresholds.certificateCriticalDays", ANY)], found
+    assert said in found[0][1]
+
+
+def test_certificate_days_in_order_are_accepted() -> None:  # the negative control of the test above
+    raw = with_monitoring(
+        prometheusRules={"enabled": True, "thresholds": {"certificateWarningDays": 30, "certificateCriticalDays": 29}}
+    )
+    assert get(core_objects(raw), "PrometheusRule", "fl-federation-alerts")
 
 
 def test_the_program_registers_the_operator_objects_as_custom_resources() -> None:

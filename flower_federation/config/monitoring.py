@@ -64,7 +64,7 @@ class AlertThresholds(Model):
         default=21, ge=1, le=3650, description="The server certificate or a CA expiring within this: a warning."
     )
     certificate_critical_days: int = Field(
-        default=7, ge=1, le=3650, description="... within this: critical (meant to be below `certificateWarningDays`)."
+        default=7, ge=1, le=3650, description="... within this: critical (below `certificateWarningDays`)."
     )
     supernode_not_ready_minutes: int = Field(
         default=10,
