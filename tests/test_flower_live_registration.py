@@ -218,7 +218,7 @@ def test_a_trusted_supernode_comes_online_and_the_revoked_one_is_refused(scenari
         time.sleep(0.2)
     log = live.procs.log(revoked.label)
     assert revoked.proc.returncode != 0 and REFUSED[live.version] in log, log
-    # What a site sees without reading logs (issue 34 part 3): with the site's alerts on, the SuperNode container's
+    # What a site sees without reading logs (issue 34 part 3): with `supernodeLogTail`, the SuperNode container's
     # FallbackToLogsOnError keeps the log's tail as its termination message, and Flower's line is in it.
     assert REFUSED[live.version] in termination_message(log), log
     assert node_id_of(live, revoked) is None, log

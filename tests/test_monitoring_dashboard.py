@@ -78,11 +78,13 @@ def test_the_configmap_validates_is_labelled_for_the_sidecar_and_far_under_the_l
     assert get(custom, "ConfigMap", NAME)["metadata"]["labels"]["grafana.com/dash"] == ""
 
 
-def test_no_dashboard_without_its_switch_or_without_monitoring() -> None:
+def test_no_dashboard_without_its_switch_and_never_silently_without_monitoring() -> None:
     assert all(o["metadata"]["name"] != NAME for o in core_objects(with_monitoring()))
     raw = with_monitoring(dashboard={"enabled": True})
     raw["monitoring"]["enabled"] = False
-    assert all(o["metadata"]["name"] != NAME for o in core_objects(raw))
+    with pytest.raises(ConfigError) as caught:  # the switch alone would render nothing: refused by its path
+        core_objects(raw)
+    assert [p.path for p in caught.value.problems] == ["federation.monitoring.dashboard.enabled"]
 
 
 def test_the_json_is_deterministic_with_stable_ids_and_a_uid_per_federation() -> None:

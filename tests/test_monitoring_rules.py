@@ -241,3 +241,40 @@ def test_the_program_registers_the_operator_objects_as_custom_resources() -> Non
     assert ("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "fl-federation-exporter") in types
     assert ("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "fl-federation-alerts") in types
     assert ("kubernetes:core/v1:Service", "fl-federation-exporter") in types
+
+
+@pytest.mark.parametrize("section", ["serviceMonitor", "prometheusRules", "dashboard"])
+def test_a_switch_without_monitoring_enabled_is_refused_not_ignored(section: str) -> None:
+    raw = with_monitoring(**{section: {"enabled": True}})
+    raw["monitoring"]["enabled"] = False
+    assert problems(raw) == [(f"federation.monitoring.{section}.enabled", ANY)]
+    raw["monitoring"]["enabled"] = True  # the negative control: with monitoring on, it renders
+    assert not problems_or_none(raw)
+
+
+def test_a_selector_label_the_stacks_labels_would_override_is_refused() -> None:
+    raw = with_monitoring(
+        prometheusRules={"enabled": True, "labels": {"release": "prom"}},
+        serviceMonitor={"enabled": True, "labels": {"release": "prom"}},
+        dashboard={"enabled": True},
+    )
+    raw["labels"] = {"release": "other", "grafana_dashboard": "0"}
+    assert sorted(path for path, _ in problems(raw)) == [
+        "federation.monitoring.dashboard.labelKey",
+        "federation.monitoring.prometheusRules.labels.release",
+        "federation.monitoring.serviceMonitor.labels.release",
+    ]
+    raw["labels"] = {"release": "prom", "grafana_dashboard": "1"}  # the negative control: the same values agree
+    objects = core_objects(raw)
+    assert get(objects, "ConfigMap", "fl-federation-dashboard")["metadata"]["labels"]["grafana_dashboard"] == "1"
+
+
+def problems_or_none(raw: dict[str, Any]) -> list[tuple[str, str]]:
+    from flower_federation.config.errors import ConfigError
+    from tests.support.render import plan_of
+
+    try:
+        plan_of(raw)
+    except ConfigError as e:
+        return [(p.path, p.message) for p in e.problems]
+    return []

@@ -118,18 +118,34 @@ def test_pods_are_matched_per_mode_and_thresholds_are_settings() -> None:
     assert pods in rules["FlowerSiteSuperNodeNotReady"] and rules["FlowerSiteSuperNodeRestarting"].endswith(">= 5")
 
 
-def test_the_supernode_keeps_flowers_exit_message_only_with_the_site_rule() -> None:
-    with_rule = workload_container(core_objects(site(**ON)), "StatefulSet", "hospital-a-supernode-a", "supernode")
-    assert with_rule["terminationMessagePolicy"] == "FallbackToLogsOnError"
+def test_the_supernode_keeps_flowers_exit_message_only_when_chosen() -> None:
+    """The log tail as termination message is readable by whoever may `get` pods: an explicit opt-in."""
+    tail = {"enabled": True, "prometheusRules": {"enabled": True, "supernodeLogTail": True}}
+    chosen = workload_container(core_objects(site(**tail)), "StatefulSet", "hospital-a-supernode-a", "supernode")
+    assert chosen["terminationMessagePolicy"] == "FallbackToLogsOnError"
     plain = core_objects(site())
+    rule_only = core_objects(site(**ON))  # the negative control: the site's alerts alone keep the default
     assert "terminationMessagePolicy" not in workload_container(
-        plain, "StatefulSet", "hospital-a-supernode-a", "supernode"
+        rule_only, "StatefulSet", "hospital-a-supernode-a", "supernode"
     )
-    assert core_objects(site(enabled=True)) == plain  # monitoring without its rule renders as before
+    assert [o for o in rule_only if o["kind"] != "PrometheusRule"] == plain
+
+
+@pytest.mark.parametrize(
+    ("settings", "where"),
+    [
+        ({"enabled": True}, "federation.monitoring.enabled"),  # a site's monitoring without its alerts: nothing
+        ({"prometheusRules": {"enabled": True, "supernodeLogTail": True}}, "federation.monitoring.prometheusRules"),
+    ],
+)
+def test_a_site_switch_that_would_render_nothing_is_refused(settings: dict[str, Any], where: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        plan_of(site(**settings))
+    assert caught.value.problems and all(p.path.startswith(where) for p in caught.value.problems), caught.value
 
 
 def test_a_site_cannot_scrape_or_chart_what_it_does_not_run() -> None:
-    raw = site(enabled=True, serviceMonitor={"enabled": True}, dashboard={"enabled": True})
+    raw = site(**ON, serviceMonitor={"enabled": True}, dashboard={"enabled": True})
     with pytest.raises(ConfigError) as caught:
         plan_of(raw)
     assert sorted(p.path for p in caught.value.problems) == [

@@ -80,8 +80,9 @@ def _supernode_container(plan: FederationPlan, pool: Pool) -> Container:
         ),
         pull_policy=plan.pull_policy(plan.supernode_image_config(pool)),
     )
-    if site_alerts.enabled(plan):
-        # The log's tail (Flower's exit message: why the SuperLink refused it) as the last termination message.
+    if site_alerts.enabled(plan) and plan.spec.monitoring.prometheus_rules.supernode_log_tail:
+        # The log's tail (Flower's exit message: why the SuperLink refused it) as the last termination message;
+        # an opt-in, since the pod's status is readable more widely than its log.
         c["terminationMessagePolicy"] = "FallbackToLogsOnError"
     if plan.distributed:
         c["ports"] = [{"name": "clientappio", "containerPort": plan.supernode_appio_port(pool), "protocol": "TCP"}]

@@ -98,6 +98,13 @@ class PrometheusRules(Model):
         description="Extra labels on the PrometheusRule: what your Prometheus' `ruleSelector` matches.",
     )
     thresholds: AlertThresholds = AlertThresholds()
+    supernode_log_tail: bool = Field(
+        default=False,
+        description="Site stacks: keep each SuperNode container's log tail (its last 80 lines, at most 2 KiB) as its "
+        "termination message (`terminationMessagePolicy: FallbackToLogsOnError`), so `kubectl describe pod` shows "
+        "Flower's refusal line for FlowerSiteSuperNodeExiting's runbook. Anyone who may `get` the pods reads it, "
+        "wider than `pods/log`, and it holds what a ClientApp printed: off unless you choose it.",
+    )
 
 
 class DashboardSettings(Model):
