@@ -58,7 +58,7 @@ from tests.support.stacks import base
 
 pytestmark = pytest.mark.live
 
-# Bounded: each `up` is two Job runs (a Python process importing flwr each); see the module docstring.
+# Bounded: each `up` is two Job runs (each a forked process and its Control API calls); see the module docstring.
 MACHINE = settings(
     max_examples=5,
     stateful_step_count=6,
@@ -100,12 +100,21 @@ def hub(sites: dict[str, list[str]]) -> dict[str, Any]:
 
 
 class Cluster:
-    """The live SuperLink and the rendered Jobs' containers, shared by the examples."""
+    """The live SuperLink and the rendered Jobs' containers, shared by the examples. Each Job's script
+    runs forked from a process that imported flwr once (JobPod.forked): the same script file, argv, env
+    and exit code, a process of its own, without a `python` start and flwr's import per run (about 1 CPU-s
+    each, some 200 runs here); the rendered command as a real subprocess is
+    tests/test_flower_live_registration.py's."""
 
     def __init__(self, live: LiveSuperLink):
         self.live = live
-        self.register: JobPod = job_pod(live, "machine-registration")
-        self.revoke: JobPod = job_pod(live, "machine-revocation", phase=REVOKE)
+        self.register: JobPod = job_pod(live, "machine-registration").forked()
+        self.revoke: JobPod = job_pod(live, "machine-revocation", phase=REVOKE).forked()
+
+    def close(self) -> None:
+        for job in (self.register, self.revoke):
+            assert job.server is not None
+            job.server.close()
 
 
 class TrustedSet(RuleBasedStateMachine):
@@ -233,7 +242,11 @@ class TrustedSet(RuleBasedStateMachine):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with live_superlink(HTTP_ERA, tmp_path_factory.mktemp("trust-machine")) as live:
-        yield Cluster(live)
+        machine = Cluster(live)
+        try:
+            yield machine
+        finally:
+            machine.close()
 
 
 def run_machine(cluster: Cluster, machine_settings: settings = MACHINE) -> Counter[str]:

@@ -48,7 +48,7 @@ def _first_error(text: str) -> str:
 class FederationReadiness:
     """stack.Federation's readiness. Uses the federation's cluster, outputs, rendered,
     connection, superlink, supernodes_pods, registered, register_runs, _crashes_seen, sh(),
-    flwr(), start_rest(), phase() and incident()."""
+    flwr(), phase() and incident()."""
 
     # -- readiness
     def register(self, attempts: int = 5) -> str:
@@ -114,7 +114,6 @@ class FederationReadiness:
         one is a failure (no run could start there), not something to recreate pods for."""
         deadline = time.monotonic() + timeout
         started = time.monotonic()
-        self.start_rest(timeout)
         self.cluster.wait_pods_ready([self.superlink], timeout)
         if self.outputs.get("nodeAuth") and not self.registered:
             self.register()

@@ -48,8 +48,6 @@ class Hub(Federation):
         self.connection = doc["superlink"]["default"]
         self.registered = False
         self.register_runs = 0
-        self.superlink_first = False
-        self._rest_started = True
         self.phases: list[str] = []
         self.incidents: list[str] = []
         self._crashes_seen: dict[tuple[str, str], int] = {}

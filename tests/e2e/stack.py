@@ -31,7 +31,6 @@ Federation mixes in the last three.
 from __future__ import annotations
 
 import copy
-import time
 import tomllib
 from collections.abc import Callable
 from typing import Any, Optional
@@ -73,7 +72,6 @@ class Federation(FederationReadiness, FlwrCli, AppRuns):
         self.connection = doc["superlink"]["default"]
         self.registered = False
         self.register_runs = 0
-        self._rest_started = False
         self.phases: list[str] = []
         self.incidents: list[str] = []
         self._crashes_seen: dict[tuple[str, str], int] = {}
@@ -83,13 +81,8 @@ class Federation(FederationReadiness, FlwrCli, AppRuns):
             self.cluster.create_pods()
             self.cli_netns = self.cluster.add_client("cli", NAMESPACE, CLI_LABELS)
             self._prepare_cli(doc)
-            # All pods at once, as the StatefulSets would. (superlink_first: a
-            # SuperLink-first rollout, kept for comparison, off.)
-            self.superlink_first = False
-            if self.superlink_first:
-                self.cluster.start_pods([self.superlink])
-            else:
-                self.cluster.start_pods()
+            # All pods at once, as the StatefulSets would.
+            self.cluster.start_pods()
         except BaseException:
             self.cluster.close()
             raise
@@ -119,28 +112,6 @@ class Federation(FederationReadiness, FlwrCli, AppRuns):
         return rolling_update(
             self.cluster, self.manifests, timeout, event, before_roll, first=[self.superlink.workload]
         )
-
-    def start_rest(self, timeout: float) -> None:
-        """SuperLink-first rollout: once the SuperLink is Ready and the keys are
-        registered, start the other pods (idempotent)."""
-        if not self.superlink_first or self._rest_started:
-            return
-        try:
-            self.cluster.wait_pods_ready([self.superlink], timeout)
-            # The SuperLink's SuperExec (its child, or the sidecar) asks for runs as soon
-            # as it is up: that first state access must be over before the next one.
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not any(
-                pod == self.superlink.name and any(a.endswith("flower-superexec") for a in argv[:2])
-                for pod, _, _, argv in self.cluster.processes()
-            ):
-                time.sleep(0.5)
-            time.sleep(4)
-            if self.outputs.get("nodeAuth") and not self.registered:
-                self.register()
-        finally:
-            self._rest_started = True
-            self.cluster.start_pods([p for p in self.cluster.pods.values() if p is not self.superlink])
 
     # -- pods
     def pods(self, component: str) -> list[Pod]:

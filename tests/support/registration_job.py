@@ -6,9 +6,12 @@ Shared by tests/test_flower_live_registration.py and bench/node_registration.py.
 
 from __future__ import annotations
 
+import json
+import select
+import signal
 import subprocess
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -17,11 +20,50 @@ from flower_federation.builders.registration import REGISTER
 from tests.support.flower import venv_python
 from tests.support.kube import container_command, container_env, pod_for
 from tests.support.live_flower import LiveSuperLink, localize, localize_path, materialize, rewrite
-from tests.support.processes import PortMap, process_env, run_bounded
+from tests.support.processes import PortMap, process_env, run_bounded, send_signal
 from tests.support.real_render import check_mounted
 
 # The Job's deadline (rendered: 540 s), shortened: a ready SuperLink needs one attempt.
 TIMEOUT_SECONDS = 20
+FORKSERVER = Path(__file__).with_name("job_forkserver.py")
+
+
+class ForkServer:
+    """tests/support/job_forkserver.py in a Flower venv: the Job's script run in a forked child of a
+    process that imported flwr once (the cost of a run is the script, not the interpreter and flwr)."""
+
+    def __init__(self, python: Path, env: dict[str, str], cwd: Path):
+        self.proc = subprocess.Popen(
+            [str(python), str(FORKSERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd
+        )
+
+    def _reply(self, timeout: Optional[float] = None) -> dict[str, int]:
+        assert self.proc.stdout is not None
+        if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
+            return {}
+        line = self.proc.stdout.readline()
+        assert line, f"the fork server exited ({self.proc.poll()})"
+        reply: dict[str, int] = json.loads(line)
+        return reply
+
+    def run(self, argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+        out, err = cwd / "forked.stdout", cwd / "forked.stderr"
+        assert self.proc.stdin is not None
+        req = {"argv": argv, "env": env, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        pid = self._reply()["pid"]
+        reply = self._reply(timeout)
+        if not reply:  # as run_bounded: the whole process group killed, then a failure
+            send_signal(pid, signal.SIGKILL, group=True)
+            self._reply()
+            raise AssertionError(f"{argv} timed out after {timeout}s:\n{out.read_text()}\n{err.read_text()}")
+        return subprocess.CompletedProcess(argv, reply["rc"], out.read_text(), err.read_text())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
 
 
 @dataclass
@@ -32,10 +74,19 @@ class JobPod:
     argv: list[str]
     env: dict[str, str]
     keys_file: Path  # the materialized trusted-keys file
+    # Set by `forked()`: runs go through a fork server instead of a new `python` each.
+    server: Optional[ForkServer] = field(default=None, repr=False)
 
-    def run(self, timeout_seconds: float = TIMEOUT_SECONDS, **env: str) -> subprocess.CompletedProcess:
+    def run(self, timeout_seconds: float = TIMEOUT_SECONDS, **env: str) -> subprocess.CompletedProcess[str]:
         env = {**self.env, "REGISTRATION_TIMEOUT_SECONDS": str(timeout_seconds), **env}
+        if self.server is not None:
+            return self.server.run(self.argv, env, Path(self.env["HOME"]), timeout_seconds + 30)
         return run_bounded(self.argv, env, timeout=timeout_seconds + 30, cwd=Path(self.env["HOME"]))
+
+    def forked(self) -> JobPod:
+        """The same container, its runs forked from a process that imported flwr once (ForkServer): for
+        tests that run the Job many times once its real command line is proven (the caller closes it)."""
+        return replace(self, server=ForkServer(Path(self.argv[0]), self.env, Path(self.env["HOME"])))
 
     def trust(self, lines: list[str]) -> None:
         """What a new key set does to the ConfigMap's trusted-keys file."""
