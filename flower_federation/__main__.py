@@ -5,6 +5,7 @@ module is missing and how to get it, in one paragraph with exit code 2, rather t
 missing module of flower_federation itself is a bug and keeps its traceback."""
 
 import gc
+import os
 import sys
 
 # A command runs once and exits, and nearly everything it makes lives until then: the Pulumi SDK's and
@@ -36,6 +37,11 @@ def run() -> int:
         return 2
 
 
+# No pydantic plugins (entry points of the `pydantic` group, e.g. an observability SDK's) hook into validating the
+# stack's config, which holds its secrets (node keys, kubeconfigs); finding them scanned every installed
+# distribution's metadata on each command (~15 ms, issue 36). An explicit PYDANTIC_DISABLE_PLUGINS (`""` loads all)
+# is kept.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 young, middle, _ = gc.get_threshold()
 gc.set_threshold(young, middle, FULL_COLLECTION_NEVER)
 code = run()

@@ -164,7 +164,10 @@ class Federation(pulumi.ComponentResource):
                 superlink_checksum=self.tls.superlink_checksum,
                 client_checksum=self.tls.client_checksum,
             )
-        self.access = [register(m, in_cluster(home.name, depends)) for m in shared if m["kind"] != "Namespace"]
+        self.access: list[pulumi.CustomResource] = []
+        for m in shared:  # a loop, not a comprehension: see supernode_pool.deploy
+            if m["kind"] != "Namespace":
+                self.access.append(register(m, in_cluster(home.name, depends)))
         ready = {home.name: [*depends, *self.access]}
         self.clusters = {}
         for cluster in others:
@@ -239,7 +242,9 @@ class Federation(pulumi.ComponentResource):
         # its successor is admitted at once (a SuperLink that missed it holds the node online for 60 s).
         registered = [self.registration.registered] if self.registration else []
         registered += [self.superlink] if self.superlink is not None else []
-        rolled = [r for pool in self.pools.values() for r in pool.deploy(registered)]
+        rolled: list[pulumi.Resource] = []
+        for pool in self.pools.values():  # a loop, not a comprehension: see supernode_pool.deploy
+            rolled += pool.deploy(registered)
         if self.registration is not None:
             self.registration.revoke_after(rolled)
 

@@ -31,10 +31,10 @@ class SuperLinkComponent(pulumi.ComponentResource):
         exporter's ConfigMap labels with their pool (monitoring.key_labels)."""
         super().__init__("flower-federation:index:SuperLink", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.resources = [
-            register(m, child, pod_annotations=rollout.annotations(m), fields=self._exporter_keys(plan, m, pool_keys))
-            for m in objects
-        ]
+        self.resources: list[pulumi.CustomResource] = []
+        for m in objects:  # a loop, not a comprehension: see supernode_pool.deploy
+            fields = self._exporter_keys(plan, m, pool_keys)
+            self.resources.append(register(m, child, pod_annotations=rollout.annotations(m), fields=fields))
         self.fleet_address = pulumi.Output.from_input(plan.fleet_address)
         self.control_address = pulumi.Output.from_input(plan.control_address)
         self.register_outputs({"fleetAddress": self.fleet_address, "controlAddress": self.control_address})
