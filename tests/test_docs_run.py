@@ -179,7 +179,37 @@ def test_a_python_example_runs(block: Block, tmp_path):
         timeout=300,
     )
     assert run.returncode == 0, run.stderr
-    assert "Traceback" not in run.stderr
+    assert "Traceback" not in _without_sdk_exit_noise(run.stderr), run.stderr
+
+
+# Pulumi's mocks make an event loop in each worker thread and never close it (pulumi/runtime/sync_await.py,
+# `_ensure_event_loop`); at interpreter exit, a loop finalized after its self-pipe socket reports "Exception ignored
+# in: <function BaseEventLoop.__del__ ...>" with a traceback ending "Invalid file descriptor: -1". Exit-time order
+# decides it (seen under load only). It is not the example failing: exactly that block is set aside, nothing else.
+_LOOP_DEL_NOISE = re.compile(
+    r"Exception ignored in: <function BaseEventLoop\.__del__ at 0x[0-9a-f]+>\n"
+    r"Traceback \(most recent call last\):\n(?:  .*\n)+ValueError: Invalid file descriptor: -1\n?"
+)
+
+
+def _without_sdk_exit_noise(stderr: str) -> str:
+    return _LOOP_DEL_NOISE.sub("", stderr)
+
+
+def test_only_the_sdks_exit_time_loop_noise_is_set_aside():
+    """The negative control of the filter: any other traceback, or that one ending otherwise, still counts."""
+    noise = (
+        "Exception ignored in: <function BaseEventLoop.__del__ at 0x7f3ab782bb00>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/asyncio/base_events.py", line 694, in __del__\n'
+        "    self.close()\n"
+        "ValueError: Invalid file descriptor: -1\n"
+    )
+    assert "Traceback" not in _without_sdk_exit_noise("public keys: {}\n" + noise)
+    assert "Traceback" in _without_sdk_exit_noise(noise.replace("Invalid file descriptor: -1", "boom"))
+    assert "Traceback" in _without_sdk_exit_noise(
+        'Traceback (most recent call last):\n  File "x", line 1\nKeyError: 1\n'
+    )
 
 
 def test_the_runner_fails_an_example_that_fails(tmp_path, monkeypatch):
