@@ -87,7 +87,11 @@ def sample_exposition(tmp_path: Path) -> str:
 def test_the_exposition_parses_with_prometheus_client_and_passes_promtool(tmp_path: Path) -> None:
     text = sample_exposition(tmp_path)
     found = families(text)
-    polls = {"last_poll_timestamp_seconds", "poll_errors_total"}  # the poll loop's own: not sampled here
+    polls = {
+        "last_poll_timestamp_seconds",
+        "last_successful_poll_timestamp_seconds",
+        "poll_errors_total",
+    }  # the loop's own: not sampled here
     assert set(found) == {exporter.PREFIX + name for name in set(exporter.HELP) - polls}
     nodes = {
         (s.labels["site"], s.labels["pool"], s.labels["status"]): s.value
