@@ -87,7 +87,11 @@ def sample_exposition(tmp_path: Path) -> str:
 def test_the_exposition_parses_with_prometheus_client_and_passes_promtool(tmp_path: Path) -> None:
     text = sample_exposition(tmp_path)
     found = families(text)
-    polls = {"last_poll_timestamp_seconds", "poll_errors_total"}  # the poll loop's own: not sampled here
+    polls = {
+        "last_poll_timestamp_seconds",
+        "last_successful_poll_timestamp_seconds",
+        "poll_errors_total",
+    }  # the loop's own: not sampled here
     assert set(found) == {exporter.PREFIX + name for name in set(exporter.HELP) - polls}
     nodes = {
         (s.labels["site"], s.labels["pool"], s.labels["status"]): s.value
@@ -232,3 +236,79 @@ def test_a_federations_own_pools_keys_are_labelled_with_their_pool_at_deploy_tim
     config = next(r for r in run.registrations if r.name == "fl-federation-exporter" and r.type.endswith("ConfigMap"))
     lines = config.inputs["data"][monitoring.KEY_LABELS_FILE].splitlines()
     assert sorted(line.split()[:2] for line in lines) == [["fl", "a1"], ["fl", "a1"], ["fl", "b"]], lines
+
+
+def poll_args(tmp_path: Path) -> Any:
+    labels = tmp_path / "key-labels"
+    labels.write_text(KEY_LABELS)
+    return exporter.parse(["--config", str(tmp_path / "c.toml"), "--key-labels", str(labels), "--port", "0"])
+
+
+def test_a_failed_poll_serves_up_0_no_counts_and_when_the_last_good_one_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Control API answers, then fails: the second exposition says `up 0`, keeps the first poll's time as
+    `last_successful_poll_timestamp_seconds` and serves no node or run series (unknown, never a stale count
+    shown as current: the alerts hold what was firing, tests/test_monitoring_rules.py). Before any success the
+    gauge is absent (the negative control: it is not a poll's time)."""
+    node = {"key": "AAAAlabc", "status": "offline", "last_activated_at": NOW - 90, "last_deactivated_at": NOW - 60}
+    answers: list[Any] = [([node], []), RuntimeError("the SuperLink is gone")]
+
+    def answer() -> Any:
+        got = answers.pop(0)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    monkeypatch.setattr(exporter, "ask_superlink", answer)
+    e = exporter.Exporter(poll_args(tmp_path))
+    assert "last_successful_poll_timestamp_seconds" not in e.text
+    e.poll()
+    good = families(e.text)
+    assert good["flower_federation_up"].samples[0].value == 1
+    assert {s.labels["site"] for s in good["flower_federation_supernodes"].samples} == {"lab-c", "hospital-a"}
+    when = good["flower_federation_last_successful_poll_timestamp_seconds"].samples[0].value
+    assert when == good["flower_federation_last_poll_timestamp_seconds"].samples[0].value
+    e.poll()
+    bad = families(e.text)
+    assert bad["flower_federation_up"].samples[0].value == 0
+    assert bad["flower_federation_poll_errors"].samples[0].value == 1
+    assert bad["flower_federation_last_successful_poll_timestamp_seconds"].samples[0].value == when
+    assert not {"flower_federation_supernodes", "flower_federation_runs"} & set(bad)
+    assert promtool(e.text, tmp_path).returncode == 0
+
+
+class HungUp:
+    """A connection's write side whose peer has gone: every write raises `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def write(self, data: bytes) -> int:
+        raise self.error
+
+    def flush(self) -> None:
+        pass
+
+
+def serve_one(e: Any, wfile: HungUp) -> None:
+    """One `GET /metrics` through http.server's own request handling, its answer written to `wfile`."""
+    import io
+
+    handler = exporter.handler(e)
+    h = handler.__new__(handler)
+    h.rfile, h.wfile = io.BytesIO(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), wfile
+    h.client_address, h.server, h.close_connection = ("127.0.0.1", 1), None, True
+    h.handle_one_request()
+
+
+def test_a_scraper_that_hangs_up_early_is_no_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scraper or probe that disconnects before the answer is written (BrokenPipeError, ConnectionResetError)
+    ends the request quietly: nothing raised, which http.server's server would print as a traceback, nothing
+    logged. Negative control: any other write error still raises."""
+    e = exporter.Exporter(poll_args(tmp_path))
+    for gone in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "Connection reset by peer")):
+        serve_one(e, HungUp(gone))
+    assert capsys.readouterr() == ("", "")
+    with pytest.raises(OSError, match="No space"):
+        serve_one(e, HungUp(OSError(28, "No space left on device")))

@@ -278,3 +278,85 @@ def problems_or_none(raw: dict[str, Any]) -> list[tuple[str, str]]:
     except ConfigError as e:
         return [(p.path, p.message) for p in e.problems]
     return []
+
+
+# Alerts over the exporter's series, held firing while those are unknown (monitoring_rules.held), and the series
+# that say they are known: a successful poll (the Control API's series) or a successful scrape (the files').
+POLLED, SCRAPED = f"flower_federation_up{{{E}}}", f"up{{{E}}}"
+HELD = {
+    "FlowerSuperLinkDown": SCRAPED,
+    "FlowerSiteOffline": POLLED,
+    "FlowerSiteFlapping": POLLED,
+    "FlowerRunFailed": POLLED,
+    "FlowerRunTooLong": POLLED,
+    "FlowerStateBackupStale": SCRAPED,
+    "FlowerCertificateExpiring": SCRAPED,
+    "FlowerCertificateExpiryCritical": SCRAPED,
+}
+GONE = 70  # minutes the series stay missing: past every window the rules look back over (flapping's 1h)
+
+
+def samples(values: str) -> int:
+    """How many samples a promtool series notation gives (`axN` is N+1, a plain value 1)."""
+    return sum(int(v.split("x")[1]) + 1 if "x" in v else 1 for v in values.split())
+
+
+def vanishing(alert: str) -> tuple[dict[str, str], dict[str, str], int, dict[str, str]]:
+    """The alert's firing case, then every series gone (the exporter down): evaluated well past the lookback."""
+    fire, _, minutes, labels = CASES[alert]
+    last = max(samples(v) for v in fire.values())
+    series = {s: f"{v} _x{GONE}" for s, v in fire.items()}
+    series.setdefault(HELD[alert], f"1x{last - 1} _x{GONE}")
+    return series, {}, last - 1 + GONE, labels
+
+
+def unheld(spec: dict[str, Any]) -> dict[str, Any]:
+    """The rules as they were before the hold: each held expression's own part alone."""
+    old = copy.deepcopy(spec)
+    for rule in old["groups"][0]["rules"]:
+        rule["expr"] = re.sub(r"^\((.*)\) or \(max without .*$", r"\1", rule["expr"], flags=re.S)
+    return old
+
+
+def test_an_alert_over_exporter_series_stays_firing_while_they_are_unknown(tmp_path: Path) -> None:
+    """Each held alert fires on its case, then every series vanishes (the exporter not scraped, or its polls
+    failing) for 70 minutes: it is still firing (an unknown state is never reported as healthy). Negative
+    control, the case that failed before: the same series against the rules without the hold resolve, each."""
+    assert set(HELD) == {a for a, r in alert_rules().items() if "flower_federation_" in r["expr"]}
+    cases = {alert: vanishing(alert) for alert in HELD}
+    spec = rule_object()["spec"]
+    (tmp_path / "tests.yaml").write_text(rule_tests(write_rules(tmp_path, spec), cases))
+    tested = promtool("test", "rules", str(tmp_path / "tests.yaml"))
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    (tmp_path / "old.yaml").write_text(rule_tests(write_rules(tmp_path, unheld(spec)), cases))
+    old = promtool("test", "rules", str(tmp_path / "old.yaml"))
+    assert old.returncode != 0
+    assert [a for a in HELD if f"alertname: {a}," not in old.stdout + old.stderr] == [], old.stdout + old.stderr
+
+
+def test_a_site_offline_then_unknown_resolves_only_once_seen_online(tmp_path: Path) -> None:
+    """FlowerSiteOffline through an exporter outage: lab-c offline 15 minutes (firing), its series and the poll's
+    `up` gone 10 minutes (still firing), then known again: still offline, it keeps firing; back online, it
+    resolves. A site online when the exporter went is not reported offline while unknown (hospital-a)."""
+    site = 'flower_federation_supernodes{%s,site="%s",pool="a1",status="online"}'
+    rules = alert_rules()
+    firing = [expected(rules["FlowerSiteOffline"], {"site": "lab-c"})]
+    series = {
+        site % (E, "lab-c"): "0x15 _x10 0x5 1x10",
+        site % (E, "hospital-a"): "1x15 _x30",
+        POLLED: "1x15 _x10 1x15",
+    }
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [{"series": s, "values": v} for s, v in series.items()],
+            "alert_rule_test": [
+                {"eval_time": f"{minutes}m", "alertname": "FlowerSiteOffline", "exp_alerts": alerts}
+                for minutes, alerts in ((14, firing), (24, firing), (30, firing), (33, []), (40, []))
+            ],
+        }
+    ]
+    path = write_rules(tmp_path, rule_object()["spec"])
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": [str(path)], "tests": tests}))
+    tested = promtool("test", "rules", str(tmp_path / "tests.yaml"))
+    assert tested.returncode == 0, tested.stdout + tested.stderr

@@ -44,6 +44,16 @@ def alert(
     return rule
 
 
+def held(plan: FederationPlan, name: str, expr: str, known: str) -> str:
+    """`expr`, and, while `known` is not true, whatever of the alert was firing: an alert over the exporter's series
+    stays firing while those series are unknown (the exporter not scraped, or its polls failing: they vanish),
+    never resolving for want of data; FlowerExporterDown or FlowerSuperLinkDown says why. The alert's own ALERTS
+    series, without the labels the rule adds, is its previous label set, so the alert continues (no new `for:`, no
+    resolve-and-refire). Only `firing` is held: a pending alert is a claim not yet made, not made while unknown."""
+    firing = f'ALERTS{{alertname="{name}",alertstate="firing",federation="{plan.name}"}}'
+    return f"({expr}) or (max without (alertname, alertstate, severity, federation) ({firing}) unless on () ({known}))"
+
+
 # Alerts about the state volume: only where the SuperLink keeps its state on one (`superlink.persistence`).
 STATE_ALERTS = ("FlowerStateVolumeFilling", "FlowerStateBackupStale")
 
@@ -63,29 +73,39 @@ def _every_alert(plan: FederationPlan) -> list[dict[str, Any]]:
     claim = f"{STATE_VOLUME}-{pod}"
     volume = f'namespace="{ns}",persistentvolumeclaim="{claim}"'
     ours = f'namespace="{ns}",pod=~"{n}-.*"'
+    # What an exporter alert needs to be known: the Control API's series a successful poll; the files' series
+    # (certificates, backups, served whatever the poll did) a successful scrape.
+    polled, scraped = f"flower_federation_up{{{sel}}} == 1", f"up{{{sel}}} == 1"
     return [
         alert(plan, "FlowerExporterDown", f"up{{{sel}}} == 0 or absent(up{{{sel}}})", 10, "warning",
                f"Federation {n}: the exporter is not scraped", "Prometheus cannot scrape the federation exporter."),
-        alert(plan, "FlowerSuperLinkDown", f"flower_federation_up{{{sel}}} == 0", 5, "critical",
+        alert(plan, "FlowerSuperLinkDown",
+               held(plan, "FlowerSuperLinkDown", f"flower_federation_up{{{sel}}} == 0", scraped), 5, "critical",
                f"Federation {n}: the SuperLink's Control API does not answer",
                "The exporter's polls of the Control API fail."),
         alert(plan, "FlowerSuperLinkNotReady",
                f'kube_pod_status_ready{{namespace="{ns}",pod="{pod}",condition="true"}} == 0', 10, "critical",
                f"Federation {n}: the SuperLink pod is not ready", "The SuperLink pod has been unready."),
         alert(plan, "FlowerSiteOffline",
-               f'sum by (site) (flower_federation_supernodes{{{sel},status="online",site!="unknown"}}) == 0',
-               t.site_offline_minutes, "warning",
+               held(plan, "FlowerSiteOffline",
+                    f'sum by (site) (flower_federation_supernodes{{{sel},status="online",site!="unknown"}}) == 0',
+                    polled), t.site_offline_minutes, "warning",
                f"Federation {n}: site {{{{ $labels.site }}}} has no online SuperNode",
                f"No SuperNode of the site has been online for {t.site_offline_minutes} minutes."),
         alert(plan, "FlowerSiteFlapping",
-               f'sum by (site) (changes(flower_federation_supernodes{{{sel},status="online"}}[1h])) '
-               f">= {t.flapping_changes_per_hour}", 0, "warning",
+               held(plan, "FlowerSiteFlapping",
+                    f'sum by (site) (changes(flower_federation_supernodes{{{sel},status="online"}}[1h])) '
+                    f">= {t.flapping_changes_per_hour}", polled), 0, "warning",
                f"Federation {n}: site {{{{ $labels.site }}}}'s SuperNodes are flapping",
                f"The site's online SuperNode count changed at least {t.flapping_changes_per_hour} times in an hour."),
-        alert(plan, "FlowerRunFailed", f'delta(flower_federation_runs{{{sel},status="failed"}}[15m]) > 0', 0,
+        alert(plan, "FlowerRunFailed",
+               held(plan, "FlowerRunFailed", f'delta(flower_federation_runs{{{sel},status="failed"}}[15m]) > 0',
+                    polled), 0,
                "warning", f"Federation {n}: a run failed", "A run finished as failed in the last 15 minutes."),
         alert(plan, "FlowerRunTooLong",
-               f"flower_federation_oldest_running_run_age_seconds{{{sel}}} > {t.run_running_hours * 3600}", 0,
+               held(plan, "FlowerRunTooLong",
+                    f"flower_federation_oldest_running_run_age_seconds{{{sel}}} > {t.run_running_hours * 3600}",
+                    polled), 0,
                "warning", f"Federation {n}: a run is running for too long",
                f"A run has been running for more than {t.run_running_hours} hours."),
         alert(plan, "FlowerRegistrationJobFailed",
@@ -106,17 +126,20 @@ def _every_alert(plan: FederationPlan) -> list[dict[str, Any]]:
                f"* 100 < {t.volume_free_percent}", 5, "warning", f"Federation {n}: the state volume is filling",
                f"Less than {t.volume_free_percent}% of the SuperLink's state volume is free."),
         alert(plan, "FlowerStateBackupStale",
-               f"flower_federation_state_backup_newest_age_seconds{{{sel}}} > {t.backup_max_age_days * DAY} "
-               f"or flower_federation_state_backups{{{sel}}} == 0", 0, "info",
+               held(plan, "FlowerStateBackupStale",
+                    f"flower_federation_state_backup_newest_age_seconds{{{sel}}} > {t.backup_max_age_days * DAY} "
+                    f"or flower_federation_state_backups{{{sel}}} == 0", scraped), 0, "info",
                f"Federation {n}: no recent state backup", "Read before an upgrade: no state-guard backup is recent."),
         alert(plan, "FlowerCertificateExpiring",
-               f"flower_federation_certificate_not_after_timestamp_seconds{{{sel}}} - time() "
-               f"< {t.certificate_warning_days * DAY}", 0, "warning",
+               held(plan, "FlowerCertificateExpiring",
+                    f"flower_federation_certificate_not_after_timestamp_seconds{{{sel}}} - time() "
+                    f"< {t.certificate_warning_days * DAY}", scraped), 0, "warning",
                f"Federation {n}: a certificate expires within {t.certificate_warning_days} days",
                "{{ $labels.kind }} certificate {{ $labels.subject }} expires soon."),
         alert(plan, "FlowerCertificateExpiryCritical",
-               f"flower_federation_certificate_not_after_timestamp_seconds{{{sel}}} - time() "
-               f"< {t.certificate_critical_days * DAY}", 0, "critical",
+               held(plan, "FlowerCertificateExpiryCritical",
+                    f"flower_federation_certificate_not_after_timestamp_seconds{{{sel}}} - time() "
+                    f"< {t.certificate_critical_days * DAY}", scraped), 0, "critical",
                f"Federation {n}: a certificate expires within {t.certificate_critical_days} days",
                "{{ $labels.kind }} certificate {{ $labels.subject }} expires very soon."),
     ]  # fmt: skip

@@ -126,8 +126,8 @@ def prove(watch: Watch, hub: Any, site_cluster: Cluster, node_id: str, online_ti
 
     wait_for(f"{dropped} online again", back_online, online_timeout, every=3)
 
-    # Resolved because Prometheus sees the site online again, not because its series went missing (a failed
-    # poll serves no node series, which also ends the alert: FlowerSuperLinkDown's case, docs/observability.md).
+    # Resolved because Prometheus sees the site online again (a failed poll serves no node series; the rule holds
+    # a firing alert while they are missing: docs/observability.md, "Unknown is not healthy").
     def resolved() -> bool:
         return admitted.query(online_by_site) == both and not admitted.alerts(ALERT)
 

@@ -12,6 +12,10 @@ changes between versions), stats the state file, its volume and the state-guard 
 certificates' notAfter, and keeps the exposition it built; `GET /metrics` serves the last one (a scrape never
 waits for the SuperLink), `GET /healthz` answers 200 while polls keep being made.
 
+A failed poll serves `up 0` and no node or run series: what the SuperLink knows is then unknown, and a stale count
+served as current would be a claim nobody made. `last_successful_poll_timestamp_seconds` says since when; the alerts
+keep what was firing firing while it is unknown (builders/monitoring_rules.py), never resolve for want of data.
+
 A node is named by its public key through KEY_LABELS (re-read each poll: the ConfigMap is updated in place when
 the trusted keys change), one `site pool OpenSSH-key-line` per line. A key it does not list is counted under
 site="unknown", pool="unknown": never dropped, so a registered stranger shows. Label sets are bounded: site x
@@ -48,6 +52,10 @@ HELP = {
     "up": ("gauge", "1 if the last poll of the SuperLink's Control API succeeded, else 0."),
     "control_api_latency_seconds": ("gauge", "How long the last poll's Control API calls took."),
     "last_poll_timestamp_seconds": ("gauge", "When the last poll ended (Unix time)."),
+    "last_successful_poll_timestamp_seconds": (
+        "gauge",
+        "When the last poll whose Control API calls succeeded ended (Unix time); absent until one has.",
+    ),
     "poll_errors_total": ("counter", "Polls whose Control API calls failed."),
     "supernodes": ("gauge", "SuperNodes the SuperLink knows, by the site and pool of their key and Flower status."),
     "site_last_online_age_seconds": (
@@ -269,6 +277,7 @@ class Exporter:
         self.text = exposition({"up": [({}, 0.0)]})
         self.errors = 0
         self.last_poll = 0.0
+        self.last_success: Optional[float] = None
 
     def poll(self) -> None:
         a = self.args
@@ -282,12 +291,15 @@ class Exporter:
             samples["up"] = [({}, 0.0)]
         else:
             now = time.time()
+            self.last_success = float(int(now))
             samples["up"] = [({}, 1.0)]
             samples["control_api_latency_seconds"] = [({}, round(time.monotonic() - started, 6))]
             samples.update(node_samples(nodes, read_key_labels(a.key_labels), now))
             samples.update(run_samples(runs, now))
         now = time.time()
         samples["last_poll_timestamp_seconds"] = [({}, float(int(now)))]
+        if self.last_success is not None:
+            samples["last_successful_poll_timestamp_seconds"] = [({}, self.last_success)]
         samples["poll_errors_total"] = [({}, float(self.errors))]
         samples.update(file_samples(a.state, a.backups, now))
         samples.update(certificate_samples(a.cert, a.ca))
@@ -316,11 +328,16 @@ def handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
                 body, status = (b"ok\n", 200) if exporter.healthy() else (b"polls stalled\n", 503)
             else:
                 body, status = b"not found\n", 404
-            self.send_response(status)
-            self.send_header("Content-Type", CONTENT_TYPE)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            # A scraper or probe that hangs up before the answer is written (its timeout, a restart) is routine:
+            # nothing to report, and http.server would print a traceback for every one.
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: a scrape a minute is noise
             pass
