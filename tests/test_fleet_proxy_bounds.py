@@ -146,7 +146,7 @@ def test_nginx_loads_the_rendered_bounds(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("version", sorted({PREVIOUS_HTTP_ERA, HTTP_ERA, NEXT}))
-def test_the_proxy_closes_an_idle_superlink_connection_before_the_superlink_does(version: str) -> None:
+def test_the_proxys_upstream_idle_timeout_is_below_the_superlinks_keep_alive(version: str) -> None:
     """The upstream keep-alive (issue 36): nginx must close an idle connection to the SuperLink first, or it
     may send a request on one the SuperLink is closing, which nginx does not repeat for a POST (the site sees
     502). The SuperLink is uvicorn, run with its default `timeout_keep_alive` (read here from each HTTP-era
