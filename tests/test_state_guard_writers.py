@@ -7,7 +7,8 @@ SuperLink wrote, the nightly's rendered guard run by the nightly's own Python:
 2. The same writer, its transaction committed, its connection still open (an idle older SuperLink): refused too,
    by SQLite's connection lock on the -shm file.
 3. A restore under that writer: refused as well (it would replace the file under an open connection).
-4. The negative control: the writer gone, the guard backs up and the nightly SuperLink migrates to 4c9b3f185c5b.
+4. The negative control: the writer gone (killed mid-transaction, its -wal and -shm files left behind: a crash
+   wedges nothing), the guard backs up and the nightly SuperLink migrates to 4c9b3f185c5b.
 """
 
 from __future__ import annotations
@@ -71,8 +72,16 @@ def test_a_migration_waits_for_no_other_writer(tmp_path: Path) -> None:
         restore = guard(NEXT, state, restore="none.db")
         assert restore.returncode == state_guard.REFUSED_EXIT and "Restoring none.db" in restore.stderr, restore.stderr
         (backups / "none.db").unlink()
+
+        # A writer that crashes mid-transaction (SIGKILL: a node lost, an OOM kill) leaves its -wal and -shm files
+        # behind, but its locks die with it: the guard below must not be wedged by what a dead process left.
+        shell.run("begin immediate; create table written_by_a_crashed_writer (x);")
+        shell.proc.kill()
+        shell.proc.wait(timeout=30)
+        assert Path(f"{state}-shm").exists() and Path(f"{state}-wal").exists()
     finally:
-        shell.close()
+        if shell.proc.poll() is None:
+            shell.close()
     # Nothing was copied, recorded or migrated while the writer was there.
     assert revisions(state) == [REV_142] and not list(backups.glob("*.db"))
     assert (state.parent / "state.db.flower-version").read_text().strip() == HTTP_ERA
