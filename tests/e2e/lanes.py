@@ -88,7 +88,11 @@ LANES = [["subprocess"], ["process", "distributed", "negative", "probes"], ["upg
 # most; runs take one of runs.RUN_SLOTS.
 START_GATE = threading.Semaphore(1)
 GATE_HOLD = 90
-GATE_TIMEOUT = 600
+# A bound on the wait for a turn, which only a hang should reach: every other federation start of the session may
+# come first, each holding the gate GATE_HOLD at most plus its own start (render, namespaces, processes: ~30 s on a
+# loaded machine). Three versions' lanes start up to 21 federations, the followers 6 more; 600 s (two versions'
+# lanes) left a 1.26.1 day-2 federation without a turn in CI once the next Flower's lanes joined.
+GATE_TIMEOUT = (GATE_HOLD + 30) * 27
 
 
 class Lane(threading.Thread):

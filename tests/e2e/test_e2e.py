@@ -11,11 +11,14 @@ import pytest
 
 from tests.e2e import harness
 from tests.e2e.background import report
+from tests.e2e.lanes import GATE_TIMEOUT
 from tests.e2e.stack import VERSIONS, WITH_NEXT
 from tests.e2e.upgrade import FROM, TO
 from tests.support.flower import GRPC_ERA, HTTP_ERA, NEXT
 
-RESULT_TIMEOUT = 900  # a test's wait for its lane's outcome (the longest lane takes ~10 minutes); bounds a hang
+# A test's wait for its lane's outcome, which only a hang should reach: its federation's turn at the start gate
+# (lanes.GATE_TIMEOUT at most) and its scenarios (the longest lane takes ~15 minutes on a loaded machine).
+RESULT_TIMEOUT = GATE_TIMEOUT + 900
 
 
 def check(background, version: str, scenario: str, record_property) -> None:
