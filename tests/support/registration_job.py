@@ -66,6 +66,12 @@ class ForkServer:
         self.proc.wait(timeout=30)
 
 
+# What a run may take beyond the script's own deadline, which starts once it runs: the interpreter's start and
+# Flower's import come first, and on a loaded two-core CI machine (e2e lanes beside it) they took over 30 s (CI of
+# 6617a47: the wrong-CA Job printed its FAILED line, then was cut at 12 + 30 s). Only a hang reaches this bound.
+START_MARGIN_SECONDS = 120
+
+
 @dataclass
 class JobPod:
     """The registration Job's container, runnable here."""
@@ -79,9 +85,10 @@ class JobPod:
 
     def run(self, timeout_seconds: float = TIMEOUT_SECONDS, **env: str) -> subprocess.CompletedProcess[str]:
         env = {**self.env, "REGISTRATION_TIMEOUT_SECONDS": str(timeout_seconds), **env}
+        bound = timeout_seconds + START_MARGIN_SECONDS
         if self.server is not None:
-            return self.server.run(self.argv, env, Path(self.env["HOME"]), timeout_seconds + 30)
-        return run_bounded(self.argv, env, timeout=timeout_seconds + 30, cwd=Path(self.env["HOME"]))
+            return self.server.run(self.argv, env, Path(self.env["HOME"]), bound)
+        return run_bounded(self.argv, env, timeout=bound, cwd=Path(self.env["HOME"]))
 
     def forked(self) -> JobPod:
         """The same container, its runs forked from a process that imported flwr once (ForkServer): for
