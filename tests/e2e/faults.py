@@ -184,7 +184,7 @@ def scenario_8(fed: Federation, memo: dict) -> None:
     # The SuperLink dies once a ClientApp trains anywhere.
     kill = KillWhileTraining(fed, fed.superlink.containers[0], {p.name for p in fed.supernodes_pods})
 
-    interrupted = fed.run_app({"train-seconds": 5.0, "round-timeout": 30.0}, during=kill)
+    interrupted = fed.run_app({"num-server-rounds": 2, "train-seconds": 5.0, "round-timeout": 30.0}, during=kill)
     assert interrupted.during_error is None, interrupted.during_error
     fed.phase(f"flwr run ended ({interrupted.summary()})", 0)
 

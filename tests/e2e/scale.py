@@ -316,7 +316,7 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
         exporter0 = sum(cpu_seconds(p) for p in exporter)
 
     # A run with every node in every round.
-    run_config = {"min-nodes": n, "round-timeout": round_timeout(n)}
+    run_config = {"min-nodes": n, "num-server-rounds": 2, "round-timeout": round_timeout(n)}
     cpu0 = cpu_seconds(pid)
     with PeakRss(pid) as peak:
         result = hub.run_app(run_config)

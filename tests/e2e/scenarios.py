@@ -119,7 +119,9 @@ def quorum(pods: Any) -> str:
     return ",".join(sorted(pods))
 
 
-def assert_completed(result: RunResult, expected: dict[str, list[int]], rounds: int = 2) -> None:
+def assert_completed(result: RunResult, expected: dict[str, list[int]], rounds: Optional[int] = None) -> None:
+    """The run finished with `rounds` rounds (default: the run's own num-server-rounds), each with `expected`."""
+    rounds = result.planned_rounds if rounds is None else rounds
     tail = result.output[-3000:]
     assert result.returncode == 0, f"flwr run exited {result.returncode}:\n{tail}"
     assert result.done, f"the ServerApp did not finish ({result.summary()}):\n{tail}"
@@ -165,8 +167,8 @@ def scenario_1(fed: Federation, memo: dict) -> None:
     listed = {str(n["node-id"]) for n in nodes}
     assert set(ids.values()) == listed, f"SuperNode ids in the pods' logs {ids} vs listed {listed}"
 
-    result = fed.run_app()
-    assert_completed(result, expected)
+    result = fed.run_app({"num-server-rounds": 2})  # the one multi-round run of a federation's own
+    assert_completed(result, expected, rounds=2)
     assert ran_in(result, "flwr-serverapp") == {(fed.superlink.name, "superlink")}, result.ran
     assert ran_in(result, "flwr-clientapp") == {(pod, "supernode") for pod in expected}, result.ran
     assert_within_memory_limits(fed, result)

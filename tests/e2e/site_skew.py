@@ -189,7 +189,7 @@ class Skew:
         """A two-round run in which both sites answer every round; its run id."""
         hub = self.hub
         proxy_mark = len(fleet_only.proxy_log(hub.superlink))
-        result = hub.run_app({"min-nodes": 2})
+        result = hub.run_app({"min-nodes": 2, "num-server-rounds": 2})
         assert_completed(result, {f"{s}-supernode-{POOL}-0": [2, i] for i, s in enumerate(ADMITTED)})
         rid = run_id(result)
         assert rid is not None

@@ -273,7 +273,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     proxied = any(c["name"] == "fleet-proxy" for c in hub.superlink.spec["containers"])
     assert proxied == (not hub_cluster.version.startswith("1.2")), "the hub's Fleet-only proxy: HTTP era only"
     proxy_mark = len(fleet_only.proxy_log(hub.superlink)) if proxied else 0
-    run_config: dict[str, Any] = {"min-nodes": 2}
+    run_config: dict[str, Any] = {"min-nodes": 2, "num-server-rounds": 2}
     if proxied:
         run_config["model-floats"] = LARGE_MODEL_FLOATS
     result = hub.run_app(run_config)

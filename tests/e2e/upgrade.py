@@ -120,7 +120,7 @@ def roll(fed: Federation, raw: dict[str, Any]) -> list[str]:
 
 
 def run(fed: Federation) -> base.RunResult:
-    """A two-round run on every SuperNode (the app waits for `min-nodes`), completed and listed."""
+    """A run on every SuperNode (the app waits for `min-nodes`; runs.ROUNDS rounds), completed and listed."""
     expected = base.expected_clients(fed.rendered.raw)
     result = fed.run_app({"min-nodes": len(expected)})
     base.assert_completed(result, expected)
