@@ -420,9 +420,11 @@ def test_a_real_supernodes_round_completes_through_the_proxy_during_a_flood(
         held = (tmp_path / "access.log").read_text() + (tmp_path / "error.log").read_text()
         assert proxy.post("127.0.0.14", 64 * 1024) == 503, re.findall(r".*127\.0\.0\.1[0-3]\b.*", held)
         before = len((tmp_path / "access.log").read_text())  # after it only the SuperNode comes from 127.0.0.1
-        output, status = one_round(live, name, env, floats=4096, timeout=15, bound=60)  # a 32 KiB reply
-        # The reply's push comes once the ClientApp (a new process) has answered, which on a loaded machine can be
-        # after the round's timeout: watch for the SuperNode's push-object to reach the proxy, not a fixed time.
+        # A 32 KiB reply. The round waits longer than anything here (the stream is cut at `bound`, the run still
+        # running): the SuperNode must pull the message before the run ends, which on a loaded machine came after
+        # a 15 s round had timed out (CI: no push at all). The reply's push comes once the ClientApp (a new
+        # process) has answered: watch for the SuperNode's push-object to reach the proxy, not a fixed time.
+        output, status = one_round(live, name, env, floats=4096, timeout=600, bound=60)
         deadline = time.monotonic() + 240
         while not _served(log := (tmp_path / "access.log").read_text()[before:], "push-object"):
             assert time.monotonic() < deadline, f"the SuperNode never pushed its reply:\n{log[-3000:]}"
@@ -432,7 +434,7 @@ def test_a_real_supernodes_round_completes_through_the_proxy_during_a_flood(
             f"the SuperNode's push-object statuses {_served(log, 'push-object')}"
         )
         assert "503" in _served(log, "push-object")
-        with pytest.raises(AssertionError, match="no ClientApp reply aggregated|the run is running"):
+        with pytest.raises(AssertionError, match="the run is running"):
             assert_round_completed_through_the_proxy(output, status, log)
     finally:
         done.set()

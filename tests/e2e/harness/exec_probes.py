@@ -16,6 +16,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 from tests.e2e.podinit import privileges
@@ -70,8 +72,32 @@ def run_exec_probe(
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=REAP_SECONDS)
+            _wait_group_gone(proc.pid, REAP_SECONDS)
             return False, f"command timed out after {timeout}s, killed"
         out.seek(0)
         text = out.read(OUTPUT_LIMIT).decode(errors="replace").strip()
     last = text.splitlines()[-1] if text else ""
     return code == 0, f"exit {code}" + (f": {last}" if code != 0 and last else "")
+
+
+def _wait_group_gone(pgid: int, bound: float) -> None:
+    """Until no live process of group `pgid` is left (a zombie waiting for the container's PID 1 to reap it has
+    run its last instruction): SIGKILL is queued at once but acted on when the process next runs, which on a
+    loaded machine comes after killpg returns (CI once found the killed command still in /proc). `bound` only
+    guards against a hang: a process SIGKILLed stays, if at all, in an uninterruptible wait."""
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline and _live_members(pgid):
+        time.sleep(0.05)
+
+
+def _live_members(pgid: int) -> list[int]:
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # /proc/PID/stat: "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+            state, _ppid, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != "Z":
+            members.append(int(stat.parent.name))
+    return members
