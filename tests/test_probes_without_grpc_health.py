@@ -7,16 +7,18 @@ the same SuperNode stopped with SIGSTOP (the negative control)."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from flower_federation.kube.pod_security import restricted_violations
-from flower_federation.plan.probes import PROCESS_ALIVE, RUNTIME_HEALTH
+from flower_federation.plan.probes import PROBE_PYTHON, PROCESS_ALIVE, RUNTIME_HEALTH
 from tests.support.flower import HTTP_ERA, NEXT, venv_bin, venv_python
 from tests.support.manifests import workloads
 from tests.support.processes import free_port, process_env
@@ -59,9 +61,9 @@ def test_supernodes_and_superexecs_are_probed_without_the_grpc_health_server(iso
                 tls = "--ssl-certfile" in c["args"]
                 assert tls is (plan.runtime_trust is not None)
                 url = f"{'https' if tls else 'http'}://127.0.0.1:{port}/health"
-                assert command == ["python", "-c", RUNTIME_HEALTH, url, str(c[probe]["timeoutSeconds"])]
+                assert command == [*PROBE_PYTHON, RUNTIME_HEALTH, url, str(c[probe]["timeoutSeconds"])]
             else:
-                assert command == ["python", "-c", PROCESS_ALIVE]
+                assert command == [*PROBE_PYTHON, PROCESS_ALIVE]
         assert restricted_violations(w["spec"]["template"]) == []
         k8s_validate(w)
     assert "supernode" in seen
@@ -94,11 +96,39 @@ def test_the_process_probe_fails_on_a_stopped_process(tmp_path: Path):
     assert codes == {"S": 0, "R": 0, "D": 0, "T": 1, "t": 1, "Z": 1}
 
 
+@pytest.mark.parametrize(("status", "code"), [(200, 0), (204, 0), (302, 0), (404, 1), (500, 1), (503, 1)])
+def test_the_runtime_probe_passes_on_the_kubelets_success_statuses_only(status: int, code: int) -> None:
+    """RUNTIME_HEALTH judges an answer as the kubelet's httpGet does (200-399 passes), against a stand-in server."""
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            self.send_response(status if self.path == "/health" else 400)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/health"
+        argv = ["python3", *PROBE_PYTHON[1:], RUNTIME_HEALTH, url, "5"]
+        assert subprocess.run(argv, check=False, capture_output=True, timeout=60).returncode == code
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Nothing listening: refused, a failure.
+    refused = f"http://127.0.0.1:{free_port()}/health"
+    argv = ["python3", *PROBE_PYTHON[1:], RUNTIME_HEALTH, refused, "5"]
+    assert subprocess.run(argv, check=False, capture_output=True, timeout=60).returncode != 0
+
+
 def _probe(command: list[str], version: str, port: int) -> int:
     """The rendered probe command as the kubelet runs it: the image's `python` is Flower's (the venv's), the
     Runtime API on its local port."""
     argv = [str(venv_python(version)), *command[1:]]
-    argv[3] = argv[3].replace(":9094/", f":{port}/")
+    argv[len(PROBE_PYTHON) + 1] = argv[len(PROBE_PYTHON) + 1].replace(":9094/", f":{port}/")
     return subprocess.run(argv, check=False, capture_output=True, timeout=60).returncode
 
 
@@ -109,7 +139,7 @@ def test_the_rendered_probe_passes_on_a_live_supernode_and_fails_on_a_stopped_on
     raw["insecure"] = True
     c = next(c for _, c in _pods(raw) if c["name"] == "supernode")
     command = c["livenessProbe"]["exec"]["command"]
-    assert command[3] == "http://127.0.0.1:9094/health"
+    assert command[len(PROBE_PYTHON) + 1] == "http://127.0.0.1:9094/health"
     port, nowhere = free_port(), free_port()
     node = subprocess.Popen(
         [str(venv_bin(version) / "flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{nowhere}"]
