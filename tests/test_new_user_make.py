@@ -21,15 +21,20 @@ ROOT = Path(__file__).resolve().parent.parent
 MAKE_ENV = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR")
 
 FAKE_PYTHON = """#!/bin/sh
-# PYTHON for the Makefile: `-m venv DIR` makes DIR/bin/python, which runs the real Python except for pip.
+# PYTHON for the Makefile: `-m venv DIR` makes DIR/bin/python, which runs the real Python except for pip, and a
+# DIR/bin/uv (the set-up installs with uv, from a venv of its own) that only says what it would install.
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
   mkdir -p "$3/bin"
   cat > "$3/bin/python" <<'EOF'
 #!/bin/sh
-if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "Collecting pulumi (stand-in pip: $*)"; exit 0; fi
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "Collecting uv (stand-in pip: $*)"; exit 0; fi
 exec {real} "$@"
 EOF
-  chmod +x "$3/bin/python"
+  cat > "$3/bin/uv" <<'EOF'
+#!/bin/sh
+echo "Resolved pulumi (stand-in uv: $*)"
+EOF
+  chmod +x "$3/bin/python" "$3/bin/uv"
   echo "created virtual environment $3 (stand-in)"
   exit 0
 fi
@@ -52,18 +57,19 @@ def _make(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 def test_make_render_on_a_fresh_clone_prints_only_the_manifests(tmp_path):
-    venv = tmp_path / "venv"
-    done = _make("render", f"VENV={venv}", f"PYTHON={_fake_python(tmp_path)}")
+    venv, uv_venv = tmp_path / "venv", tmp_path / "uv-venv"
+    # Both venvs in tmp_path: the checkout's own .venv-uv holds a real uv, which would install into the stand-in.
+    done = _make("render", f"VENV={venv}", f"UV_VENV={uv_venv}", f"PYTHON={_fake_python(tmp_path)}")
     assert done.returncode == 0, done.stderr
-    assert (venv / ".installed").exists()  # the set-up did run
+    assert (venv / ".installed").exists() and (uv_venv / ".installed").exists()  # the set-up did run
     documents = list(yaml.safe_load_all(done.stdout))
     manifests = all(isinstance(d, dict) and {"apiVersion", "kind"} <= set(d) for d in documents)
     assert documents and manifests, done.stdout[:500]
-    # What the set-up said is on stderr, the pip stand-in's stdout included.
-    assert "Collecting pulumi (stand-in pip" in done.stderr
+    # What the set-up said is on stderr, the pip and uv stand-ins' stdout included.
+    assert "Collecting uv (stand-in pip" in done.stderr and "Resolved pulumi (stand-in uv" in done.stderr
     assert "created virtual environment" in done.stderr
     # A second run finds the venv set up and says nothing but the YAML.
-    again = _make("render", f"VENV={venv}", f"PYTHON={_fake_python(tmp_path)}")
+    again = _make("render", f"VENV={venv}", f"UV_VENV={uv_venv}", f"PYTHON={_fake_python(tmp_path)}")
     assert again.returncode == 0 and again.stdout == done.stdout
     assert "stand-in" not in again.stderr
 
