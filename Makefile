@@ -11,7 +11,7 @@ FLWR_VENVS := $(foreach v,$(FLWR_RELEASES) $(FLWR_PRERELEASES),.venv-flwr-$(v)/.
 FLWR_DEFAULT_VENV := .venv-flwr-$(shell sed -n 's/^DEFAULT_VERSION = "\(.*\)"$$/\1/p' flower_federation/flower/versions.py)/.installed
 STACK ?= dev
 
-.PHONY: render validate lint test test-live test-rest test-canary e2e e2e-scale e2e-tools venvs schema docs golden bench clean
+.PHONY: render validate lint test test-live test-rest test-rest-longest test-rest-others test-canary e2e e2e-scale e2e-tools venvs schema docs golden bench clean
 .DEFAULT_GOAL := render
 
 # Re-installs when a requirement file changes. The set-up talks on stderr only (make's echo of
@@ -127,8 +127,19 @@ test-live: $(VENV)/.installed $(FLWR_VENVS) e2e-tools
 	@$(PY) -m pytest -m live --ignore=tests/e2e; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
-test-rest: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed e2e-tools
-	@nice -n 19 $(PY) -m pytest -m "not live"; rc=$$?; \
+# `test-rest` is two pytest processes, side by side under -j: the e2e and the live tests leave it little CPU
+# until they end, and then one process used one core of two (CI of 444650c: the rest ran alone, single-threaded,
+# for its last 4 minutes). REST_LONGEST, its three longest files (about half its CPU: the config fuzzer, the
+# injection invariant, the wheel install), run in one, every other file in the other.
+REST_LONGEST := tests/test_config_fuzzing.py tests/test_injection_invariant.py tests/test_wheel_install.py
+test-rest: test-rest-longest test-rest-others
+
+test-rest-longest: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed e2e-tools
+	@nice -n 19 $(PY) -m pytest -m "not live" $(REST_LONGEST); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
+
+test-rest-others: $(VENV)/.installed $(FLWR_VENVS) .venv-checkov/.installed e2e-tools
+	@nice -n 19 $(PY) -m pytest -m "not live" $(addprefix --ignore=,$(REST_LONGEST)); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run" >&2; fi; exit $$rc
 
 # End-to-end: rendered pods as real processes with real Flower, one network namespace
