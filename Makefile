@@ -19,12 +19,14 @@ STACK ?= dev
 # `make render | kubectl apply -f -` get only the YAML, on a fresh clone too.
 SETUP = printf '%s\n' "$(1)" >&2 && $(1) >&2
 
-# Every venv is installed by uv (requirements-uv.txt, in a venv of its own): on a fresh clone pip took most of the
-# set-up, one download at a time (flwr==1.42.0 into a new venv: 103 s wall and 31 CPU-s with pip, 7 s and 9 CPU-s
-# with uv, both with empty caches, 2026-11-28). --compile-bytecode writes the .pyc files pip would have, which the
-# e2e's containers need (they run as another user and cannot write them: without them every Flower process would
-# compile Flower anew). `.venv` keeps pip (tests/test_wheel_install.py and tests/support/state_guard.py use it);
-# the others (the Flower versions', checkov's) are made without it.
+# uv (requirements-uv.txt, in a venv of its own) installs `.venv`, the Flower venvs and checkov's: on a fresh clone
+# pip took most of the set-up, one download at a time (CONTRIBUTING.md, CI time). --compile-bytecode writes the
+# .pyc files pip would have, which the e2e's containers need (they run as another user and cannot write them:
+# without them every Flower process would compile Flower anew). `.venv` keeps pip (tests/test_wheel_install.py
+# and tests/support/state_guard.py use it, and Pulumi.yaml's `toolchain: pip`); the others are made without it.
+# The canary's venvs stay pip's: they test what a user's `pip install flwr` gets. uv is an order-only
+# prerequisite: a newer uv reinstalls nothing. Two makes at once (`make render & make venvs`) would both make
+# .venv-uv: make it first, as .ci/run does.
 UV_VENV := .venv-uv
 UV := $(UV_VENV)/bin/uv
 UV_INSTALL = UV_PYTHON_DOWNLOADS=never $(UV) pip install --quiet --compile-bytecode
@@ -34,7 +36,7 @@ $(UV_VENV)/.installed: requirements-uv.txt
 	@$(call SETUP,$(UV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-uv.txt)
 	@touch $@
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt $(UV_VENV)/.installed
+$(VENV)/.installed: requirements.txt requirements-dev.txt | $(UV_VENV)/.installed
 	@$(call SETUP,$(PYTHON) -m venv $(VENV))
 	@$(call SETUP,$(UV_INSTALL) --python $(PY) -r requirements-dev.txt)
 	@# The venv's Python finds this checkout from any directory (`.venv/bin/python -m flower_federation` outside
@@ -42,13 +44,13 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt $(UV_VENV)/.installed
 	@$(PY) -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "flower_federation_checkout.pth").write_text(sys.argv[1] + "\n")' "$(CURDIR)"
 	@touch $@
 
-.venv-flwr-%/.installed: requirements-flwr.txt $(UV_VENV)/.installed
+.venv-flwr-%/.installed: requirements-flwr.txt | $(UV_VENV)/.installed
 	@$(call SETUP,$(PYTHON) -m venv --without-pip .venv-flwr-$*)
 	@$(call SETUP,$(UV_INSTALL) --python .venv-flwr-$*/bin/python \
 		$(if $(filter $*,$(FLWR_PRERELEASES)),flwr-nightly,flwr)==$*)
 	@touch $@
 
-.venv-checkov/.installed: requirements-checkov.txt $(UV_VENV)/.installed
+.venv-checkov/.installed: requirements-checkov.txt | $(UV_VENV)/.installed
 	@$(call SETUP,$(PYTHON) -m venv --without-pip .venv-checkov)
 	@$(call SETUP,$(UV_INSTALL) --python .venv-checkov/bin/python -r requirements-checkov.txt)
 	@touch $@

@@ -4,13 +4,14 @@ pytest's per-file table (tests/support/cpu_by_file.py) cannot see the e2e's cont
 and are never reaped through pytest. Process accounting sees every process that exits, in any namespace, with its
 CPU time; a cgroup (cpuacct.usage) gives the total to check it against. As root, with Debian's `acct`:
 
-    touch /tmp/pacct && accton /tmp/pacct
+    pacct=$(mktemp) && accton "$pacct"
     make e2e            # or .ci/run, or any target
     accton off
-    .venv/bin/python bench/ci_cpu.py /tmp/pacct
+    .venv/bin/python bench/ci_cpu.py "$pacct"
 
-Prints the CPU-seconds per command name (Flower's programs by their console script, `python` split into the
-harness's and root's processes and the containers' users'), the number of processes and the mean per process.
+Prints the CPU-seconds per command name (Flower's programs by their console script, 15 characters at most), each
+split into root's processes (the harness, pytest, `flwr` calls) and a container user's, the number of processes
+and the mean per process.
 Figures: CONTRIBUTING.md, "CI time".
 """
 

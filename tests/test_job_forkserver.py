@@ -25,6 +25,9 @@ if sys.argv[1] == "hang":
     time.sleep(60)
 sys.exit(int(sys.argv[1]))
 """
+# A hang bound, not a timing claim: this file runs in `make test-rest` at nice 19 beside the e2e, where a forked
+# job that ends at once waited over 30 s for a core (CI of f5091a1). The hang case below sets its own short timeout.
+HANG_BOUND = 300
 
 
 def test_a_forked_run_is_the_script_as_python_runs_it(tmp_path: Path) -> None:
@@ -33,7 +36,7 @@ def test_a_forked_run_is_the_script_as_python_runs_it(tmp_path: Path) -> None:
     script.write_text(SCRIPT)
     server = ForkServer(venv_python(HTTP_ERA), {"PATH": "/usr/bin:/bin"}, tmp_path)
     try:
-        done = server.run(["python", str(script), "3"], {"JOB_ENV": "x"}, tmp_path, timeout=30)
+        done = server.run(["python", str(script), "3"], {"JOB_ENV": "x"}, tmp_path, timeout=HANG_BOUND)
         seen = json.loads(done.stdout)
         assert (done.returncode, done.stderr) == (3, "to stderr\n")
         # flwr is preloaded: what a fork saves is its import.
@@ -46,12 +49,12 @@ def test_a_forked_run_is_the_script_as_python_runs_it(tmp_path: Path) -> None:
         }
         # The file is read anew each run (the trust machine's negative controls rewrite it).
         script.write_text(SCRIPT.replace("sys.exit(int(sys.argv[1]))", "sys.exit(7)"))
-        assert server.run(["python", str(script), "0"], {}, tmp_path, timeout=30).returncode == 7
-        raised = server.run(["python", str(script), "raise"], {}, tmp_path, timeout=30)
+        assert server.run(["python", str(script), "0"], {}, tmp_path, timeout=HANG_BOUND).returncode == 7
+        raised = server.run(["python", str(script), "raise"], {}, tmp_path, timeout=HANG_BOUND)
         assert raised.returncode == 1 and "RuntimeError: boom" in raised.stderr, raised
         with pytest.raises(AssertionError, match="timed out"):
             server.run(["python", str(script), "hang"], {}, tmp_path, timeout=0.5)
         # Still serving after a killed run.
-        assert server.run(["python", str(script), "0"], {}, tmp_path, timeout=30).returncode == 7
+        assert server.run(["python", str(script), "0"], {}, tmp_path, timeout=HANG_BOUND).returncode == 7
     finally:
         server.close()

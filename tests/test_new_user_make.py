@@ -1,8 +1,8 @@
 """A new user's first commands (GitHub issue 23): `make render > out.yaml` on a fresh clone writes only the YAML
 to stdout (setting up .venv talks on stderr), so `make render | kubectl apply -f -` works the first time too.
 
-The set-up runs for real through the Makefile's recipe, with a stand-in PYTHON that makes a venv whose pip only
-says what it would install (and says it on stdout, as pip does): the test costs a render, not an install."""
+The set-up runs for real through the Makefile's recipe, with a stand-in PYTHON that makes venvs whose pip and uv
+only say what they would install (and say it on stdout, as both do): the test costs a render, not an install."""
 
 from __future__ import annotations
 

@@ -7,15 +7,21 @@ the same SuperNode stopped with SIGSTOP (the negative control)."""
 
 from __future__ import annotations
 
+import datetime
 import http.server
 import os
 import signal
+import ssl
 import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from flower_federation.kube.pod_security import restricted_violations
 from flower_federation.plan.probes import PROBE_PYTHON, PROCESS_ALIVE, RUNTIME_HEALTH
@@ -96,12 +102,42 @@ def test_the_process_probe_fails_on_a_stopped_process(tmp_path: Path):
     assert codes == {"S": 0, "R": 0, "D": 0, "T": 1, "t": 1, "Z": 1}
 
 
+def _self_signed(directory: Path) -> ssl.SSLContext:
+    """A server context with a throwaway self-signed certificate (the probe verifies nothing)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "runtime-api")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .sign(key, hashes.SHA256())
+    )
+    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (directory / "tls.key").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(directory / "tls.crt", directory / "tls.key")
+    return context
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
 @pytest.mark.parametrize(("status", "code"), [(200, 0), (204, 0), (302, 0), (404, 1), (500, 1), (503, 1)])
-def test_the_runtime_probe_passes_on_the_kubelets_success_statuses_only(status: int, code: int) -> None:
-    """RUNTIME_HEALTH judges an answer as the kubelet's httpGet does (200-399 passes), against a stand-in server."""
+def test_the_runtime_probe_passes_on_the_kubelets_success_statuses_only(
+    scheme: str, status: int, code: int, tmp_path: Path
+) -> None:
+    """RUNTIME_HEALTH judges an answer as the kubelet's httpGet does (200-399 passes), over HTTP and over HTTPS with
+    a certificate it does not verify, against a stand-in server that answers only the URL's path as asked."""
+    asked: list[str] = []
 
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            asked.append(self.path)
             self.send_response(status if self.path == "/health" else 400)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -110,16 +146,19 @@ def test_the_runtime_probe_passes_on_the_kubelets_success_statuses_only(status: 
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    if scheme == "https":
+        server.socket = _self_signed(tmp_path).wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/health"
+        url = f"{scheme}://127.0.0.1:{server.server_address[1]}/health"
         argv = ["python3", *PROBE_PYTHON[1:], RUNTIME_HEALTH, url, "5"]
         assert subprocess.run(argv, check=False, capture_output=True, timeout=60).returncode == code
+        assert asked == ["/health"]
     finally:
         server.shutdown()
         server.server_close()
     # Nothing listening: refused, a failure.
-    refused = f"http://127.0.0.1:{free_port()}/health"
+    refused = f"{scheme}://127.0.0.1:{free_port()}/health"
     argv = ["python3", *PROBE_PYTHON[1:], RUNTIME_HEALTH, refused, "5"]
     assert subprocess.run(argv, check=False, capture_output=True, timeout=60).returncode != 0
 

@@ -50,27 +50,26 @@ def grpc_health(version: FlowerVersion, port: int, probes: Probes) -> dict[str, 
     return _both({"grpc": {"port": port}}, probes)
 
 
-# GET the loopback Runtime API's /health; an answer outside 200-399 (the kubelet's httpGet rule), a refused
-# connection or no answer within the probe's timeout exits non-zero. TLS is not verified, as the kubelet's own
-# HTTPS probes do not verify: the hop is the container's loopback, and the Runtime API's certificate names what
-# SuperExecs dial, which need not include 127.0.0.1. The probe runs every periodSeconds in every SuperNode, so it
-# costs what it must and no more: `-I -S` (no site, no environment: the standard library alone), http.client
-# rather than urllib.request, ssl only for HTTPS and a context without the system's CA store (it verifies
-# nothing): about 40% less CPU a probe than urllib.request with a default context (bench/probe_cost.py,
-# docs/benchmarks.md "Exec probes").
+# GET the URL it is given (the loopback Runtime API's /health); an answer outside 200-399 (the kubelet's httpGet
+# rule), a refused connection or no answer within the probe's timeout exits non-zero. TLS is not verified, as the
+# kubelet's own HTTPS probes do not verify: the hop is the container's loopback, and the Runtime API's certificate
+# names what SuperExecs dial, which need not include 127.0.0.1. The probe runs every periodSeconds in every
+# SuperNode, so it costs what it must and no more: `-I -S` (no site, no environment: the standard library alone),
+# http.client rather than urllib.request (which imports email and more), and for HTTPS a context without the
+# system's CA store (it verifies nothing): about 40% less CPU a probe than urllib.request with a default context
+# (bench/probe_cost.py, docs/benchmarks.md "Exec probes"). urllib.parse is loaded by http.client anyway.
 RUNTIME_HEALTH = (
-    "import sys,http.client\n"
-    "url,timeout=sys.argv[1],float(sys.argv[2])\n"
-    "port=int(url.split(':')[2].split('/')[0])\n"
-    "if url.startswith('https:'):\n"
+    "import sys,http.client,urllib.parse\n"
+    "url,timeout=urllib.parse.urlsplit(sys.argv[1]),float(sys.argv[2])\n"
+    "if url.scheme=='https':\n"
     "    import ssl\n"
     "    ctx=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)\n"
     "    ctx.check_hostname=False\n"
     "    ctx.verify_mode=ssl.CERT_NONE\n"
-    "    conn=http.client.HTTPSConnection('127.0.0.1',port,timeout=timeout,context=ctx)\n"
+    "    conn=http.client.HTTPSConnection(url.hostname,url.port,timeout=timeout,context=ctx)\n"
     "else:\n"
-    "    conn=http.client.HTTPConnection('127.0.0.1',port,timeout=timeout)\n"
-    "conn.request('GET','/health')\n"
+    "    conn=http.client.HTTPConnection(url.hostname,url.port,timeout=timeout)\n"
+    "conn.request('GET',url.path)\n"
     "sys.exit(not 200<=conn.getresponse().status<400)"
 )
 # The interpreter's options for both exec probes: isolated (-I: no PYTHON* variables, no user site) and no site

@@ -89,8 +89,7 @@ class AppRuns:
         during: Optional[Callable[[], None]],
     ) -> RunResult:
         args = ["flwr", "run", str(APP_DIR), self.connection, "--stream"]
-        if run_config:
-            args += ["--run-config", " ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items())]
+        args += ["--run-config", " ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items())]
         start = time.monotonic()
         stop, ran, peak_rss = threading.Event(), set(), {}
         sampler = threading.Thread(
@@ -129,7 +128,7 @@ class AppRuns:
             "E2E done" in output,
             time.monotonic() - start,
             ran,
-            int((run_config or {})["num-server-rounds"]),
+            int(run_config["num-server-rounds"]),
             errors[0] if errors else None,
             peak_rss,
             [float(m.group(1)) for m in lines],

@@ -24,7 +24,8 @@ from tests.e2e.podinit import privileges
 
 # The kubelet keeps at most 10 KiB of a probe's output (probe/exec: maxReadLength).
 OUTPUT_LIMIT = 10 * 1024
-# A killed exec is gone at once; this bounds only the reaping of the process that entered the namespaces.
+# Bounds the reaping of the process that entered the namespaces, then the wait for a killed group to be gone
+# (_wait_group_gone): SIGKILL takes effect when a process next runs, which under load is not at once.
 REAP_SECONDS = 10.0
 
 
@@ -72,22 +73,24 @@ def run_exec_probe(
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=REAP_SECONDS)
-            _wait_group_gone(proc.pid, REAP_SECONDS)
-            return False, f"command timed out after {timeout}s, killed"
+            left = _wait_group_gone(proc.pid, REAP_SECONDS)
+            still = f" (processes {left} still alive after {REAP_SECONDS:.0f} s)" if left else ""
+            return False, f"command timed out after {timeout}s, killed{still}"
         out.seek(0)
         text = out.read(OUTPUT_LIMIT).decode(errors="replace").strip()
     last = text.splitlines()[-1] if text else ""
     return code == 0, f"exit {code}" + (f": {last}" if code != 0 and last else "")
 
 
-def _wait_group_gone(pgid: int, bound: float) -> None:
+def _wait_group_gone(pgid: int, bound: float) -> list[int]:
     """Until no live process of group `pgid` is left (a zombie waiting for the container's PID 1 to reap it has
     run its last instruction): SIGKILL is queued at once but acted on when the process next runs, which on a
     loaded machine comes after killpg returns (CI once found the killed command still in /proc). `bound` only
-    guards against a hang: a process SIGKILLed stays, if at all, in an uninterruptible wait."""
+    guards against a hang: a process SIGKILLed stays, if at all, in an uninterruptible wait. Returns those left."""
     deadline = time.monotonic() + bound
-    while time.monotonic() < deadline and _live_members(pgid):
+    while (left := _live_members(pgid)) and time.monotonic() < deadline:
         time.sleep(0.05)
+    return left
 
 
 def _live_members(pgid: int) -> list[int]:
