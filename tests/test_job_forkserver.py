@@ -6,6 +6,7 @@ run past its timeout is killed with its process group and fails."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,6 @@ if sys.argv[1] == "hang":
     time.sleep(60)
 sys.exit(int(sys.argv[1]))
 """
-# A hang bound, not a timing claim: this file runs in `make test-rest` at nice 19 beside the e2e, where a forked
-# job that ends at once waited over 30 s for a core (CI of f5091a1). The hang case below sets its own short timeout.
-HANG_BOUND = 300
 
 
 def test_a_forked_run_is_the_script_as_python_runs_it(tmp_path: Path) -> None:
@@ -36,7 +34,7 @@ def test_a_forked_run_is_the_script_as_python_runs_it(tmp_path: Path) -> None:
     script.write_text(SCRIPT)
     server = ForkServer(venv_python(HTTP_ERA), {"PATH": "/usr/bin:/bin"}, tmp_path)
     try:
-        done = server.run(["python", str(script), "3"], {"JOB_ENV": "x"}, tmp_path, timeout=HANG_BOUND)
+        done = server.run(["python", str(script), "3"], {"JOB_ENV": "x"}, tmp_path, timeout=30)
         seen = json.loads(done.stdout)
         assert (done.returncode, done.stderr) == (3, "to stderr\n")
         # flwr is preloaded: what a fork saves is its import.
@@ -49,12 +47,29 @@ def test_a_forked_run_is_the_script_as_python_runs_it(tmp_path: Path) -> None:
         }
         # The file is read anew each run (the trust machine's negative controls rewrite it).
         script.write_text(SCRIPT.replace("sys.exit(int(sys.argv[1]))", "sys.exit(7)"))
-        assert server.run(["python", str(script), "0"], {}, tmp_path, timeout=HANG_BOUND).returncode == 7
-        raised = server.run(["python", str(script), "raise"], {}, tmp_path, timeout=HANG_BOUND)
+        assert server.run(["python", str(script), "0"], {}, tmp_path, timeout=30).returncode == 7
+        raised = server.run(["python", str(script), "raise"], {}, tmp_path, timeout=30)
         assert raised.returncode == 1 and "RuntimeError: boom" in raised.stderr, raised
         with pytest.raises(AssertionError, match="timed out"):
             server.run(["python", str(script), "hang"], {}, tmp_path, timeout=0.5)
         # Still serving after a killed run.
-        assert server.run(["python", str(script), "0"], {}, tmp_path, timeout=HANG_BOUND).returncode == 7
+        assert server.run(["python", str(script), "0"], {}, tmp_path, timeout=30).returncode == 7
     finally:
         server.close()
+
+
+def test_a_reply_already_read_with_the_one_before_is_not_waited_for() -> None:
+    """A child that ends at once: the server's `pid` and `rc` lines arrive in one read. The `rc` must be taken from
+    what was read, not waited for on the pipe (select() on the buffered file object once waited out the bound)."""
+    server = ForkServer.__new__(ForkServer)
+    server.proc = subprocess.Popen(
+        ["sh", "-c", 'printf \'{"pid": 1}\\n{"rc": 3}\\n\'; sleep 30'], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    server._pending = b""
+    try:
+        assert server._reply() == {"pid": 1}
+        assert server._reply(timeout=5) == {"rc": 3}
+        assert server._reply(timeout=0.2) == {}  # nothing more: the bound, then nothing
+    finally:
+        server.proc.kill()
+        server.proc.wait()

@@ -7,7 +7,6 @@ the same SuperNode stopped with SIGSTOP (the negative control)."""
 
 from __future__ import annotations
 
-import datetime
 import http.server
 import os
 import signal
@@ -18,10 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from flower_federation.kube.pod_security import restricted_violations
 from flower_federation.plan.probes import PROBE_PYTHON, PROCESS_ALIVE, RUNTIME_HEALTH
@@ -30,6 +25,7 @@ from tests.support.manifests import workloads
 from tests.support.processes import free_port, process_env
 from tests.support.render import core_objects, plan_of
 from tests.support.stacks import base
+from tests.support.tls_provider import self_signed
 
 
 def _pods(raw: dict) -> list[tuple[dict, dict]]:
@@ -102,25 +98,11 @@ def test_the_process_probe_fails_on_a_stopped_process(tmp_path: Path):
     assert codes == {"S": 0, "R": 0, "D": 0, "T": 1, "t": 1, "Z": 1}
 
 
-def _self_signed(directory: Path) -> ssl.SSLContext:
+def _server_context(directory: Path) -> ssl.SSLContext:
     """A server context with a throwaway self-signed certificate (the probe verifies nothing)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "runtime-api")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .sign(key, hashes.SHA256())
-    )
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.key").write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    cert, key = self_signed("runtime-api")
+    (directory / "tls.crt").write_text(cert)
+    (directory / "tls.key").write_text(key)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(directory / "tls.crt", directory / "tls.key")
     return context
@@ -147,7 +129,7 @@ def test_the_runtime_probe_passes_on_the_kubelets_success_statuses_only(
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
     if scheme == "https":
-        server.socket = _self_signed(tmp_path).wrap_socket(server.socket, server_side=True)
+        server.socket = _server_context(tmp_path).wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"{scheme}://127.0.0.1:{server.server_address[1]}/health"

@@ -84,7 +84,7 @@ class AppRuns:
 
     def _run_app(
         self,
-        run_config: Optional[dict[str, Any]],
+        run_config: dict[str, Any],
         timeout: float,
         during: Optional[Callable[[], None]],
     ) -> RunResult:

@@ -21,18 +21,14 @@ for one stack's renders.
 from __future__ import annotations
 
 import copy
-import datetime
 from typing import Any, Optional
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
 
 from flower_federation.cli.offline import run_program
 from tests.e2e.cli_user import CLI_LABELS
 from tests.e2e.rendering import _RENDER_LOCK, Rendered
-from tests.support.tls_provider import PulumiState
+from tests.support.tls_provider import PulumiState, self_signed
 
 ORG = "acme/flower-federation"
 HUB = "hub"
@@ -139,21 +135,7 @@ def site_config(
 
 def other_ca() -> str:
     """A CA certificate that is not the hub's (what a site pasted from the wrong place)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "someone else's CA")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
+    return self_signed("someone else's CA", is_ca=True)[0]
 
 
 # --- rendering ------------------------------------------------------------------------------

@@ -7,9 +7,11 @@ Shared by tests/test_flower_live_registration.py and bench/node_registration.py.
 from __future__ import annotations
 
 import json
+import os
 import select
 import signal
 import subprocess
+import time
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,13 +38,24 @@ class ForkServer:
         self.proc = subprocess.Popen(
             [str(python), str(FORKSERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd
         )
+        self._pending = b""  # read from the server's stdout, not yet a whole line
 
     def _reply(self, timeout: Optional[float] = None) -> dict[str, int]:
+        """The server's next line, or {} if none came within `timeout`. Read from the pipe's descriptor with a
+        buffer of our own: select() on the buffered file object waited out the timeout while the `rc` line sat
+        in that object's buffer, read with the `pid` line when the child ended at once (seen in CI as a job that
+        printed everything, then "timed out")."""
         assert self.proc.stdout is not None
-        if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
-            return {}
-        line = self.proc.stdout.readline()
-        assert line, f"the fork server exited ({self.proc.poll()})"
+        fd = self.proc.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._pending:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], wait)[0]:
+                return {}
+            chunk = os.read(fd, 65536)
+            assert chunk, f"the fork server exited ({self.proc.poll()})"
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
         reply: dict[str, int] = json.loads(line)
         return reply
 

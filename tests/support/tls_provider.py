@@ -70,6 +70,22 @@ def _validity(builder: x509.CertificateBuilder, hours: int) -> x509.CertificateB
     return builder.not_valid_before(now).not_valid_after(now + datetime.timedelta(hours=hours))
 
 
+def self_signed(common_name: str, is_ca: bool = False, hours: int = 24) -> tuple[str, str]:
+    """(certificate, private key) PEM of a throwaway self-signed P-256 certificate: a CA nobody trusts, or a
+    server certificate a test's stand-in serves."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    builder = x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+    builder = _validity(builder.serial_number(x509.random_serial_number()), hours)
+    if is_ca:
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+    cert = builder.sign(key, hashes.SHA256())
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem.decode()
+
+
 def _unwrap(value: Any) -> Any:
     if rpc.is_rpc_secret(value):
         return _unwrap(rpc.unwrap_rpc_secret(value))
