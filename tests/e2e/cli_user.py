@@ -7,10 +7,17 @@ and readiness."""
 from __future__ import annotations
 
 import os
+import secrets
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any, Optional
 
+from tests.e2e.harness.host import children, kill
 from tests.support.flower import venv
+
+SHIM = Path(__file__).resolve().parents[1] / "support" / "flwr_shim.py"
+FORKSERVER = SHIM.with_name("flwr_forkserver.py")
 
 CLI_TIMEOUT = 60
 # The `flwr` user is a pod of the federation's namespace with these labels, which the
@@ -42,7 +49,12 @@ def _replace(path: Path, text: str) -> None:
 
 class FlwrCli:
     """stack.Federation's `flwr` user. Uses the federation's cluster, outputs, version and
-    cli_netns."""
+    cli_netns. With `warm_cli` (the default), `flwr` on the user's PATH is the warm CLI
+    (tests/support/flwr_forkserver.py): Flower's own CLI entry point imported once, each call
+    run in a child forked from it, with the call's argv, environment and descriptors."""
+
+    warm_cli = True
+    _warm: Optional[tuple[tuple[Any, ...], subprocess.Popen]] = None
 
     # -- the user's machine
     def _prepare_cli(self, doc: dict[str, Any]) -> None:
@@ -66,6 +78,39 @@ class FlwrCli:
         self.cli_home = home
         self.cli_mounts = [{"source": str(ca_dir), "target": str(ca_path.parent), "readOnly": True}]
         self.cli_env = cli_env(self.version, home)
+        if self.warm_cli:
+            self.cli_env["PATH"] = f"{home / 'bin'}:{self.cli_env['PATH']}"
+            self._start_warm_cli()
+
+    def _start_warm_cli(self) -> None:
+        """The warm `flwr` for this version and these mounts (a new one after a version change: the user
+        upgraded `flwr`; the old one ends once its calls have), and the shim that calls it, first on PATH."""
+        key = (self.version, tuple(sorted((m["source"], m["target"]) for m in self.cli_mounts)))
+        if self._warm is not None and self._warm[0] == key:
+            return
+        if self._warm is not None:
+            for server in children(self._warm[1].pid):  # unshare's child: the server, PID 1 of its namespace
+                kill(server, signal.SIGTERM)
+        address = f"flwr-{self.cli_netns}-{secrets.token_hex(4)}"
+        python = venv(self.version) / "bin" / "python"
+        proc = self.cluster.start_in(
+            self.cli_netns,
+            [str(python), "-I", str(FORKSERVER), address, "flwr.cli.app:app"],
+            self.cli_home / "warm-flwr.log",
+            env=self.cli_env,
+            mounts=self.cli_mounts,
+            cwd=str(self.cli_home),
+            name="warm-flwr",
+        )
+        self._warm = (key, proc)
+        shim = SHIM.read_text().replace('ADDRESS = ""', f"ADDRESS = {address!r}", 1)
+        assert address in shim, "the shim's ADDRESS line changed: tests/support/flwr_shim.py"
+        bindir = self.cli_home / "bin"
+        bindir.mkdir(exist_ok=True)
+        tmp = bindir / ".flwr.new"
+        tmp.write_text(f"#!{python} -IS\n{shim}")
+        tmp.chmod(0o755)
+        os.replace(tmp, bindir / "flwr")
 
     def sh(self, argv: list[str], timeout: float = CLI_TIMEOUT, cwd: Optional[str] = None):
         return self.cluster.exec_in(

@@ -61,7 +61,7 @@ def run_deadline(run_config: Optional[dict[str, Any]] = None) -> float:
 
 
 class AppRuns:
-    """stack.Federation's runs. Uses the federation's cluster, connection, sh(), flwr() and
+    """stack.Federation's runs. Uses the federation's cluster, connection, supernodes_pods, sh(), flwr() and
     phase()."""
 
     # -- runs
@@ -75,7 +75,12 @@ class AppRuns:
         app's own bound, run_deadline), once one of RUN_SLOTS is free; `during` runs in a
         thread meanwhile. Records which containers ran ServerApps and ClientApps, and the
         peak memory of each container."""
-        run_config = {"num-server-rounds": ROUNDS, **(run_config or {})}
+        # Every SuperNode of the federation's own cluster in each round unless the scenario says otherwise (a
+        # hub's SuperNodes are its sites': its scenarios name their count).
+        defaults: dict[str, Any] = {"num-server-rounds": ROUNDS}
+        if self.supernodes_pods:
+            defaults["min-nodes"] = len(self.supernodes_pods)
+        run_config = {**defaults, **(run_config or {})}
         waited = time.monotonic()
         with RUN_SLOTS:
             if time.monotonic() - waited > 1:

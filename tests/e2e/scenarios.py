@@ -23,7 +23,7 @@ Federations and their scenarios (test_e2e.py reports each scenario as one test):
      harness restarts the container, it comes back online under the same node id, and
      the next run has all four pods again.
   11. a rolling update of pool a; 8. the SuperLink killed mid-run (faults.py).
-- `process`: the same stack with process isolation (SuperExec sidecars).
+- `process`: the same stack with process isolation (SuperExec sidecars), pools a (2) and b (1).
   2. the run completes, and ServerApp/ClientApps ran in the SuperExec containers, not
      in the SuperLink/SuperNode containers; every container under its memory limit.
   10. a ClientApp SuperExec killed mid-run; 12. a 60 s network partition (faults.py).

@@ -60,8 +60,10 @@ class Federation(FederationReadiness, FlwrCli, AppRuns):
         *,
         label: str = "e2e",
         tamper: Optional[Callable[[list[dict[str, Any]]], None]] = None,
+        warm_cli: bool = True,
     ):
         self.version = version
+        self.warm_cli = warm_cli  # False: the user's `flwr` is Flower's console script itself (cli_user.py)
         self.state = PulumiState()  # the stack's state: a later render keeps its keys
         self.rendered = render(raw, self.state)
         self.manifests = copy.deepcopy(self.rendered.manifests)

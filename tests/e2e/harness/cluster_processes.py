@@ -94,23 +94,7 @@ class ClusterProcesses:
     ) -> subprocess.CompletedProcess:
         """Run `argv` as root in `netns` with `mounts`, bounded by `timeout` (then
         everything it started is killed)."""
-        for m in mounts:
-            MOUNTPOINTS.ensure(m["target"], is_file=Path(m["source"]).is_file())
-        spec_file = self.workdir / f"{name}-{secrets.token_hex(3)}.json"
-        spec_file.write_text(
-            json.dumps(
-                {
-                    "mounts": mounts,
-                    "hostname": name,
-                    "readOnlyRoot": False,
-                    "user": None,
-                    "setpriv": None,
-                    "env": env,
-                    "argv": argv,
-                    "cwd": cwd,
-                }
-            )
-        )
+        spec_file = self._root_spec(argv, env=env, mounts=mounts, cwd=cwd, name=name)
         proc = subprocess.Popen(
             ns_exec(netns, spec_file),
             stdout=subprocess.PIPE,
@@ -130,3 +114,36 @@ class ClusterProcesses:
         finally:
             spec_file.unlink(missing_ok=True)
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+    def start_in(self, netns: str, argv: list[str], log: Path, **spec: Any) -> subprocess.Popen:
+        """Start `argv` as root in `netns` as exec_in would (`spec`: its env, mounts, cwd and name), in the
+        background, its output to `log`: a long-lived helper of a client (the CLI user's warm `flwr`); it ends
+        with the cluster (close() kills every process of its network namespaces) or when the caller stops it."""
+        spec_file = self._root_spec(argv, **spec)
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                ns_exec(netns, spec_file), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+
+    def _root_spec(
+        self, argv: list[str], *, env: dict[str, str], mounts: list[dict[str, Any]], cwd: str, name: str
+    ) -> Path:
+        """podinit.py's spec for `argv` run as root with `mounts` (their mount points made first)."""
+        for m in mounts:
+            MOUNTPOINTS.ensure(m["target"], is_file=Path(m["source"]).is_file())
+        spec_file = self.workdir / f"{name}-{secrets.token_hex(3)}.json"
+        spec_file.write_text(
+            json.dumps(
+                {
+                    "mounts": mounts,
+                    "hostname": name,
+                    "readOnlyRoot": False,
+                    "user": None,
+                    "setpriv": None,
+                    "env": env,
+                    "argv": argv,
+                    "cwd": cwd,
+                }
+            )
+        )
+        return spec_file
