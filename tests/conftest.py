@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from tests.support.flower import REAL_FLOWERS, Flower
-from tests.support.schema import schemas_read_once
+from tests.support.schema import validate
 
 
 class _Workers(dict[str, Flower]):
@@ -31,6 +31,5 @@ def flower() -> Iterator[dict[str, Flower]]:
 
 @pytest.fixture(scope="module")
 def k8s_validate() -> Iterator[Callable[[dict[str, Any]], None]]:
-    """Strict Kubernetes 1.34 validation, with the schema files read once per module."""
-    with schemas_read_once() as validate:
-        yield validate
+    """Strict Kubernetes 1.34 validation (tests/support/schema.py `validate`)."""
+    yield validate

@@ -56,7 +56,7 @@ from flower_federation.plan import load_plan
 from flower_federation.plan.sites import referenced_stacks
 from tests.support.fuzz_checks import api_problems, render_problems, report_problems, schema_problems, security_problems
 from tests.support.fuzz_configs import Case, cases
-from tests.support.schema import schemas_read_once
+from tests.support.schema import validate
 
 FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "2000")),
@@ -166,10 +166,9 @@ def test_the_schema_check_is_kubernetes_validate_strict() -> None:
     bad = copy.deepcopy(good)
     bad["spec"]["template"]["spec"]["nodeSelectr"] = {}
     bad["spec"]["replicas"] = "2"
-    with schemas_read_once() as validate:
-        validate(good)
-        with pytest.raises(kubernetes_validate.ValidationError):
-            validate(bad)
+    validate(good)
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate(bad)
     assert schema_problems(good) == []
     assert len(schema_problems(bad)) == 2 and schema_problems(bad) == schema_problems(copy.deepcopy(bad))
 
