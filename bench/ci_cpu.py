@@ -10,8 +10,8 @@ CPU time; a cgroup (cpuacct.usage) gives the total to check it against. As root,
     .venv/bin/python bench/ci_cpu.py "$pacct"
 
 Prints the CPU-seconds per command name (Flower's programs by their console script, 15 characters at most), each
-split into root's processes (the harness, pytest, `flwr` calls) and a container user's, the number of processes
-and the mean per process.
+split into root's processes (the harness, pytest, `flwr` calls: a warm call's child counts as `python`, being
+forked) and a container user's, the number of processes and the mean per process.
 Figures: CONTRIBUTING.md, "CI time".
 """
 

@@ -75,17 +75,19 @@ class FlwrCli:
             if other.name != ca_path.name:
                 other.unlink()
         _replace(home / "register.sh", self.outputs["nodeAuth"]["registerScript"])
-        self.cli_home = home
-        self.cli_mounts = [{"source": str(ca_dir), "target": str(ca_path.parent), "readOnly": True}]
-        self.cli_env = cli_env(self.version, home)
+        mounts = [{"source": str(ca_dir), "target": str(ca_path.parent), "readOnly": True}]
+        env = cli_env(self.version, home)
         if self.warm_cli:
-            self.cli_env["PATH"] = f"{home / 'bin'}:{self.cli_env['PATH']}"
-            self._start_warm_cli()
+            env["PATH"] = f"{home / 'bin'}:{env['PATH']}"
+            self._start_warm_cli(home, mounts, env)
+        # Assigned whole, last: a `flwr` call in another thread (scenario 16's runs during a rollout) sees the old
+        # user's machine or the new one, never the real `flwr` first on a warm user's PATH.
+        self.cli_home, self.cli_mounts, self.cli_env = home, mounts, env
 
-    def _start_warm_cli(self) -> None:
+    def _start_warm_cli(self, home: Path, mounts: list[dict[str, Any]], env: dict[str, str]) -> None:
         """The warm `flwr` for this version and these mounts (a new one after a version change: the user
         upgraded `flwr`; the old one ends once its calls have), and the shim that calls it, first on PATH."""
-        key = (self.version, tuple(sorted((m["source"], m["target"]) for m in self.cli_mounts)))
+        key = (self.version, tuple(sorted((m["source"], m["target"]) for m in mounts)))
         if self._warm is not None and self._warm[0] == key:
             return
         if self._warm is not None:
@@ -96,16 +98,16 @@ class FlwrCli:
         proc = self.cluster.start_in(
             self.cli_netns,
             [str(python), "-I", str(FORKSERVER), address, "flwr.cli.app:app"],
-            self.cli_home / "warm-flwr.log",
-            env=self.cli_env,
-            mounts=self.cli_mounts,
-            cwd=str(self.cli_home),
+            self.cluster.logdir / f"warm-flwr-{self.version}.log",  # kept with the containers' (E2E_KEEP_LOGS)
+            env=env,
+            mounts=mounts,
+            cwd=str(home),
             name="warm-flwr",
         )
         self._warm = (key, proc)
         shim = SHIM.read_text().replace('ADDRESS = ""', f"ADDRESS = {address!r}", 1)
         assert address in shim, "the shim's ADDRESS line changed: tests/support/flwr_shim.py"
-        bindir = self.cli_home / "bin"
+        bindir = home / "bin"
         bindir.mkdir(exist_ok=True)
         tmp = bindir / ".flwr.new"
         tmp.write_text(f"#!{python} -IS\n{shim}")

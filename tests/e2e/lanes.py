@@ -57,16 +57,14 @@ GROUPS = [
         "process",
         [("2", scenario_2), ("10", faults.scenario_10), ("12", faults.scenario_12)],
         # Pools 2+1: each claim here needs a pool of several and one of one (a SuperNode and its SuperExec
-        # sidecar fewer than 3+1: their start, their polling, a ClientApp a run).
-        lambda v: Federation(v, config(v, isolation="process", pools=[("a", 2), ("b", 1)]), label="process"),
+        # sidecar fewer than 3+1: their start, their polling, a ClientApp a run). The one federation of each
+        # version (every version runs it) whose `flwr` user runs Flower's console script itself, the others' a
+        # warm one (cli_user.py): the register script, readiness, runs and listings through the real executable.
+        lambda v: Federation(
+            v, config(v, isolation="process", pools=[("a", 2), ("b", 1)]), label="process", warm_cli=False
+        ),
     ),
-    # The one federation a version whose `flwr` user runs Flower's console script itself (the others' a warm
-    # one: cli_user.py): the register script, readiness, a run and the listing through the real executable.
-    Group(
-        "distributed",
-        [("2b", scenario_2b)],
-        lambda v: Federation(v, distributed_config(v), label="distributed", warm_cli=False),
-    ),
+    Group("distributed", [("2b", scenario_2b)], lambda v: Federation(v, distributed_config(v), label="distributed")),
     Group("upgrade", [("13", upgrade.scenario_13), ("14", upgrade.scenario_14)], upgrade.make),
     Group("era", [("15", upgrade.scenario_15)], upgrade.make_era),
     Group("keys", [("16", rotation.scenario_16)], rotation.make),

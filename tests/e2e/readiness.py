@@ -131,8 +131,8 @@ class FederationReadiness:
                 if p.containers
             )
             pods_ready = pods_ready and activated
-            # The SuperLink's state says when every node is online (milliseconds); then the
-            # CLI, the user's view, confirms it (seconds of CPU a call: at most every 3 s).
+            # The SuperLink's state says when every node is online (milliseconds); then the CLI, the
+            # user's view, confirms it (at most every 3 s: the console script's call costs seconds of CPU).
             states = self.node_states() if pods_ready else None
             state_online = states is not None and sum(states.values()) >= expected
             if pods_ready and (state_online or states is None) and time.monotonic() - last_cli > 3:
@@ -169,8 +169,8 @@ class FederationReadiness:
         """{node id: online} from the SuperLink's own state (its --database file on the
         PVC, read-only): online while its status is online and online_until is ahead
         (Flower updates the status lazily, on the next access). None when there is no
-        such file or it is busy. Costs milliseconds where `flwr supernode list` costs
-        seconds of CPU, which, polled by several federations at once, starved the CPU."""
+        such file or it is busy. Costs milliseconds where `flwr supernode list` costs a
+        forked call (warm) or seconds of CPU (the console script), polled by several federations at once."""
         dbs = sorted(self.cluster.pvcdir.glob(f"*{self.superlink.name}*/state.db"))
         if not dbs:
             return None

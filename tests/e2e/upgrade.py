@@ -120,9 +120,9 @@ def roll(fed: Federation, raw: dict[str, Any]) -> list[str]:
 
 
 def run(fed: Federation) -> base.RunResult:
-    """A run on every SuperNode (the app waits for `min-nodes`; runs.ROUNDS rounds), completed and listed."""
+    """A run on every SuperNode (run_app's `min-nodes`; runs.ROUNDS rounds), completed and listed."""
     expected = base.expected_clients(fed.rendered.raw)
-    result = fed.run_app({"min-nodes": len(expected)})
+    result = fed.run_app()
     base.assert_completed(result, expected)
     base.assert_listed(fed, base.run_id(result))
     return result

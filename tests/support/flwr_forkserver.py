@@ -5,7 +5,7 @@ shim hands over its argv, environment, working directory and its own stdin, stdo
 exits with the child's exit code. Only the interpreter's start and Flower's import (about 1.2-1.7 CPU-s a call,
 the e2e's largest single cost after Flower's own processes: CONTRIBUTING.md, CI time) are shared; what runs is
 Flower's code with the user's command line. One federation per version calls the real executable instead
-(tests/e2e/lanes.py: the `distributed` federation), so the console script itself stays proven.
+(tests/e2e/lanes.py: the `process` federation, on every version), so the console script itself stays proven.
 
 Protocol on an abstract unix socket (SOCK_SEQPACKET: one message each, whole): the client sends one JSON
 request {"argv", "env", "cwd"} with three descriptors (its stdin, stdout, stderr); the server answers {"pid"}
@@ -13,12 +13,14 @@ once forked, then {"rc"} (os.waitstatus_to_exitcode) when the child ended. A cli
 `flwr` killed at its timeout) has its child's process group killed. SIGTERM: no new calls; the server exits
 once its children have ended (a version change starts another server beside it).
 
-Standard library only, one thread (children are forked from a process without other threads): it runs in the
-Flower venv as `python -I flwr_forkserver.py ADDRESS ENTRY`; "ready" on stdout once it listens.
+Standard library only, one thread of its own (children are forked from a process whose threads hold no lock: numpy's
+OpenBLAS, which Flower imports, is kept to the calling thread): it runs in the Flower venv as
+`python -I flwr_forkserver.py ADDRESS ENTRY`; "ready" on stdout once it listens.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import json
@@ -28,13 +30,45 @@ import select
 import signal
 import socket
 import sys
-from typing import Any
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 
-def _child(entry: Any, req: dict[str, Any], fds: list[int]) -> None:
-    """Become `flwr ARGS...` as the console script runs it, and never return."""
+def exit_as_python(body: Callable[[], object]) -> NoReturn:
+    """Run `body` in a forked child and end the process as `python` would end it after the same code: a
+    SystemExit's code (a string printed to stderr, exit 1), an uncaught exception's traceback and exit 1; then
+    what the interpreter's own exit does, which `os._exit` alone skips: non-daemon threads joined (Flower's CLI
+    starts one to check for updates), atexit handlers run, stdout and stderr flushed (exit 120 if that fails).
+    tests/support/job_forkserver.py ends its children here too."""
     code = 1
     try:
+        result = body()
+        code = result if isinstance(result, int) else 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        if exit_.code is not None and not isinstance(exit_.code, int):
+            print(exit_.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - a traceback, as python prints it, and exit 1
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            threading._shutdown()  # type: ignore[attr-defined]  # what Py_Finalize calls first
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:  # noqa: BLE001 - as python: exit 120 when its streams cannot be flushed
+            code = 120
+        os._exit(code)
+
+
+def _child(entry: Any, req: dict[str, Any], fds: list[int]) -> NoReturn:
+    """Become `flwr ARGS...` as the console script runs it, and never return."""
+
+    def become() -> object:
         os.setpgid(0, 0)  # its own process group, killed whole when its client goes away
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
@@ -44,21 +78,9 @@ def _child(entry: Any, req: dict[str, Any], fds: list[int]) -> None:
         os.environ.update(req["env"])
         sys.argv = list(req["argv"])
         sys.argv[0] = re.sub(r"(-script\.pyw|\.exe)?$", "", sys.argv[0])  # as the console script does
-        result = entry()
-        code = result if isinstance(result, int) else 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        if isinstance(exit_.code, str):
-            print(exit_.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001 - a traceback, as python prints it, and exit 1
-        import traceback
+        return entry()
 
-        traceback.print_exc()
-    finally:
-        with contextlib.suppress(BaseException):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+    exit_as_python(become)
 
 
 def _load(spec: str) -> Any:
@@ -67,10 +89,10 @@ def _load(spec: str) -> Any:
 
 
 def serve(address: bytes, entry: Any) -> None:
-    listener: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    assert listener is not None
-    listener.bind(address)
-    listener.listen(64)
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listening.bind(address)
+    listening.listen(64)
+    listener: socket.socket | None = listening
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -84,11 +106,12 @@ def serve(address: bytes, entry: Any) -> None:
         if stopping and listener is not None:
             listener.close()
             listener = None
+            if not clients:  # nothing left to wait for: no SIGCHLD would wake select() again
+                break
         watched: list[Any] = [wake_r, *(c for pid, c in clients.items() if pid not in killed)]
         if listener is not None:
             watched.append(listener)
-        with contextlib.suppress(InterruptedError):
-            readable = select.select(watched, [], [])[0]
+        readable = select.select(watched, [], [])[0]  # retried on signals (PEP 475); SIGTERM's shows at the top
         if listener is not None and listener in readable:
             _accept(listener, entry, clients, wake_r)
         for pid, conn in clients.items():
@@ -147,6 +170,9 @@ def _accept(listener: socket.socket, entry: Any, clients: dict[int, socket.socke
 
 def main() -> None:
     address, spec = sys.argv[1], sys.argv[2]
+    # Before Flower's import: OpenBLAS would start worker threads, which a fork copies without their state. The
+    # children run with the caller's environment, not this one.
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
     entry = _load(spec)
     serve(b"\0" + address.encode(), entry)
 

@@ -11,11 +11,14 @@ Standard library only: it runs in the Flower venv."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import runpy
 import sys
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
 
 # What flower_federation/flower/scripts/register_nodes.py imports (both eras' Control API clients).
 PRELOAD = (
@@ -28,10 +31,24 @@ PRELOAD = (
 )
 
 
-def _child(req: dict[str, Any]) -> None:
+def _exit_as_python() -> Callable[[Callable[[], object]], NoReturn]:
+    """flwr_forkserver.exit_as_python, loaded by its path: this script's directory is not put on sys.path for
+    an import (its children's scripts get it), and the shared ending must not drift."""
+    spec = importlib.util.spec_from_file_location("flwr_forkserver", Path(__file__).with_name("flwr_forkserver.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ending: Callable[[Callable[[], object]], NoReturn] = module.exit_as_python
+    return ending
+
+
+EXIT_AS_PYTHON = _exit_as_python()
+
+
+def _child(req: dict[str, Any]) -> NoReturn:
     """Become `python SCRIPT ARGS...` and never return."""
-    code = 1
-    try:
+
+    def become() -> object:
         os.setsid()  # its own process group, killed whole on a timeout, as run_bounded does
         os.chdir(req["cwd"])
         os.environ.clear()
@@ -45,17 +62,9 @@ def _child(req: dict[str, Any]) -> None:
         sys.argv = req["argv"][1:]
         sys.path[0] = os.path.dirname(os.path.abspath(script))
         runpy.run_path(script, run_name="__main__")
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except BaseException:  # noqa: BLE001 - a traceback, as python prints it, and exit 1
-        import traceback
+        return 0
 
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    EXIT_AS_PYTHON(become)
 
 
 def main() -> None:
