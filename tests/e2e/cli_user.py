@@ -49,11 +49,11 @@ def _replace(path: Path, text: str) -> None:
 
 class FlwrCli:
     """stack.Federation's `flwr` user. Uses the federation's cluster, outputs, version and
-    cli_netns. With `warm_cli` (the default), `flwr` on the user's PATH is the warm CLI
+    cli_netns. With `warm` (the default), `flwr` on the user's PATH is the warm CLI
     (tests/support/flwr_forkserver.py): Flower's own CLI entry point imported once, each call
     run in a child forked from it, with the call's argv, environment and descriptors."""
 
-    warm_cli = True
+    warm = True
     _warm: Optional[tuple[tuple[Any, ...], subprocess.Popen]] = None
 
     # -- the user's machine
@@ -77,7 +77,7 @@ class FlwrCli:
         _replace(home / "register.sh", self.outputs["nodeAuth"]["registerScript"])
         mounts = [{"source": str(ca_dir), "target": str(ca_path.parent), "readOnly": True}]
         env = cli_env(self.version, home)
-        if self.warm_cli:
+        if self.warm:
             env["PATH"] = f"{home / 'bin'}:{env['PATH']}"
             self._start_warm_cli(home, mounts, env)
         # Assigned whole, last: a `flwr` call in another thread (scenario 16's runs during a rollout) sees the old

@@ -58,10 +58,11 @@ GROUPS = [
         [("2", scenario_2), ("10", faults.scenario_10), ("12", faults.scenario_12)],
         # Pools 2+1: each claim here needs a pool of several and one of one (a SuperNode and its SuperExec
         # sidecar fewer than 3+1: their start, their polling, a ClientApp a run). The one federation of each
-        # version (every version runs it) whose `flwr` user runs Flower's console script itself, the others' a
-        # warm one (cli_user.py): the register script, readiness, runs and listings through the real executable.
+        # version (every version runs it) whose `flwr` user and containers run Flower's console scripts themselves,
+        # the others' warm ones (cli_user.py, harness/warm.py): the register script, readiness, runs and listings,
+        # every SuperNode and SuperExec through the real executables.
         lambda v: Federation(
-            v, config(v, isolation="process", pools=[("a", 2), ("b", 1)]), label="process", warm_cli=False
+            v, config(v, isolation="process", pools=[("a", 2), ("b", 1)]), label="process", warm=False
         ),
     ),
     Group("distributed", [("2b", scenario_2b)], lambda v: Federation(v, distributed_config(v), label="distributed")),

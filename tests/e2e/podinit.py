@@ -108,6 +108,26 @@ def _own_stdio(uid: int) -> None:
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
+    setup(spec)
+    argv = list(spec["argv"])
+    user = spec.get("user")
+    if user is not None:
+        argv = [*privileges(user, "setpriv"), *argv]
+    env = spec["env"]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        # setpriv comes from the host; the program it runs is looked up on the
+        # container's PATH, as the image's entrypoint would be.
+        os.execve(spec["setpriv"] if user is not None else which(argv[0], env), argv, env)
+    except OSError as exc:
+        sys.stderr.write(f"podinit: exec {argv[0]}: {exc}\n")
+        sys.exit(127)
+
+
+def setup(spec: dict) -> None:
+    """Steps 1-4 and the working dir, as root in the container's namespaces: all but the exec. The e2e's warm
+    Flower (warm_flower.py) runs them too, in the forked process that becomes the container's program."""
     masks, image = _hold_image(spec.get("expose") or [], spec.get("image") or [])
     mounts = sorted(spec["mounts"], key=lambda m: m["target"].rstrip("/").count("/"))
     # Hold every source before mounting anything: a mount (e.g. an emptyDir at /tmp) may
@@ -129,20 +149,6 @@ def main() -> None:
     except OSError as exc:
         sys.stderr.write(f"podinit: workingDir {spec.get('cwd')}: {exc}\n")
         sys.exit(127)
-    argv = list(spec["argv"])
-    user = spec.get("user")
-    if user is not None:
-        argv = [*privileges(user, "setpriv"), *argv]
-    env = spec["env"]
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        # setpriv comes from the host; the program it runs is looked up on the
-        # container's PATH, as the image's entrypoint would be.
-        os.execve(spec["setpriv"] if user is not None else _which(argv[0], env), argv, env)
-    except OSError as exc:
-        sys.stderr.write(f"podinit: exec {argv[0]}: {exc}\n")
-        sys.exit(127)
 
 
 def privileges(user: dict, setpriv: str) -> list:
@@ -159,7 +165,7 @@ def privileges(user: dict, setpriv: str) -> list:
     return [*wrap, "--"]
 
 
-def _which(program: str, env: dict) -> str:
+def which(program: str, env: dict) -> str:
     if "/" in program:
         return program
     for d in env.get("PATH", "").split(":"):

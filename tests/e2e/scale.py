@@ -239,7 +239,7 @@ def scenario_scale(run: SitesRun, n: int, gate: Optional[threading.Semaphore] = 
 
     # The hub: its SuperLink, then its registration Job with every site's keys.
     run.wan = Wan()
-    hub_cluster = Cluster(v, venv(v), HUB)
+    hub_cluster = Cluster(v, venv(v), HUB, warm=True)
     hub_cluster.apply(hub_v2.manifests)
     hub_cluster.create_pods()
     run.hub = hub = Hub(v, hub_v2, hub_cluster)

@@ -159,7 +159,7 @@ def deploy_site(
 ) -> Site:
     """A site's cluster on Flower `version` (the run's unless given: a site may run another than its hub)."""
     version = version or run.version
-    cluster = Cluster(version, venv(version), name, nice=nice)
+    cluster = Cluster(version, venv(version), name, nice=nice, warm=True)
     site = Site(name, rendered, cluster)
     run.sites[name] = site
     cluster.apply(rendered.manifests)

@@ -109,7 +109,7 @@ class Skew:
         run = self.run
         hub_v1 = render_stack(HUB, hub_config(hub_version), self.hub_state)
         run.wan = Wan()
-        cluster = Cluster(hub_version, venv(hub_version), HUB)
+        cluster = Cluster(hub_version, venv(hub_version), HUB, warm=True)
         run.hub = Hub(hub_version, hub_v1, cluster)
         sites = {s: self.render_site(s, v) for s, v in zip(ADMITTED, site_versions, strict=True)}
         self.hub.rendered = render_stack(HUB, hub_config(hub_version, ADMITTED), self.hub_state, self.site_outputs)

@@ -105,7 +105,7 @@ def scenario_sites(run: SitesRun, gate: Optional[threading.Semaphore] = None) ->
     # 1. The hub's first `pulumi up`: no site admitted yet.
     hub_v1 = render_stack(HUB, hub_settings(), hub_state)
     run.wan = Wan()
-    hub_cluster = Cluster(v, venv(v), HUB)
+    hub_cluster = Cluster(v, venv(v), HUB, warm=True)
     hub_cluster.apply(hub_v1.manifests)
     hub_cluster.create_pods()
     run.hub = hub = Hub(v, hub_v1, hub_cluster)

@@ -60,10 +60,12 @@ class Federation(FederationReadiness, FlwrCli, AppRuns):
         *,
         label: str = "e2e",
         tamper: Optional[Callable[[list[dict[str, Any]]], None]] = None,
-        warm_cli: bool = True,
+        warm: bool = True,
     ):
         self.version = version
-        self.warm_cli = warm_cli  # False: the user's `flwr` is Flower's console script itself (cli_user.py)
+        # False: Flower's console scripts themselves, the user's `flwr` (cli_user.py) and the containers' daemons
+        # (harness/warm.py); True: both warm, forked from an interpreter that imported Flower once.
+        self.warm = warm
         self.state = PulumiState()  # the stack's state: a later render keeps its keys
         self.rendered = render(raw, self.state)
         self.manifests = copy.deepcopy(self.rendered.manifests)
@@ -77,7 +79,7 @@ class Federation(FederationReadiness, FlwrCli, AppRuns):
         self.phases: list[str] = []
         self.incidents: list[str] = []
         self._crashes_seen: dict[tuple[str, str], int] = {}
-        self.cluster = Cluster(version, venv(version), label)
+        self.cluster = Cluster(version, venv(version), label, warm=warm)
         try:
             self.cluster.apply(self.manifests)
             self.cluster.create_pods()

@@ -61,8 +61,10 @@ class FlowerImages:
 class Cluster(ClusterNetwork, ClusterProcesses):
     """One emulated node running Flower's images: `version`'s (`venv`) unless a pod names another."""
 
-    def __init__(self, version: str, venv: Path, label: str = "e2e", nice: int = 0):
+    def __init__(self, version: str, venv: Path, label: str = "e2e", nice: int = 0, warm: bool = False):
         _install_handlers()
+        # Flower's daemons in this cluster's containers start as forks of a warm Flower (harness/warm.py).
+        self.warm = warm
         self.version = version
         self.label = label
         # The niceness of every container's processes: a cluster that stands for other machines (a site's, in

@@ -28,12 +28,15 @@ class ClusterProcesses:
         """(pod, container, host pid, argv) of every process in a container: the
         container's PID namespace tells which container a process belongs to."""
         owners: dict[str, tuple[str, str]] = {}
+        warm: dict[int, list[str]] = {}  # a warm start's PID 1: the command line it would have had (warm.py)
         for p in self.pods.values():
             for c in [*p.init_containers, *p.containers]:
-                pid1 = c.pid1
+                pid1, proc = c.pid1, c.proc
                 if pid1:
                     with contextlib.suppress(OSError):
                         owners[os.readlink(f"/proc/{pid1}/ns/pid")] = (p.name, c.name)
+                    if proc is not None and proc.pid == pid1 and hasattr(proc, "argv"):
+                        warm[pid1] = list(proc.argv)
         out = []
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -42,7 +45,10 @@ class ClusterProcesses:
                 owner = owners.get(os.readlink(f"/proc/{entry}/ns/pid"))
                 if owner is None:
                     continue
-                argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+                argv = (
+                    warm.get(int(entry))
+                    or (Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1])
+                )
             except OSError:
                 continue
             out.append((owner[0], owner[1], int(entry), argv))

@@ -5,16 +5,18 @@ readiness probes sent from the node's network namespace by prober.py (probes.py)
 from __future__ import annotations
 
 import contextlib
+import json
 import resource
 import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from tests.e2e.harness.host import PODINIT, HarnessError, children, kill
 from tests.e2e.harness.probes import ContainerProbes, ProbeState
+from tests.e2e.harness.warm import WarmProcess, warm_script
 from tests.support.kube import MissingReference
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ class Container(ContainerProbes):
         self.log_path = pod.cluster.logdir / f"{pod.name}_{self.name}.log"
         self.restarts = 0
         self.exit_codes: list[int] = []
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: Optional[Union[subprocess.Popen, WarmProcess]] = None
         self.pid1: Optional[int] = None
         # The running incarnation's podinit spec (its user, environment, working dir): exec probes take them on.
         self.launch_file: Optional[Path] = None
@@ -91,10 +93,8 @@ class Container(ContainerProbes):
                 with open(self.log_path, "ab") as log:
                     log.write(f"=== start #{incarnation} at {time.strftime('%H:%M:%S')}\n".encode())
                     log.flush()
-                    self.proc = subprocess.Popen(
-                        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-                    )
-                if self.pod.cluster.nice:
+                    self.proc = self._launch(argv, spec_file, log)
+                if self.pod.cluster.nice and not isinstance(self.proc, WarmProcess):
                     self._yield_cpu(self.proc.pid, self.pod.cluster.nice)
                 self.started_at = time.monotonic()
                 self.readiness, self.liveness, self.startup = ProbeState(), ProbeState(), ProbeState()
@@ -102,7 +102,7 @@ class Container(ContainerProbes):
                 if "startupProbe" not in self.spec:
                     self.started.set()
                 self.ready = False
-            self.pid1 = self._find_pid1(self.proc.pid)
+            self.pid1 = self.proc.pid if isinstance(self.proc, WarmProcess) else self._find_pid1(self.proc.pid)
             self._wait_exec(self.pid1)
             probers = [
                 threading.Thread(target=self._probe_loop, args=(kind, incarnation), daemon=True)
@@ -133,6 +133,23 @@ class Container(ContainerProbes):
                 backoff = BACKOFF_START
             self._stop.wait(backoff)
             backoff = min(backoff * 2, BACKOFF_CAP)
+
+    def _launch(self, argv: list[str], spec_file: Path, log: Any) -> Union[subprocess.Popen, WarmProcess]:
+        """The container's process: `argv` (the cold path: ip netns exec, unshare, podinit), or, in a warm cluster,
+        a fork of a warm Flower for a Flower daemon (warm.py). A warm start that fails is an exit 127 (podinit's
+        for a container it cannot start), its reason in the log."""
+        cluster = self.pod.cluster
+        script = warm_script(json.loads(spec_file.read_text())) if cluster.warm else None
+        if script is not None:
+            try:
+                return WarmProcess(script, spec_file, self.pod.netns, cluster.nice, log, cluster.workdir)
+            except (HarnessError, OSError) as exc:
+                log.write(f"=== warm start failed: {exc}\n".encode())
+                log.flush()
+                argv = ["sh", "-c", "exit 127"]
+        return subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
 
     @staticmethod
     def _yield_cpu(pid: int, nice: int) -> None:

@@ -1,0 +1,168 @@
+"""Warm Flower starts for a cluster's containers (tests/e2e/warm_flower.py says what a start does): which
+containers start warm, the servers that start them (one per Flower venv and import environment, started on first
+use and kept for the test session), and the handle a container's supervisor waits on in place of a Popen.
+
+A container starts warm when its cluster asks for it (`Cluster(warm=True)`: the federations and sites of the
+e2e, never each version's `process` federation, whose containers prove the console scripts and the exec), its
+program is one of WARM_PROGRAMS in a Flower venv, and it runs as a user other than root."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import secrets
+import select
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import IO, Any, Optional
+
+from tests.e2e.harness.host import HERE, HarnessError
+from tests.e2e.podinit import which
+
+WARM_FLOWER = HERE / "warm_flower.py"
+WARM_PROGRAMS = ("flower-supernode", "flower-superexec")
+# What Flower's modules read from the environment when imported (module-level os.getenv / os.environ in every
+# tested version: tests/test_warm_flower.py reads them from the venvs and fails on one missing here), HOME, and
+# the prefixes of what Python (PYTHON*, LC_*, LANG) and Flower's libraries (gRPC's core, OpenBLAS, OpenMP, numpy)
+# read at their start: a server imports Flower with the container's values of all of them.
+IMPORT_ENV = (
+    "BROWSER_USE_SETUP_LOGGING",
+    "FLWR_LOCAL_CONTROL_API_PORT",
+    "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT",
+    "FLWR_LOG_LEVEL",
+    "FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE",
+    "FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PULLS",
+    "FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES",
+    "FLWR_SUPERGRID_ADDRESS",
+    "FLWR_SUPERGRID_API_URL",
+    "FLWR_TELEMETRY_ENABLED",
+    "FLWR_TELEMETRY_LOGGING",
+    "HOME",
+    "LANG",
+)
+IMPORT_ENV_PREFIXES = ("PYTHON", "LC_", "GRPC_", "OPENBLAS_", "OMP_", "NPY_", "MKL_")
+# The server's import on a loaded machine (an interpreter and Flower's import: seconds, tens under load).
+SERVER_START_SECONDS = 180.0
+
+
+def import_key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in env.items() if k in IMPORT_ENV or k.startswith(IMPORT_ENV_PREFIXES)))
+
+
+def warm_script(spec: dict[str, Any]) -> Optional[Path]:
+    """The Flower console script a container's launch spec runs, if it may start warm."""
+    user = spec.get("user")
+    if user is None or int(user.get("uid", 0)) == 0:
+        return None
+    script = Path(which(spec["argv"][0], spec["env"]))
+    if script.name not in WARM_PROGRAMS or not (script.parent / "python").exists():
+        return None
+    return script
+
+
+class _Server:
+    """One warm_flower.py process: Flower `venv`'s python, imported with `key`'s environment."""
+
+    def __init__(self, venv: Path, key: tuple[tuple[str, str], ...], log_dir: Path):
+        self.address = f"fe2e-warm-{secrets.token_hex(4)}"
+        scripts = [str(venv / "bin" / p) for p in WARM_PROGRAMS if (venv / "bin" / p).exists()]
+        self.log = log_dir / f"{self.address}.log"
+        env = {"PATH": f"{venv / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", **dict(key)}
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [str(venv / "bin" / "python"), "-I", str(WARM_FLOWER), self.address, *scripts],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=env,
+            )
+        assert self.proc.stdout is not None
+        ready = select.select([self.proc.stdout], [], [], SERVER_START_SECONDS)[0]
+        line = self.proc.stdout.readline() if ready else b""
+        if line.strip() != b"ready":
+            self.stop()
+            raise HarnessError(f"warm Flower ({venv}) did not start: {self.log.read_text(errors='replace')[-2000:]}")
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()  # no new containers; running ones keep their own processes
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_servers: dict[tuple[Any, ...], _Server] = {}
+_servers_lock = threading.Lock()
+
+
+def _server(venv: Path, key: tuple[tuple[str, str], ...], log_dir: Path) -> _Server:
+    with _servers_lock:  # one start at a time: the first start of a version waits for its import once
+        server = _servers.get((venv, key))
+        if server is None or server.proc.poll() is not None:
+            server = _servers[(venv, key)] = _Server(venv, key, log_dir)
+        return server
+
+
+@atexit.register
+def stop_servers() -> None:
+    with _servers_lock:
+        for server in _servers.values():
+            server.stop()
+        _servers.clear()
+
+
+class WarmProcess:
+    """A warm container start, waited on as a Popen: `pid` is the container's PID 1 (the program itself, there is
+    no `unshare` between), `wait`/`poll`/`returncode` its exit as Popen reports it (-N for signal N), `kill` has
+    it killed (its connection closed)."""
+
+    def __init__(self, script: Path, spec_file: Path, netns: str, nice: int, log: IO[bytes], log_dir: Path):
+        spec = json.loads(spec_file.read_text())
+        server = _server(script.parent.parent, import_key(spec["env"]), log_dir)
+        self.returncode: Optional[int] = None
+        self._done = threading.Event()
+        self.argv = [str(script.parent / "python"), str(script), *spec["argv"][1:]]  # its cmdline, cold
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock.connect(b"\0" + server.address.encode())
+        request = {"spec": str(spec_file), "netns": netns, "nice": nice, "script": str(script)}
+        with open(os.devnull, "rb") as devnull:
+            socket.send_fds(self._sock, [json.dumps(request).encode()], [devnull.fileno(), log.fileno(), log.fileno()])
+        reply = self._recv()
+        if "pid" not in reply:
+            self._sock.close()
+            raise HarnessError(f"warm start of {script.name} failed: {reply.get('error', reply)}")
+        self.pid: int = reply["pid"]
+        threading.Thread(target=self._wait_rc, name=f"warm-{self.pid}", daemon=True).start()
+
+    def _recv(self) -> dict[str, Any]:
+        msg = self._sock.recv(4096)
+        return json.loads(msg) if msg else {}
+
+    def _wait_rc(self) -> None:
+        try:
+            reply = self._recv()
+        except OSError:
+            reply = {}
+        self.returncode = int(reply.get("rc", -9))  # its server's child went away: as killed
+        self._sock.close()
+        self._done.set()
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired(self.argv, timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def poll(self) -> Optional[int]:
+        return self.returncode if self._done.is_set() else None
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_WR)

@@ -1,0 +1,99 @@
+"""A warm start (harness/warm.py, warm_flower.py) makes the same container as the cold path (ip netns exec,
+unshare, podinit, setpriv, the console script): a SuperNode pod of Flower 1.42.0 as the project renders it,
+started once each way, compared as the kernel shows them. PID 1 is the program itself with the container's
+user, groups, capabilities, no_new_privs and name; it sees the same mounts, read-only root, /etc/hosts and
+hostname; the SuperExec it spawns gets the same command line and environment (the environment Flower's import
+set included); its log starts the same. No SuperLink runs: the SuperNode serves its Runtime API while it tries
+to reach one. The comparison can fail: each side is also checked against what the harness itself has (root,
+every capability, the host's /etc/hosts)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.harness import Cluster
+from tests.e2e.rendering import config, render
+from tests.support.flower import HTTP_ERA, venv
+
+STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "NSpid")
+
+
+def _status(pid: int) -> dict[str, str]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return {k: fields[k].split()[-1] if k == "NSpid" else " ".join(fields[k].split()) for k in STATUS_FIELDS}
+
+
+def _mounts(pid: int) -> list[tuple[str, str]]:
+    """(mount point, per-mount options) of the container's mount namespace."""
+    out = []
+    for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines():
+        parts = line.split()
+        point = re.sub(r"fe2e[0-9a-f]{4}", "ID", parts[4])  # a cluster's id in its namespaces' names
+        out.append((point, ",".join(sorted(o for o in parts[5].split(",") if o != "relatime"))))
+    return sorted(out)
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _environ(pid: int) -> dict[str, str]:
+    entries = Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
+    return dict(e.split("=", 1) for e in entries if "=" in e)
+
+
+def _seen(warm: bool) -> dict[str, Any]:
+    raw = config(HTTP_ERA, pools=[("a", 1)])
+    cluster = Cluster(HTTP_ERA, venv(HTTP_ERA), "warm" if warm else "cold", warm=warm)
+    try:
+        cluster.apply(render(raw).manifests)
+        cluster.create_pods()
+        pod = next(p for p in cluster.pods.values() if "supernode" in [c["name"] for c in p.spec["containers"]])
+        cluster.start_pods([pod])
+        container = pod.container("supernode")
+        deadline = time.monotonic() + 120  # a hang bound: the SuperExec follows the SuperNode's start in seconds
+        while not (container.pid1 and _children(container.pid1)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        pid1 = container.pid1
+        assert pid1 and _children(pid1), container.log()
+        superexec = _children(pid1)[0]
+        argv = [a for p, c, pid, a in cluster.processes() if pid == pid1][0]
+        log = re.sub(r"\d\d:\d\d:\d\d|\d+(\.\d+)?s", "T", container.log(tail=400))
+        return {
+            "status": _status(pid1),
+            "comm": Path(f"/proc/{pid1}/comm").read_text().strip(),
+            "argv": [os.path.basename(a) if i < 2 else a for i, a in enumerate(argv)],
+            "mounts": _mounts(pid1),
+            "hosts": re.sub(r"\d+\.\d+\.\d+\.\d+", "IP", Path(f"/proc/{pid1}/root/etc/hosts").read_text()),
+            "hostname": subprocess.run(
+                ["nsenter", "-t", str(pid1), "-u", "hostname"], capture_output=True, text=True, check=True
+            ).stdout.strip(),
+            "superexec argv": Path(f"/proc/{superexec}/cmdline").read_bytes().split(b"\0"),
+            "superexec env": _environ(superexec),
+            "superexec status": {k: v for k, v in _status(superexec).items() if k != "NSpid"},
+            "log start": [line for line in log.splitlines() if not line.startswith("===")][:3],
+        }
+    finally:
+        cluster.close()
+
+
+def test_a_warm_start_makes_the_same_container_as_the_cold_path() -> None:
+    cold, warm = _seen(False), _seen(True)
+    mine = _status(os.getpid())
+    for seen in (cold, warm):
+        assert seen["status"]["Uid"] != mine["Uid"] and seen["status"]["CapBnd"] != mine["CapBnd"], seen["status"]
+        assert seen["status"]["NSpid"] == "1" and seen["comm"] == "flower-supernod"
+        assert seen["hosts"] != re.sub(r"\d+\.\d+\.\d+\.\d+", "IP", Path("/etc/hosts").read_text())
+        assert seen["superexec env"] != dict(os.environ)
+    cold_env, warm_env = cold.pop("superexec env"), warm.pop("superexec env")
+    for env in (cold_env, warm_env):
+        env.pop("HOSTNAME")  # the pod's name: another pod each time
+        assert env.get("GRPC_VERBOSITY", "").upper() == "ERROR"  # what Flower's import sets, in both
+    assert warm_env == cold_env
+    assert cold["hostname"] == "e2e-supernode-a-0" and "e2e-superlink" in cold["hosts"]
+    assert warm == cold
