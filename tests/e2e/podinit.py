@@ -26,7 +26,8 @@ as when a container's init exits. This script then does what runc does before ex
    only, in its workingDir.
 
 Only the standard library: it runs under whichever Python starts it.
-Spec (JSON): {"mounts": [{"source", "target", "readOnly"}], "hostname", "readOnlyRoot",
+Spec (JSON): {"mounts": [{"source", "target", "readOnly"}], "overlays": [{"source", "target"}], "hostname",
+"readOnlyRoot",
 "user": {"uid", "gid", "groups", "noNewPrivs", "dropAllCaps"} or null (stay root),
 "expose": [{"mask": "/root", "paths": [...]}], "image": [venv, interpreter prefix],
 "setpriv": host path of setpriv, "env": {...}, "argv": [...], "cwd": "..."}.
@@ -138,6 +139,11 @@ def setup(spec: dict) -> None:
     for fd in sources:
         os.close(fd)
     _expose(masks, image)
+    # A warm cluster's console scripts (harness/warm.py): each bound over the image's script of its name.
+    for overlay in spec.get("overlays") or []:
+        fd = os.open(overlay["source"], os.O_PATH)
+        _bind(fd, overlay["target"], read_only=True)
+        os.close(fd)
     if spec.get("user") is not None:
         _own_stdio(int(spec["user"]["uid"]))
     if spec.get("readOnlyRoot"):

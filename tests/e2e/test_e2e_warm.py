@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.harness import Cluster
+from tests.e2e.harness.warm import SPAWNED_PROGRAMS
 from tests.e2e.rendering import config, render
 from tests.support.flower import HTTP_ERA, venv
 
@@ -36,6 +37,15 @@ def _mounts(pid: int) -> list[tuple[str, str]]:
         point = re.sub(r"fe2e[0-9a-f]{4}", "ID", parts[4])  # a cluster's id in its namespaces' names
         out.append((point, ",".join(sorted(o for o in parts[5].split(",") if o != "relatime"))))
     return sorted(out)
+
+
+def _status_field(pid: int, field: str) -> str:
+    """A field of the process' status as seen from inside its container (its PID namespace's numbers)."""
+    ns_pid = _status(pid)["NSpid"]
+    out = subprocess.run(
+        ["nsenter", "-t", str(pid), "-p", "-m", "cat", f"/proc/{ns_pid}/status"], capture_output=True, text=True
+    ).stdout
+    return dict(line.split(":\t", 1) for line in out.splitlines() if ":\t" in line)[field].strip()
 
 
 def _children(pid: int) -> list[int]:
@@ -61,8 +71,19 @@ def _seen(warm: bool) -> dict[str, Any]:
             time.sleep(0.2)
         pid1 = container.pid1
         assert pid1 and _children(pid1), container.log()
-        superexec = _children(pid1)[0]
-        argv = [a for p, c, pid, a in cluster.processes() if pid == pid1][0]
+        superexec = _children(pid1)[0]  # warm: the shim at the script's path, waiting for its warm SuperExec
+        processes = cluster.processes()
+        argv = [a for p, c, pid, a in processes if pid == pid1][0]
+        deadline = time.monotonic() + 60  # a hang bound: the shim's call is answered in milliseconds
+        while warm and time.monotonic() < deadline:
+            joined = [
+                pid
+                for _, _, pid, _ in cluster.processes()
+                if pid not in (pid1, superexec) and Path(f"/proc/{pid}/comm").read_text().strip() == "flower-superexe"
+            ]
+            if joined:
+                break
+            time.sleep(0.2)
         log = re.sub(r"\d\d:\d\d:\d\d|\d+(\.\d+)?s", "T", container.log(tail=400))
         return {
             "status": _status(pid1),
@@ -77,6 +98,9 @@ def _seen(warm: bool) -> dict[str, Any]:
             "superexec env": _environ(superexec),
             "superexec status": {k: v for k, v in _status(superexec).items() if k != "NSpid"},
             "log start": [line for line in log.splitlines() if not line.startswith("===")][:3],
+            # The SuperExec's own process: the cold path's is the child itself; a warm one's joined the container.
+            "superexec itself": {k: v for k, v in _status(joined[0] if warm else superexec).items() if k != "NSpid"},
+            "superexec's parent in the container": int(_status_field(joined[0] if warm else superexec, "PPid") != "0"),
         }
     finally:
         cluster.close()
@@ -96,4 +120,12 @@ def test_a_warm_start_makes_the_same_container_as_the_cold_path() -> None:
         assert env.get("GRPC_VERBOSITY", "").upper() == "ERROR"  # what Flower's import sets, in both
     assert warm_env == cold_env
     assert cold["hostname"] == "e2e-supernode-a-0" and "e2e-superlink" in cold["hosts"]
+    # The one difference, on purpose: the console scripts Flower starts are the shims, bound over the image's.
+    overlays = [(re.sub(r"fe2e[0-9a-f]{4}", "ID", str(venv(HTTP_ERA) / "bin" / p)), "ro") for p in SPAWNED_PROGRAMS]
+    assert sorted(set(warm["mounts"]) - set(cold["mounts"])) == sorted(overlays)
+    assert set(cold["mounts"]) <= set(warm["mounts"])
+    cold.pop("mounts"), warm.pop("mounts")
+    # The SuperExec's parent: the SuperNode (cold); a warm one's is outside the container (0 inside it), as a
+    # process that joined it with nsenter: Flower's SuperExec watches the SuperNode by its --parent-pid instead.
+    assert (cold.pop("superexec's parent in the container"), warm.pop("superexec's parent in the container")) == (1, 0)
     assert warm == cold

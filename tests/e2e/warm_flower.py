@@ -39,6 +39,7 @@ import re
 import select
 import signal
 import socket
+import struct
 import sys
 import threading
 from pathlib import Path
@@ -126,22 +127,83 @@ def _child(conn: socket.socket, req: dict[str, Any], fds: list[int], entries: di
         os.read(ready_r, 1)  # "1" when G's mounts are done; EOF when it failed first (its exit code follows)
         os.close(ready_r)
         conn.send(json.dumps({"pid": pid}).encode())
-        pidfd = os.pidfd_open(pid)
-        while True:
-            readable = select.select([conn, pidfd], [], [])[0]
-            if conn in readable and pidfd not in readable:  # the harness sends nothing more: it went away
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                select.select([pidfd], [], [])
-            _, status = os.waitpid(pid, 0)
-            with contextlib.suppress(OSError):
-                conn.send(json.dumps({"rc": os.waitstatus_to_exitcode(status)}).encode())
-            code = 0
-            break
+        _relay(conn, pid)
+        code = 0
     except BaseException as exc:  # noqa: BLE001 - said to the harness, which fails the container's start
         with contextlib.suppress(OSError):
             conn.send(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
     os._exit(code)
+
+
+def _relay(conn: socket.socket, pid: int) -> None:
+    """Until G ends: its exit code to the caller; G killed if the caller goes away first (it sends nothing more:
+    readable means gone)."""
+    pidfd = os.pidfd_open(pid)
+    readable = select.select([conn, pidfd], [], [])[0]
+    if conn in readable and pidfd not in readable:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    with contextlib.suppress(OSError):
+        conn.send(json.dumps({"rc": os.waitstatus_to_exitcode(status)}).encode())
+
+
+# -- a program a container's process starts (the shim, warm_shim.py, at the console script's path)
+NAMESPACES = ("uts", "ipc", "net", "pid", "mnt")  # the order setns joins them in: the mount namespace last
+
+
+def _caller(conn: socket.socket) -> dict[str, Any]:
+    """Who called, from the host's view of its process: uid, gid, groups, no_new_privs, bounding set, nice."""
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return {
+        "uid": uid,
+        "gid": gid,
+        "groups": [int(g) for g in status["Groups"].split()],
+        "noNewPrivs": status["NoNewPrivs"].strip() == "1",
+        "dropAllCaps": int(status["CapBnd"], 16) == 0,
+        "nice": os.getpriority(os.PRIO_PROCESS, pid),
+    }
+
+
+def _join_child(conn: socket.socket, req: dict[str, Any], fds: list[int], entries: dict[str, Any]) -> NoReturn:
+    """C for a caller inside a container: its namespaces joined (the PID namespace for the fork), G runs the
+    program with the caller's identity, descriptors, working dir, environment and argv."""
+    code = 1
+    try:
+        user = _caller(conn)
+        std, cwd, spaces = fds[:3], fds[3], fds[4:]
+        for name, fd in zip(NAMESPACES, spaces, strict=True):
+            _check(_libc.setns(fd, 0), f"setns {name}")
+            os.close(fd)
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            _joined(req, user, std, cwd, entries)
+        for fd in (*std, cwd):
+            os.close(fd)
+        conn.send(json.dumps({"pid": pid}).encode())
+        _relay(conn, pid)
+        code = 0
+    except BaseException as exc:  # noqa: BLE001 - said to the caller, which then runs the program itself
+        with contextlib.suppress(OSError):
+            conn.send(json.dumps({"refused": f"{type(exc).__name__}: {exc}"}).encode())
+    os._exit(code)
+
+
+def _joined(req: dict[str, Any], user: dict[str, Any], std: list[int], cwd: int, entries: dict[str, Any]) -> NoReturn:
+    def become() -> object:
+        _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+        os.setpriority(os.PRIO_PROCESS, 0, user["nice"])
+        os.fchdir(cwd)
+        os.close(cwd)
+        for target, fd in enumerate(std):
+            os.dup2(fd, target)
+            os.close(fd)
+        _become_user(user)
+        return _run(req["script"], req["argv"], req["env"], entries)
+
+    EXIT_AS_PYTHON(become)
 
 
 # -- the grandchild G: PID 1 of the container, becoming its program
@@ -173,24 +235,29 @@ def _grandchild(req: dict[str, Any], fds: list[int], entries: dict[str, Any], re
         os.write(ready_w, b"1")
         os.close(ready_w)
         _become_user(spec["user"])
-        script = req["script"]
-        _libc.prctl(PR_SET_NAME, os.path.basename(script).encode()[:15], 0, 0, 0)  # comm, as exec would set it
-        os.environ.clear()
-        os.environ.update(spec["env"])
-        os.environ.update(IMPORT_SET)  # what Flower's import set in the environment, as it would have here
-        if os.environ.get("PYTHONFAULTHANDLER"):  # python's start enables it so (the streams are new here)
-            faulthandler.enable()
-        sys.argv = [script, *spec["argv"][1:]]
-        sys.path[0] = os.path.dirname(script)  # a script's directory comes first, as for the console script
-        return entries[script]()
+        return _run(req["script"], [req["script"], *spec["argv"][1:]], spec["env"], entries)
 
     EXIT_AS_PYTHON(become)
 
 
+def _run(script: str, argv: list[str], env: dict[str, str], entries: dict[str, Any]) -> object:
+    """The console script's part: its name, environment, argv and sys.path, then its entry point."""
+    _libc.prctl(PR_SET_NAME, os.path.basename(script).encode()[:15], 0, 0, 0)  # comm, as exec would set it
+    os.environ.clear()
+    os.environ.update(env)
+    os.environ.update(IMPORT_SET)  # what Flower's import set in the environment, as it would have here
+    if os.environ.get("PYTHONFAULTHANDLER"):  # python's start enables it so (the streams are new here)
+        faulthandler.enable()
+    sys.argv = list(argv)
+    sys.path[0] = os.path.dirname(script)  # a script's directory comes first, as for the console script
+    return entries[script]()
+
+
 # -- the server
-def serve(address: bytes, entries: dict[str, Any]) -> None:
+def serve(path: str, keyspec: dict[str, Any], entries: dict[str, Any]) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    listener.bind(address)
+    listener.bind(path)
+    os.chmod(path, 0o666)  # the containers' users connect (the shims); who may ask what is checked per call
     listener.listen(64)
     signal.signal(signal.SIGCHLD, lambda *_: _reap())
     print("ready", flush=True)
@@ -199,20 +266,46 @@ def serve(address: bytes, entries: dict[str, Any]) -> None:
         if sys.stdin in readable:  # the harness ended, or closed it: no new containers
             return
         conn, _ = listener.accept()
-        msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
-        if len(fds) != 3 or not msg:
-            for fd in fds:
-                os.close(fd)
-            conn.close()
-            continue
-        req = json.loads(msg)
-        if os.fork() == 0:
+        msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3 + 1 + len(NAMESPACES))
+        req = json.loads(msg) if msg else {}
+        refusal = _refusal(conn, req, fds, keyspec, entries)
+        if refusal:
+            with contextlib.suppress(OSError):
+                conn.send(json.dumps({"refused": refusal}).encode())
+        elif os.fork() == 0:
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            _child(conn, req, fds, entries)
+            if req["kind"] == "pod":
+                _child(conn, req, fds, entries)
+            _join_child(conn, req, fds, entries)
         for fd in fds:
             os.close(fd)
         conn.close()
+
+
+def _refusal(conn: socket.socket, req: dict[str, Any], fds: list[int], keyspec: dict[str, Any], entries: Any) -> str:
+    """Why a call is not served ("" if it is): a container start only from root (the harness), a program only
+    from another user (a root caller's capabilities would need exec to drop), with the environment Flower was
+    imported with, and only a program this server imported."""
+    uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
+    kind = req.get("kind")
+    if kind == "pod" and uid == 0 and len(fds) == 3:
+        return "" if req.get("script") in entries else f"not imported here: {req.get('script')}"
+    if kind != "join" or uid == 0 or len(fds) != 3 + 1 + len(NAMESPACES):
+        return f"not a call this server takes ({kind}, uid {uid}, {len(fds)} descriptors)"
+    if req.get("script") not in entries:
+        return f"not imported here: {req.get('script')}"
+    names, prefixes = set(keyspec["names"]), tuple(keyspec["prefixes"])
+
+    def key(env: dict[str, str]) -> list[list[str]]:
+        return sorted([k, v] for k, v in env.items() if k in names or k.startswith(prefixes))
+
+    imported_with = dict(keyspec["key"])
+    # Either what this server imported with, or that as the import left it (Flower sets GRPC_VERBOSITY unless
+    # set: a process it started has it, and importing again with it set gives the same state).
+    if key(req.get("env", {})) not in (key(imported_with), key({**imported_with, **IMPORT_SET})):
+        return f"environment read at import differs: {key(req.get('env', {}))} (imported with {keyspec['key']})"
+    return ""
 
 
 def _reap() -> None:
@@ -225,7 +318,7 @@ IMPORT_SET: dict[str, str] = {}
 
 
 def main() -> None:
-    address, scripts = sys.argv[1], sys.argv[2:]
+    path, keyspec, scripts = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
     # Before Flower's import: OpenBLAS would start worker threads, which a fork copies without their state. The
     # containers' programs run with their own environment (OPENBLAS_NUM_THREADS included if they set it).
     before = dict(os.environ)
@@ -238,7 +331,7 @@ def main() -> None:
         raise SystemExit(
             f"warm_flower: importing {scripts} started threads ({len(tasks)} tasks): forks would copy them"
         )
-    serve(b"\0" + address.encode(), entries)
+    serve(path, keyspec, entries)
 
 
 if __name__ == "__main__":

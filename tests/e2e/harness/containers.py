@@ -5,7 +5,6 @@ readiness probes sent from the node's network namespace by prober.py (probes.py)
 from __future__ import annotations
 
 import contextlib
-import json
 import resource
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from tests.e2e.harness.host import PODINIT, HarnessError, children, kill
 from tests.e2e.harness.probes import ContainerProbes, ProbeState
-from tests.e2e.harness.warm import WarmProcess, warm_script
+from tests.e2e.harness.warm import WarmProcess, prepare
 from tests.support.kube import MissingReference
 
 if TYPE_CHECKING:
@@ -139,10 +138,11 @@ class Container(ContainerProbes):
         a fork of a warm Flower for a Flower daemon (warm.py). A warm start that fails is an exit 127 (podinit's
         for a container it cannot start), its reason in the log."""
         cluster = self.pod.cluster
-        script = warm_script(json.loads(spec_file.read_text())) if cluster.warm else None
-        if script is not None:
+        if cluster.warm:
             try:
-                return WarmProcess(script, spec_file, self.pod.netns, cluster.nice, log, cluster.workdir)
+                script = prepare(spec_file)
+                if script is not None:
+                    return WarmProcess(script, spec_file, self.pod.netns, cluster.nice, log)
             except (HarnessError, OSError) as exc:
                 log.write(f"=== warm start failed: {exc}\n".encode())
                 log.flush()

@@ -1,10 +1,13 @@
-"""Warm Flower starts for a cluster's containers (tests/e2e/warm_flower.py says what a start does): which
-containers start warm, the servers that start them (one per Flower venv and import environment, started on first
-use and kept for the test session), and the handle a container's supervisor waits on in place of a Popen.
+"""Warm Flower for a cluster's containers (tests/e2e/warm_flower.py says what a start does): which containers and
+programs start warm, the servers that start them (one per Flower venv and import environment, started on first
+use and kept for the test session), the console scripts bound over the image's in a warm cluster's containers
+(tests/e2e/warm_shim.py), and the handle a container's supervisor waits on in place of a Popen.
 
-A container starts warm when its cluster asks for it (`Cluster(warm=True)`: the federations and sites of the
-e2e, never each version's `process` federation, whose containers prove the console scripts and the exec), its
-program is one of WARM_PROGRAMS in a Flower venv, and it runs as a user other than root."""
+In a warm cluster (`Cluster(warm=True)`: the federations and sites of the e2e, never each version's `process`
+federation, whose containers prove the console scripts and the exec), every container of a Flower image gets the
+shims of SPAWNED_PROGRAMS over its venv's scripts, so what Flower starts (a SuperNode's SuperExec, a SuperExec's
+ClientApps and ServerApps) starts warm; and a container whose own program is one of POD_PROGRAMS, run as a user
+other than root, starts warm itself."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import secrets
 import select
+import shutil
 import socket
 import subprocess
 import threading
@@ -24,7 +29,10 @@ from tests.e2e.harness.host import HERE, HarnessError
 from tests.e2e.podinit import which
 
 WARM_FLOWER = HERE / "warm_flower.py"
-WARM_PROGRAMS = ("flower-supernode", "flower-superexec")
+WARM_SHIM = HERE / "warm_shim.py"
+POD_PROGRAMS = ("flower-supernode", "flower-superexec")
+SPAWNED_PROGRAMS = ("flower-superexec", "flwr-clientapp", "flwr-serverapp")
+WARM_PROGRAMS = (*POD_PROGRAMS, *(p for p in SPAWNED_PROGRAMS if p not in POD_PROGRAMS))
 # What Flower's modules read from the environment when imported (module-level os.getenv / os.environ in every
 # tested version: tests/test_warm_flower.py reads them from the venvs and fails on one missing here), HOME, and
 # the prefixes of what Python (PYTHON*, LC_*, LANG) and Flower's libraries (gRPC's core, OpenBLAS, OpenMP, numpy)
@@ -59,22 +67,29 @@ def warm_script(spec: dict[str, Any]) -> Optional[Path]:
     if user is None or int(user.get("uid", 0)) == 0:
         return None
     script = Path(which(spec["argv"][0], spec["env"]))
-    if script.name not in WARM_PROGRAMS or not (script.parent / "python").exists():
+    if script.name not in POD_PROGRAMS or not (script.parent / "python").exists():
         return None
     return script
 
 
 class _Server:
-    """One warm_flower.py process: Flower `venv`'s python, imported with `key`'s environment."""
+    """One warm_flower.py process: Flower `venv`'s python, imported with `key`'s environment, listening at a socket
+    in a directory of its own under /run (which containers see), beside its shims."""
 
-    def __init__(self, venv: Path, key: tuple[tuple[str, str], ...], log_dir: Path):
-        self.address = f"fe2e-warm-{secrets.token_hex(4)}"
-        scripts = [str(venv / "bin" / p) for p in WARM_PROGRAMS if (venv / "bin" / p).exists()]
-        self.log = log_dir / f"{self.address}.log"
+    def __init__(self, venv: Path, key: tuple[tuple[str, str], ...]):
+        self.dir = Path(f"/run/fe2e-warm-{secrets.token_hex(4)}")
+        self.dir.mkdir(mode=0o755)
+        os.chmod(self.dir, 0o755)
+        self.address = str(self.dir / "socket")
+        scripts = [venv / "bin" / p for p in WARM_PROGRAMS if (venv / "bin" / p).exists()]
+        self.shims = {s.name: self._shim(s) for s in scripts if s.name in SPAWNED_PROGRAMS}
+        self.log = self.dir / "log"  # removed with the rest at the end; a start that fails quotes it
+        keyspec = {"names": IMPORT_ENV, "prefixes": IMPORT_ENV_PREFIXES, "key": [list(kv) for kv in key]}
         env = {"PATH": f"{venv / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", **dict(key)}
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [str(venv / "bin" / "python"), "-I", str(WARM_FLOWER), self.address, *scripts],
+                [str(venv / "bin" / "python"), "-I", str(WARM_FLOWER), self.address, json.dumps(keyspec)]
+                + [str(s) for s in scripts],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -87,6 +102,22 @@ class _Server:
             self.stop()
             raise HarnessError(f"warm Flower ({venv}) did not start: {self.log.read_text(errors='replace')[-2000:]}")
 
+    def _shim(self, script: Path) -> Path:
+        """warm_shim.py for `script`: its interpreter line, the server's address and the script's entry point."""
+        target = re.search(r"^from (\S+) import (\w+)$", script.read_text(), re.MULTILINE)
+        if target is None:
+            raise HarnessError(f"{script} is not a console script")
+        text = WARM_SHIM.read_text()
+        text = text.replace('ADDRESS = ""', f"ADDRESS = {self.address!r}", 1)
+        text = text.replace('TARGET = ""', f"TARGET = {target[1] + ':' + target[2]!r}", 1)
+        shim = self.dir / script.name
+        shim.write_text(script.read_text().splitlines()[0] + "\n" + text)
+        os.chmod(shim, 0o755)
+        return shim
+
+    def overlays(self, venv: Path) -> list[dict[str, str]]:
+        return [{"source": str(shim), "target": str(venv / "bin" / name)} for name, shim in self.shims.items()]
+
     def stop(self) -> None:
         with contextlib.suppress(OSError):
             if self.proc.stdin is not None:
@@ -96,17 +127,18 @@ class _Server:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _servers: dict[tuple[Any, ...], _Server] = {}
 _servers_lock = threading.Lock()
 
 
-def _server(venv: Path, key: tuple[tuple[str, str], ...], log_dir: Path) -> _Server:
+def _server(venv: Path, key: tuple[tuple[str, str], ...]) -> _Server:
     with _servers_lock:  # one start at a time: the first start of a version waits for its import once
         server = _servers.get((venv, key))
         if server is None or server.proc.poll() is not None:
-            server = _servers[(venv, key)] = _Server(venv, key, log_dir)
+            server = _servers[(venv, key)] = _Server(venv, key)
         return server
 
 
@@ -118,26 +150,39 @@ def stop_servers() -> None:
         _servers.clear()
 
 
+def prepare(spec_file: Path) -> Optional[Path]:
+    """In a warm cluster, before a container of a Flower image starts: its launch spec gets the shims over its
+    venv's scripts (podinit binds them; their server started if it is not yet). The script its own program
+    is, if it starts warm too (warm_script)."""
+    spec = json.loads(spec_file.read_text())
+    venv = Path((spec.get("image") or ["/none"])[0])  # a Flower image's paths: its venv first (pods.py)
+    if not (venv / "bin" / "python").exists() or not (venv / "bin" / "flwr-clientapp").exists():
+        return None  # not a Flower image (nginx's)
+    spec["overlays"] = _server(venv, import_key(spec["env"])).overlays(venv)
+    spec_file.write_text(json.dumps(spec, indent=1))
+    return warm_script(spec)
+
+
 class WarmProcess:
     """A warm container start, waited on as a Popen: `pid` is the container's PID 1 (the program itself, there is
     no `unshare` between), `wait`/`poll`/`returncode` its exit as Popen reports it (-N for signal N), `kill` has
     it killed (its connection closed)."""
 
-    def __init__(self, script: Path, spec_file: Path, netns: str, nice: int, log: IO[bytes], log_dir: Path):
+    def __init__(self, script: Path, spec_file: Path, netns: str, nice: int, log: IO[bytes]):
         spec = json.loads(spec_file.read_text())
-        server = _server(script.parent.parent, import_key(spec["env"]), log_dir)
+        server = _server(script.parent.parent, import_key(spec["env"]))
         self.returncode: Optional[int] = None
         self._done = threading.Event()
         self.argv = [str(script.parent / "python"), str(script), *spec["argv"][1:]]  # its cmdline, cold
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._sock.connect(b"\0" + server.address.encode())
-        request = {"spec": str(spec_file), "netns": netns, "nice": nice, "script": str(script)}
+        self._sock.connect(server.address)
+        request = {"kind": "pod", "spec": str(spec_file), "netns": netns, "nice": nice, "script": str(script)}
         with open(os.devnull, "rb") as devnull:
             socket.send_fds(self._sock, [json.dumps(request).encode()], [devnull.fileno(), log.fileno(), log.fileno()])
         reply = self._recv()
         if "pid" not in reply:
             self._sock.close()
-            raise HarnessError(f"warm start of {script.name} failed: {reply.get('error', reply)}")
+            raise HarnessError(f"warm start of {script.name} failed: {reply.get('error') or reply.get('refused')}")
         self.pid: int = reply["pid"]
         threading.Thread(target=self._wait_rc, name=f"warm-{self.pid}", daemon=True).start()
 
