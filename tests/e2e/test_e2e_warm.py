@@ -1,14 +1,16 @@
-"""A warm start (harness/warm.py, warm_flower.py) makes the same container as the cold path (ip netns exec,
-unshare, podinit, setpriv, the console script): a SuperNode pod of Flower 1.42.0 as the project renders it,
-started once each way, compared as the kernel shows them. PID 1 is the program itself with the container's
-user, groups, capabilities, no_new_privs and name; it sees the same mounts, read-only root, /etc/hosts and
-hostname; the SuperExec it spawns gets the same command line and environment (the environment Flower's import
-set included); its log starts the same. No SuperLink runs: the SuperNode serves its Runtime API while it tries
-to reach one. The comparison can fail: each side is also checked against what the harness itself has (root,
-every capability, the host's /etc/hosts)."""
+"""A warm start (harness/warm.py, warm_flower.py, warm_shim.py) makes the same container as the cold path (ip netns
+exec, unshare, podinit, setpriv, the console script): a SuperNode pod of Flower 1.42.0 as the project renders it,
+started once each way, compared as the kernel shows them. PID 1 is the program itself with the container's user,
+groups, capabilities, no_new_privs, name and command line; it sees the same mounts (the shims bound over the
+scripts Flower starts: the one difference), read-only root, /etc/hosts and hostname; the SuperExec it starts
+gets the same command line and environment (what Flower's import set in it included) and, warm, runs as its own
+process that joined the container with the same identity; its log starts the same. No SuperLink runs: the
+SuperNode serves its Runtime API while it tries to reach one. The comparison can fail: each side is also checked
+against what the harness itself has (root, every capability, the host's /etc/hosts and environment)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -17,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.harness import Cluster
-from tests.e2e.harness.warm import SPAWNED_PROGRAMS
+from tests.e2e.harness.exec_probes import run_exec_probe
+from tests.e2e.harness.warm import SPAWNED_PROGRAMS, servers
 from tests.e2e.rendering import config, render
 from tests.support.flower import HTTP_ERA, venv
 
@@ -129,3 +132,47 @@ def test_a_warm_start_makes_the_same_container_as_the_cold_path() -> None:
     # process that joined it with nsenter: Flower's SuperExec watches the SuperNode by its --parent-pid instead.
     assert (cold.pop("superexec's parent in the container"), warm.pop("superexec's parent in the container")) == (1, 0)
     assert warm == cold
+
+
+# One line (a probe's detail keeps the end of its output): the exit code, whether the help names the runtime-api-address
+# flag, and a digest of the whole help.
+HELP = (
+    'out=$({}flower-superexec --help 2>&1); rc=$?; echo "$out" | grep -q -- --runtime-api-address && f=runtime-api-address; '
+    'echo "rc=$rc $f $(echo "$out" | md5sum)"'
+)
+
+
+def test_a_shim_runs_the_program_warm_and_itself_when_refused() -> None:
+    """In a warm container, `flower-superexec --help` is the shim: run as the container's user it is served warm;
+    with FLWR_TELEMETRY_LOGGING set (to its default: a variable Flower reads at import, which the server's import
+    did not have) the server refuses and the shim runs the program itself. Both print the same help and exit 0; the
+    server's log says which call it forked and which it refused."""
+    raw = config(HTTP_ERA, pools=[("a", 1)])
+    cluster = Cluster(HTTP_ERA, venv(HTTP_ERA), "shim", warm=True)
+    try:
+        cluster.apply(render(raw).manifests)
+        cluster.create_pods()
+        pod = next(p for p in cluster.pods.values() if "supernode" in [c["name"] for c in p.spec["containers"]])
+        cluster.start_pods([pod])
+        container = pod.container("supernode")
+        deadline = time.monotonic() + 120  # a hang bound, as above
+        while not (container.pid1 and container.launch_file) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert container.pid1 and container.launch_file, container.log()
+        launch = json.loads(container.launch_file.read_text())
+        server = next(s for s in servers() if str(s.dir) in json.dumps(launch["overlays"]))
+        calls = server.log.read_text().count("\n")
+        outputs = []
+        for prefix in ("", "FLWR_TELEMETRY_LOGGING=0 "):
+            ok, detail = run_exec_probe(container.pid1, launch, ["sh", "-c", HELP.format(prefix) + "; exit 3"], 60)
+            assert not ok and detail.startswith("exit 3: "), detail
+            outputs.append(detail)
+        assert outputs[0] == outputs[1] and "rc=0 runtime-api-address" in outputs[0], outputs
+        new = server.log.read_text().splitlines()[calls:]
+        superexec = str(venv(HTTP_ERA) / "bin" / "flower-superexec")
+        assert f"join {superexec}: forked" in new, new
+        assert any(line.startswith(f"join {superexec}: refused: environment read at import differs") for line in new), (
+            new
+        )
+    finally:
+        cluster.close()

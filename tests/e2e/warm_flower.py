@@ -269,6 +269,9 @@ def serve(path: str, keyspec: dict[str, Any], entries: dict[str, Any]) -> None:
         msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3 + 1 + len(NAMESPACES))
         req = json.loads(msg) if msg else {}
         refusal = _refusal(conn, req, fds, keyspec, entries)
+        # One line a call in the server's log: which ran warm, which were refused and why (tests read it).
+        sys.stderr.write(f"{req.get('kind')} {req.get('script')}: {'refused: ' + refusal if refusal else 'forked'}\n")
+        sys.stderr.flush()
         if refusal:
             with contextlib.suppress(OSError):
                 conn.send(json.dumps({"refused": refusal}).encode())

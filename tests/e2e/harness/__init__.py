@@ -47,7 +47,9 @@ What it does, as Kubernetes would:
   supplementalGroups, runAsNonRoot enforced, allowPrivilegeEscalation=false
   (no_new_privs), capabilities drop ALL (empty bounding set), readOnlyRootFilesystem
   (`/` remounted read-only). Each container is PID 1 of its own PID namespace, so when
-  it dies everything it started dies with it, as in a container.
+  it dies everything it started dies with it, as in a container. In a warm cluster
+  (`Cluster(warm=True)`, warm.py), Flower's daemons, and the programs they start, are forks
+  of a process that imported Flower once, in the same namespaces with the same identity.
 - **Restarts.** restartPolicy Always: a container that exits is started again after a
   back-off of 1 s, doubling, capped at 8 s (the kubelet: 10 s ... 5 min), reset once it
   ran twice the cap. Logs of every container incarnation go to one file per container.

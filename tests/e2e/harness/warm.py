@@ -142,6 +142,11 @@ def _server(venv: Path, key: tuple[tuple[str, str], ...]) -> _Server:
         return server
 
 
+def servers() -> list[_Server]:
+    with _servers_lock:
+        return list(_servers.values())
+
+
 @atexit.register
 def stop_servers() -> None:
     with _servers_lock:
