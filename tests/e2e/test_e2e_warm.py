@@ -137,7 +137,8 @@ def test_a_warm_start_makes_the_same_container_as_the_cold_path() -> None:
 # One line (a probe's detail keeps the end of its output): the exit code, whether the help names the runtime-api-address
 # flag, and a digest of the whole help.
 HELP = (
-    'out=$({}flower-superexec --help 2>&1); rc=$?; echo "$out" | grep -q -- --runtime-api-address && f=runtime-api-address; '
+    "out=$({}flower-superexec --help 2>&1); rc=$?; "
+    'echo "$out" | grep -q -- --runtime-api-address && f=runtime-api-address; '
     'echo "rc=$rc $f $(echo "$out" | md5sum)"'
 )
 
