@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e import harness
 from tests.e2e.background import report
+from tests.e2e.harness import warm
 from tests.e2e.lanes import GATE_TIMEOUT
 from tests.e2e.stack import VERSIONS, WITH_NEXT
 from tests.e2e.upgrade import FROM, TO
@@ -180,3 +181,8 @@ def test_9_nothing_left_behind(background):
     assert harness.CREATED, "no cluster was created"
     left = harness.leftovers()
     assert left == [], f"left behind: {left}"
+    # The warm clusters ran warm: no call was refused but the one test_e2e_warm.py makes on purpose (a refused
+    # call runs cold, silently, as it must for the program; here it would be the harness's defect).
+    calls = [line for server in warm.servers() for line in server.calls()]
+    refused = [line for line in calls if ": refused: " in line and "FLWR_TELEMETRY_LOGGING" not in line]
+    assert refused == [], f"warm calls refused: {refused}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -51,6 +52,19 @@ def _status_field(pid: int, field: str) -> str:
     return dict(line.split(":\t", 1) for line in out.splitlines() if ":\t" in line)[field].strip()
 
 
+def _terminate(pid: int) -> str:
+    """SIGTERM to `pid`, then its end as its parent would reap it (it stays a zombie: the SuperNode never waits
+    for its SuperExec): its state and exit status, from /proc/PID/stat."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60  # a hang bound: Flower's SuperExec ends on SIGTERM at once
+    while time.monotonic() < deadline:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            return f"exit status {int(fields[49])}"  # field 52, exit_code: waitpid's status word
+        time.sleep(0.1)
+    return "still running"
+
+
 def _children(pid: int) -> list[int]:
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
@@ -75,8 +89,6 @@ def _seen(warm: bool) -> dict[str, Any]:
         pid1 = container.pid1
         assert pid1 and _children(pid1), container.log()
         superexec = _children(pid1)[0]  # warm: the shim at the script's path, waiting for its warm SuperExec
-        processes = cluster.processes()
-        argv = [a for p, c, pid, a in processes if pid == pid1][0]
         deadline = time.monotonic() + 60  # a hang bound: the shim's call is answered in milliseconds
         while warm and time.monotonic() < deadline:
             joined = [
@@ -87,11 +99,21 @@ def _seen(warm: bool) -> dict[str, Any]:
             if joined:
                 break
             time.sleep(0.2)
+        itself = joined[0] if warm else superexec
+        while "Starting Flower SuperExec" not in container.log(tail=400) and time.monotonic() < deadline:
+            time.sleep(0.2)  # its start done (signal handlers, no dumping: flower_superexec.py), cold and warm alike
+        # Owned by the process' user unless it is not dumpable: a process that changed its uid without an exec is
+        # not (its /proc files become root's) unless it says so again; Flower's SuperExec makes itself so.
+        owners = {
+            "pid 1": os.stat(f"/proc/{pid1}/environ").st_uid,
+            "superexec": os.stat(f"/proc/{itself}/environ").st_uid,
+        }
         log = re.sub(r"\d\d:\d\d:\d\d|\d+(\.\d+)?s", "T", container.log(tail=400))
-        return {
+        # PID 1's command line is not compared: a warm one's /proc/PID/cmdline is the server's (changing it needs
+        # CAP_SYS_RESOURCE), and what the harness reports for it (cluster_processes.py) is what it started.
+        seen: dict[str, Any] = {
             "status": _status(pid1),
             "comm": Path(f"/proc/{pid1}/comm").read_text().strip(),
-            "argv": [os.path.basename(a) if i < 2 else a for i, a in enumerate(argv)],
             "mounts": _mounts(pid1),
             "hosts": re.sub(r"\d+\.\d+\.\d+\.\d+", "IP", Path(f"/proc/{pid1}/root/etc/hosts").read_text()),
             "hostname": subprocess.run(
@@ -102,9 +124,15 @@ def _seen(warm: bool) -> dict[str, Any]:
             "superexec status": {k: v for k, v in _status(superexec).items() if k != "NSpid"},
             "log start": [line for line in log.splitlines() if not line.startswith("===")][:3],
             # The SuperExec's own process: the cold path's is the child itself; a warm one's joined the container.
-            "superexec itself": {k: v for k, v in _status(joined[0] if warm else superexec).items() if k != "NSpid"},
-            "superexec's parent in the container": int(_status_field(joined[0] if warm else superexec, "PPid") != "0"),
+            "superexec itself": {k: v for k, v in _status(itself).items() if k != "NSpid"},
+            "superexec's parent in the container": int(_status_field(itself, "PPid") != "0"),
+            "/proc owners": owners,
         }
+        # SIGTERM to the process the SuperNode started (cold the SuperExec; warm its shim, which passes it on).
+        seen["superexec terminated"] = _terminate(superexec)
+        log = re.sub(r"\d\d:\d\d:\d\d|\d+(\.\d+)?s", "T", container.log(tail=400))
+        seen["superexec's last log line"] = [line for line in log.splitlines() if "SuperExec" in line][-1:]
+        return seen
     finally:
         cluster.close()
 
@@ -117,6 +145,8 @@ def test_a_warm_start_makes_the_same_container_as_the_cold_path() -> None:
         assert seen["status"]["NSpid"] == "1" and seen["comm"] == "flower-supernod"
         assert seen["hosts"] != re.sub(r"\d+\.\d+\.\d+\.\d+", "IP", Path("/etc/hosts").read_text())
         assert seen["superexec env"] != dict(os.environ)
+        assert seen["/proc owners"] == {"pid 1": int(seen["status"]["Uid"].split()[0]), "superexec": 0}
+        assert seen["superexec terminated"].startswith("exit status"), seen["superexec terminated"]
     cold_env, warm_env = cold.pop("superexec env"), warm.pop("superexec env")
     for env in (cold_env, warm_env):
         env.pop("HOSTNAME")  # the pod's name: another pod each time

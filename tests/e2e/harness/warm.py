@@ -15,7 +15,6 @@ import atexit
 import contextlib
 import json
 import os
-import re
 import secrets
 import select
 import shutil
@@ -27,6 +26,7 @@ from typing import IO, Any, Optional
 
 from tests.e2e.harness.host import HERE, HarnessError
 from tests.e2e.podinit import which
+from tests.e2e.warm_flower import console_target
 
 WARM_FLOWER = HERE / "warm_flower.py"
 WARM_SHIM = HERE / "warm_shim.py"
@@ -51,10 +51,13 @@ IMPORT_ENV = (
     "FLWR_TELEMETRY_LOGGING",
     "HOME",
     "LANG",
+    "TZ",
 )
-IMPORT_ENV_PREFIXES = ("PYTHON", "LC_", "GRPC_", "OPENBLAS_", "OMP_", "NPY_", "MKL_")
+IMPORT_ENV_PREFIXES = ("PYTHON", "LC_", "GRPC_", "OPENBLAS_", "OMP_", "NPY_", "MKL_", "PROTOCOL_BUFFERS_")
 # The server's import on a loaded machine (an interpreter and Flower's import: seconds, tens under load).
 SERVER_START_SECONDS = 180.0
+# A pod call's answer: podinit's mounts in the new container, on a loaded machine (milliseconds, seconds under load).
+ANSWER_SECONDS = 120.0
 
 
 def import_key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -87,8 +90,9 @@ class _Server:
         keyspec = {"names": IMPORT_ENV, "prefixes": IMPORT_ENV_PREFIXES, "key": [list(kv) for kv in key]}
         env = {"PATH": f"{venv / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", **dict(key)}
         with open(self.log, "wb") as log:
+            # No -I: Python's start reads this environment (the key's: the container's), as the program's would.
             self.proc = subprocess.Popen(
-                [str(venv / "bin" / "python"), "-I", str(WARM_FLOWER), self.address, json.dumps(keyspec)]
+                [str(venv / "bin" / "python"), str(WARM_FLOWER), self.address, json.dumps(keyspec)]
                 + [str(s) for s in scripts],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -99,17 +103,29 @@ class _Server:
         ready = select.select([self.proc.stdout], [], [], SERVER_START_SECONDS)[0]
         line = self.proc.stdout.readline() if ready else b""
         if line.strip() != b"ready":
+            log_tail = self.tail()
             self.stop()
-            raise HarnessError(f"warm Flower ({venv}) did not start: {self.log.read_text(errors='replace')[-2000:]}")
+            raise HarnessError(f"warm Flower ({venv}) did not start: {log_tail}")
+
+    def tail(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def calls(self) -> list[str]:
+        """Its log's call lines (warm_flower.py writes one a call: `KIND SCRIPT: forked` or `...: refused: WHY`)."""
+        try:
+            lines = self.log.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+        return [line for line in lines if line.startswith(("pod ", "join ", "None "))]
 
     def _shim(self, script: Path) -> Path:
         """warm_shim.py for `script`: its interpreter line, the server's address and the script's entry point."""
-        target = re.search(r"^from (\S+) import (\w+)$", script.read_text(), re.MULTILINE)
-        if target is None:
-            raise HarnessError(f"{script} is not a console script")
         text = WARM_SHIM.read_text()
         text = text.replace('ADDRESS = ""', f"ADDRESS = {self.address!r}", 1)
-        text = text.replace('TARGET = ""', f"TARGET = {target[1] + ':' + target[2]!r}", 1)
+        text = text.replace('TARGET = ""', f"TARGET = {console_target(script)!r}", 1)
         shim = self.dir / script.name
         shim.write_text(script.read_text().splitlines()[0] + "\n" + text)
         os.chmod(shim, 0o755)
@@ -132,13 +148,23 @@ class _Server:
 
 _servers: dict[tuple[Any, ...], _Server] = {}
 _servers_lock = threading.Lock()
+_starting: dict[tuple[Any, ...], threading.Lock] = {}  # one start per key; other keys' containers go on meanwhile
 
 
 def _server(venv: Path, key: tuple[tuple[str, str], ...]) -> _Server:
-    with _servers_lock:  # one start at a time: the first start of a version waits for its import once
-        server = _servers.get((venv, key))
-        if server is None or server.proc.poll() is not None:
-            server = _servers[(venv, key)] = _Server(venv, key)
+    with _servers_lock:
+        start = _starting.setdefault((venv, key), threading.Lock())
+    with start:
+        with _servers_lock:
+            server = _servers.get((venv, key))
+        if server is None:
+            server = _Server(venv, key)
+            with _servers_lock:
+                _servers[(venv, key)] = server
+        elif server.proc.poll() is not None:
+            # Never replaced: running containers' shims point at it, and would quietly run cold. Every start of
+            # this key fails from here on, naming why.
+            raise HarnessError(f"warm Flower {server.address} exited {server.proc.returncode}: {server.tail()}")
         return server
 
 
@@ -184,7 +210,12 @@ class WarmProcess:
         request = {"kind": "pod", "spec": str(spec_file), "netns": netns, "nice": nice, "script": str(script)}
         with open(os.devnull, "rb") as devnull:
             socket.send_fds(self._sock, [json.dumps(request).encode()], [devnull.fileno(), log.fileno(), log.fileno()])
-        reply = self._recv()
+        self._sock.settimeout(ANSWER_SECONDS)
+        try:
+            reply = self._recv()
+        except (OSError, ValueError) as exc:  # closed unanswered: the server's child kills what it forked, unrun
+            reply = {"error": f"no answer within {ANSWER_SECONDS:.0f} s: {exc}"}
+        self._sock.settimeout(None)
         if "pid" not in reply:
             self._sock.close()
             raise HarnessError(f"warm start of {script.name} failed: {reply.get('error') or reply.get('refused')}")
