@@ -10,16 +10,19 @@ against what the harness itself has (root, every capability, the host's /etc/hos
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.harness import Cluster
+from tests.e2e.harness.containers import Container
 from tests.e2e.harness.exec_probes import run_exec_probe
 from tests.e2e.harness.warm import SPAWNED_PROGRAMS, servers
 from tests.e2e.rendering import config, render
@@ -74,15 +77,22 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(e.split("=", 1) for e in entries if "=" in e)
 
 
-def _seen(warm: bool) -> dict[str, Any]:
-    raw = config(HTTP_ERA, pools=[("a", 1)])
-    cluster = Cluster(HTTP_ERA, venv(HTTP_ERA), "warm" if warm else "cold", warm=warm)
+@contextlib.contextmanager
+def _supernode(warm: bool, label: str) -> Iterator[tuple[Cluster, Container]]:
+    """A cluster running only the SuperNode pod of a 1.42.0 stack with one pool; its container once started."""
+    cluster = Cluster(HTTP_ERA, venv(HTTP_ERA), label, warm=warm)
     try:
-        cluster.apply(render(raw).manifests)
+        cluster.apply(render(config(HTTP_ERA, pools=[("a", 1)])).manifests)
         cluster.create_pods()
         pod = next(p for p in cluster.pods.values() if "supernode" in [c["name"] for c in p.spec["containers"]])
         cluster.start_pods([pod])
-        container = pod.container("supernode")
+        yield cluster, pod.container("supernode")
+    finally:
+        cluster.close()
+
+
+def _seen(warm: bool) -> dict[str, Any]:
+    with _supernode(warm, "warm" if warm else "cold") as (cluster, container):
         deadline = time.monotonic() + 120  # a hang bound: the SuperExec follows the SuperNode's start in seconds
         while not (container.pid1 and _children(container.pid1)) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -133,8 +143,6 @@ def _seen(warm: bool) -> dict[str, Any]:
         log = re.sub(r"\d\d:\d\d:\d\d|\d+(\.\d+)?s", "T", container.log(tail=400))
         seen["superexec's last log line"] = [line for line in log.splitlines() if "SuperExec" in line][-1:]
         return seen
-    finally:
-        cluster.close()
 
 
 def test_a_warm_start_makes_the_same_container_as_the_cold_path() -> None:
@@ -178,14 +186,7 @@ def test_a_shim_runs_the_program_warm_and_itself_when_refused() -> None:
     with FLWR_TELEMETRY_LOGGING set (to its default: a variable Flower reads at import, which the server's import
     did not have) the server refuses and the shim runs the program itself. Both print the same help and exit 0; the
     server's log says which call it forked and which it refused."""
-    raw = config(HTTP_ERA, pools=[("a", 1)])
-    cluster = Cluster(HTTP_ERA, venv(HTTP_ERA), "shim", warm=True)
-    try:
-        cluster.apply(render(raw).manifests)
-        cluster.create_pods()
-        pod = next(p for p in cluster.pods.values() if "supernode" in [c["name"] for c in p.spec["containers"]])
-        cluster.start_pods([pod])
-        container = pod.container("supernode")
+    with _supernode(True, "shim") as (_, container):
         deadline = time.monotonic() + 120  # a hang bound, as above
         while not (container.pid1 and container.launch_file) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -205,5 +206,3 @@ def test_a_shim_runs_the_program_warm_and_itself_when_refused() -> None:
         assert any(line.startswith(f"join {superexec}: refused: environment read at import differs") for line in new), (
             new
         )
-    finally:
-        cluster.close()
