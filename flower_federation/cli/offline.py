@@ -25,6 +25,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.stack import run_pulumi_func
 
 from flower_federation import program
+from flower_federation.cli.thread_loops import close_at_exit
 from flower_federation.config.derived import AMBIENT_CLUSTER
 from flower_federation.flower.certificates import SECRET_READ_PLACEHOLDER
 from flower_federation.flower.public_keys import DEPLOY_TIME_MARKER, issued_placeholder
@@ -59,9 +60,8 @@ AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA7WNz41WO2oiei3SQ2UVK/omh
 tLS54jGOjopj/dkgyxoCIHUFe4ewiKAmUneWdHLBFTb68SX8vR6X3jjqpxi6Oo7b
 -----END CERTIFICATE-----
 """
-# What a StackReference reads under a user's mocks: the outputs another federation stack exports (a hub's address
-# and CA, a site's public keys, none), so the stack's outputs the program reads exist. A test that needs other
-# values returns its own outputs for this type.
+# What a StackReference reads under a user's mocks: the outputs another federation stack exports (a hub's address and
+# CA, a site's public keys, none), so what the program reads exists. A test needing others returns its own.
 MOCK_STACK_OUTPUTS: dict[str, Any] = {
     "caCertificate": MOCK_CA_CERTIFICATE,
     "superlink": {"externalAddress": "hub.example.invalid:443"},
@@ -70,9 +70,9 @@ MOCK_STACK_OUTPUTS: dict[str, Any] = {
 
 
 def placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Outputs for a created resource: its inputs plus placeholders for what the
-    provider generates; for a StackReference, MOCK_STACK_OUTPUTS (a user's mocks: `render` reads the
-    `--stack-outputs` given instead)."""
+    """Outputs for a created resource: its inputs plus placeholders for what the provider generates; for a
+    StackReference, MOCK_STACK_OUTPUTS (a user's mocks: `render` reads the `--stack-outputs` given instead)."""
+    close_at_exit(asyncio.get_event_loop())  # this thread's, the SDK's (thread_loops.py)
     if typ == STACK_REFERENCE_TYPE:
         stack = inputs.get("name", name)
         return {"name": stack, "outputs": json.loads(json.dumps(MOCK_STACK_OUTPUTS)), "secretOutputNames": []}
