@@ -45,6 +45,8 @@ def main():
         atexit.register(lambda: print("atexit ran"))
         threading.Thread(target=lambda: (time.sleep(0.2), print("thread finished"))).start()
         return 3
+    if what == "interrupt":
+        raise KeyboardInterrupt
     if what == "spawn":  # a grandchild in the call's process group, its pid told
         kid = subprocess.Popen(["sleep", "300"])
         print(kid.pid, flush=True)
@@ -113,6 +115,22 @@ def test_a_call_ends_as_python_ends(server, tmp_path: Path) -> None:
     handlers, as the console script's interpreter does (`os._exit` alone skipped both)."""
     address, _ = server
     assert _call(address, ["flwr", "exit"], tmp_path)[:2] == (3, "thread finished\natexit ran\n")
+
+
+def test_an_interrupted_call_ends_by_sigint_as_python_does(server, tmp_path: Path) -> None:
+    """An uncaught KeyboardInterrupt: python prints its traceback and ends by SIGINT (130 to a shell); so does a
+    call (negative control: the entry run by python itself, the same end)."""
+    address, _ = server
+    rc, _, err = _call(address, ["flwr", "interrupt"], tmp_path)
+    real = subprocess.run(
+        [sys.executable, "-c", "import sys, entrymod; sys.argv[1:] = ['interrupt']; entrymod.main()"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert (real.returncode, rc) == (-signal.SIGINT, 128 + signal.SIGINT)
+    assert err.rstrip().endswith("KeyboardInterrupt") and real.stderr.rstrip().endswith("KeyboardInterrupt"), err
 
 
 def test_calls_run_side_by_side(server, tmp_path: Path) -> None:

@@ -6,11 +6,16 @@ venv's source. Negative control: the scan finds the reads it must (a module-leve
 from __future__ import annotations
 
 import ast
+import os
+import secrets
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness.warm import IMPORT_ENV, IMPORT_ENV_PREFIXES
+from tests.e2e.harness.warm import IMPORT_ENV, IMPORT_ENV_PREFIXES, RUN_PREFIX, remove_stale
 from tests.support.flower import REAL_FLOWERS, venv
 
 ENVIRON = ("os.environ", "environ")
@@ -60,3 +65,22 @@ def test_every_variable_flower_reads_at_import_keys_the_warm_servers(version: st
     assert read, "the scan found no read at all: it is blind"
     missing = {n: where for n, where in read.items() if n not in IMPORT_ENV and not n.startswith(IMPORT_ENV_PREFIXES)}
     assert not missing, f"Flower {version} reads these at import; add them to IMPORT_ENV (harness/warm.py): {missing}"
+
+
+def test_a_dead_servers_directory_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    """A run killed with SIGKILL leaves its servers' directories under /run: the next server's start removes those
+    whose server is gone, never a live one's (negative control: this process's pid)."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # reaped: its pid names no process (until reused, which only keeps a directory)
+    dirs = {}
+    for name, pid in (("dead", dead.pid), ("live", os.getpid())):
+        d = Path(f"{RUN_PREFIX}test-{name}-{secrets.token_hex(3)}")
+        d.mkdir()
+        (d / "pid").write_text(str(pid))
+        dirs[name] = d
+    try:
+        remove_stale()
+        assert not dirs["dead"].exists() and dirs["live"].exists()
+    finally:
+        for d in dirs.values():
+            shutil.rmtree(d, ignore_errors=True)

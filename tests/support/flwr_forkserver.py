@@ -38,11 +38,13 @@ from typing import Any, NoReturn
 
 def exit_as_python(body: Callable[[], object]) -> NoReturn:
     """Run `body` in a forked child and end the process as `python` would end it after the same code: a
-    SystemExit's code (a string printed to stderr, exit 1), an uncaught exception's traceback and exit 1; then
+    SystemExit's code (a string printed to stderr, exit 1), an uncaught exception's traceback and exit 1 (a
+    KeyboardInterrupt's: the end by SIGINT); then
     what the interpreter's own exit does, which `os._exit` alone skips: non-daemon threads joined (Flower's CLI
     starts one to check for updates), atexit handlers run, stdout and stderr flushed (exit 120 if that fails).
     tests/support/job_forkserver.py ends its children here too."""
     code = 1
+    interrupted = False
     try:
         result = body()
         code = result if isinstance(result, int) else 0
@@ -50,6 +52,9 @@ def exit_as_python(body: Callable[[], object]) -> NoReturn:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         if exit_.code is not None and not isinstance(exit_.code, int):
             print(exit_.code, file=sys.stderr)
+    except KeyboardInterrupt:  # a traceback, then python ends by SIGINT itself (a shell sees 130, as for Ctrl-C)
+        traceback.print_exc()
+        interrupted = True
     except BaseException:  # noqa: BLE001 - a traceback, as python prints it, and exit 1
         traceback.print_exc()
     finally:
@@ -62,6 +67,9 @@ def exit_as_python(body: Callable[[], object]) -> NoReturn:
             sys.stderr.flush()
         except BaseException:  # noqa: BLE001 - as python: exit 120 when its streams cannot be flushed
             code = 120
+        if interrupted:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         os._exit(code)
 
 

@@ -80,7 +80,8 @@ class _Server:
     in a directory of its own under /run (which containers see), beside its shims."""
 
     def __init__(self, venv: Path, key: tuple[tuple[str, str], ...]):
-        self.dir = Path(f"/run/fe2e-warm-{secrets.token_hex(4)}")
+        remove_stale()
+        self.dir = Path(f"{RUN_PREFIX}{secrets.token_hex(4)}")
         self.dir.mkdir(mode=0o755)
         os.chmod(self.dir, 0o755)
         self.address = str(self.dir / "socket")
@@ -99,6 +100,7 @@ class _Server:
                 stderr=log,
                 env=env,
             )
+        (self.dir / "pid").write_text(str(self.proc.pid))
         assert self.proc.stdout is not None
         ready = select.select([self.proc.stdout], [], [], SERVER_START_SECONDS)[0]
         line = self.proc.stdout.readline() if ready else b""
@@ -144,6 +146,22 @@ class _Server:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+RUN_PREFIX = "/run/fe2e-warm-"
+
+
+def remove_stale() -> None:
+    """A server's directory left by a run killed with SIGKILL (its atexit never ran): removed when the server it
+    names (its `pid` file) is gone. Another run's live server keeps its own."""
+    for d in Path("/run").glob(Path(RUN_PREFIX).name + "*"):
+        try:
+            pid = int((d / "pid").read_text())
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (OSError, ValueError):  # no pid yet (a server starting beside it) or not ours to judge
+            continue
 
 
 _servers: dict[tuple[Any, ...], _Server] = {}
