@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -194,6 +195,10 @@ def test_a_shim_runs_the_program_warm_and_itself_when_refused() -> None:
         launch = json.loads(container.launch_file.read_text())
         server = next(s for s in servers() if str(s.dir) in json.dumps(launch["overlays"]))
         calls = server.log.read_text().count("\n")
+        # A caller that goes away before its request (its container ended): no refusal, and the server serves on.
+        gone = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        gone.connect(server.address)
+        gone.close()
         outputs = []
         for prefix in ("", "FLWR_TELEMETRY_LOGGING=0 "):
             ok, detail = run_exec_probe(container.pid1, launch, ["sh", "-c", HELP.format(prefix) + "; exit 3"], 60)
@@ -203,6 +208,8 @@ def test_a_shim_runs_the_program_warm_and_itself_when_refused() -> None:
         new = server.log.read_text().splitlines()[calls:]
         superexec = str(venv(HTTP_ERA) / "bin" / "flower-superexec")
         assert f"join {superexec}: forked" in new, new
+        assert "a caller (uid 0) went away before its request" in new, new
+        assert len([line for line in new if "refused" in line]) == 1, new
         assert any(line.startswith(f"join {superexec}: refused: environment read at import differs") for line in new), (
             new
         )

@@ -342,7 +342,11 @@ def serve(path: str, keyspec: dict[str, Any], entries: dict[str, Any]) -> None:
             conn.settimeout(REQUEST_SECONDS)
             msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3 + 1 + len(NAMESPACES))
             conn.settimeout(None)
-            req = json.loads(msg) if msg else {}
+            if not msg and not fds:  # the caller went away before its request (its container ended): nothing to do
+                sys.stderr.write(f"a caller (uid {peer(conn)[1]}) went away before its request\n")
+                conn.close()
+                continue
+            req = json.loads(msg)
             refusal = _refusal(conn, req, fds, keyspec, entries)
         except (OSError, ValueError, TypeError, AttributeError) as exc:  # a caller that stalled or sent garbage
             req, refusal = {}, f"bad request: {type(exc).__name__}: {exc}"

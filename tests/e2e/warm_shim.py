@@ -46,10 +46,11 @@ def _warm() -> int | None:
     except OSError:
         return None
     with sock:
-        fds = [0, 1, 2, os.open(".", os.O_PATH | os.O_DIRECTORY)]
-        fds += [os.open(f"/proc/self/ns/{name}", os.O_RDONLY) for name in NAMESPACES]
+        fds = [0, 1, 2]
         request = {"kind": "join", "script": sys.argv[0], "argv": sys.argv, "env": dict(os.environ)}
         try:
+            fds.append(os.open(".", os.O_PATH | os.O_DIRECTORY))
+            fds += [os.open(f"/proc/self/ns/{name}", os.O_RDONLY) for name in NAMESPACES]
             socket.send_fds(sock, [json.dumps(request).encode()], fds)
         except OSError:
             return None
