@@ -1,6 +1,6 @@
 """The Pulumi SDK's floor for a render: replay a render's registrations with no logic.
 
-    python bench/floor.py [--check] REGS.json      (written by bench/registrations.py)
+    python bench/floor.py [--check] [--by-token] REGS.json      (written by bench/registrations.py)
 
 Imports exactly the pulumi / pulumi_kubernetes / pulumi_tls / pulumi_random modules the render loaded
 (listed in the file), installs a mock runtime equivalent to the offline renderer's
@@ -14,6 +14,10 @@ secret outputs is the SDK's cost, not the program's), with the recorded inputs a
 (reads through the class's `.get`), secrets wrapped as secrets again; then waits for
 every registration. Nothing from this project
 (`components`, `federation`) is imported: their import time belongs to the render.
+
+`--by-token` registers every custom resource as a bare `pulumi.CustomResource` of its type token (reads by
+id), importing no typed class: the floor of registering by token, as the render does
+(flower_federation/shell/kubernetes.py), for the same registrations. Without it, the typed SDK's floor.
 
 Prints the number of registrations the mock monitor saw, and the number of SDK modules
 loaded, to stdout. `--check` (not timed) also compares what the monitor received with
@@ -102,7 +106,7 @@ def snake(key: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in key)
 
 
-def replay(registrations: list[dict[str, Any]]) -> None:
+def replay(registrations: list[dict[str, Any]], by_token: bool = False) -> None:
     made: list[pulumi.Resource] = []
     for r in registrations:
         parent = made[r["parent"]] if r["parent"] is not None else None
@@ -111,8 +115,12 @@ def replay(registrations: list[dict[str, Any]]) -> None:
             made.append(pulumi.ComponentResource(r["type"], r["name"], None, opts))
             continue
         inputs = decode(r["inputs"])
-        cls = sdk_class(r["type"])
-        if r["read_id"] is not None:
+        cls = None if by_token else sdk_class(r["type"])
+        if r["read_id"] is not None and cls is None:
+            made.append(
+                pulumi.CustomResource(r["type"], r["name"], {}, pulumi.ResourceOptions(parent=parent, id=r["read_id"]))
+            )
+        elif r["read_id"] is not None:
             made.append(cls.get(r["name"], r["read_id"], opts=opts))
         elif cls is not None:
             kwargs = {snake(k): v for k, v in inputs.items() if k not in ("apiVersion", "kind")}
@@ -121,14 +129,14 @@ def replay(registrations: list[dict[str, Any]]) -> None:
             made.append(pulumi.CustomResource(r["type"], r["name"], inputs, opts))
 
 
-def run(data: dict[str, Any], check: bool = False) -> tuple[int, list[str]]:
+def run(data: dict[str, Any], check: bool = False, by_token: bool = False) -> tuple[int, list[str]]:
     mocks = FloorMocks(keep=check)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     problems: list[str] = []
     try:
         pulumi.runtime.set_mocks(mocks, project=data["project"], stack=data["stack"], preview=False)
-        loop.run_until_complete(run_pulumi_func(lambda: replay(data["registrations"])))
+        loop.run_until_complete(run_pulumi_func(lambda: replay(data["registrations"], by_token)))
         if check:
             problems = compare(data, mocks)
     finally:
@@ -169,15 +177,15 @@ def compare(data: dict[str, Any], mocks: FloorMocks) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    argv = [a for a in argv if a != "--check"]
+    check, by_token = "--check" in argv, "--by-token" in argv
+    argv = [a for a in argv if a not in ("--check", "--by-token")]
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
     with open(argv[0]) as f:
         data = json.load(f)
     import_sdk_modules(data["modules"])
-    seen, problems = contextvars.Context().run(run, data, check)
+    seen, problems = contextvars.Context().run(run, data, check, by_token)
     for problem in problems:
         print(f"floor: {problem}", file=sys.stderr)
     loaded = [name for name, m in list(sys.modules.items()) if m is not None and type(m).__name__ != "_LazyModule"]

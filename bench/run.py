@@ -10,7 +10,10 @@ alternating, each as a fresh subprocess:
 - render: `python -m flower_federation render --config-file F > /dev/null` (the CLI as a user
   runs it: config parsing, validation, the real Pulumi program under the mock runtime,
   the YAML written out);
-- floor:  `python bench/floor.py REGS.json` (the same registrations, no logic).
+- floor:  `python bench/floor.py REGS.json` (the same registrations through pulumi-kubernetes' typed
+  classes, no logic: the typed SDK's floor, issue 36's yardstick);
+- token floor: `python bench/floor.py --by-token REGS.json` (the same registrations by type token, as the
+  render registers: what remains of the render's cost beyond it is its own).
 
 Reported: the median wall time (including interpreter start) and median peak RSS of the
 child (`os.wait4`), the median CPU time (user+sys, less sensitive to other load on the
@@ -68,6 +71,7 @@ class Row:
     registrations: int
     render: list[Sample] = field(default_factory=list)
     floor: list[Sample] = field(default_factory=list)
+    token: list[Sample] = field(default_factory=list)  # the by-token floor (bench/floor.py --by-token)
 
 
 def measure(argv: list[str]) -> Sample:
@@ -95,13 +99,14 @@ def prepare(row: str, stack_file: Path) -> tuple[Path, int]:
         [PY, str(ROOT / "bench" / "registrations.py"), str(stack_file), str(regs)], cwd=ROOT, env=ENV, check=True
     )
     count = len(json.loads(regs.read_text())["registrations"])
-    subprocess.run(
-        [PY, str(ROOT / "bench" / "floor.py"), "--check", str(regs)],
-        cwd=ROOT,
-        env=ENV,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    for flags in ([], ["--by-token"]):
+        subprocess.run(
+            [PY, str(ROOT / "bench" / "floor.py"), "--check", *flags, str(regs)],
+            cwd=ROOT,
+            env=ENV,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     return regs, count
 
 
@@ -149,16 +154,17 @@ def loadavg() -> str:
 def table(rows: list[Row], repeat: int) -> str:
     out = [
         "| stack | registrations | render wall s | floor wall s | ratio | render CPU s | floor CPU s "
-        "| render peak MiB | floor peak MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| render peak MiB | floor peak MiB | token floor wall s | render / token floor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         rw, fw = median([s.wall for s in r.render]), median([s.wall for s in r.floor])
         rc, fc = median([s.cpu for s in r.render]), median([s.cpu for s in r.floor])
         rm, fm = median([s.peak_kb for s in r.render]) / 1024, median([s.peak_kb for s in r.floor]) / 1024
+        tw = median([s.wall for s in r.token])
         out.append(
             f"| {stacks.describe(r.id)} | {r.registrations} | {rw:.2f} | {fw:.2f} | {rw / fw:.2f} "
-            f"| {rc:.2f} | {fc:.2f} | {rm:.0f} | {fm:.0f} |"
+            f"| {rc:.2f} | {fc:.2f} | {rm:.0f} | {fm:.0f} | {tw:.2f} | {rw / tw:.2f} |"
         )
     out += [
         "",
@@ -167,7 +173,10 @@ def table(rows: list[Row], repeat: int) -> str:
         "`python -m flower_federation render --config-file F > /dev/null`; floor: `bench/floor.py`, "
         "the same registrations (types, names, inputs, parents) replayed under the same mock "
         "runtime with the same pulumi / pulumi-kubernetes / pulumi-tls modules imported, no logic. "
-        "ratio = render wall / floor wall. Bytecode cache on (untimed warm-up runs first).",
+        "ratio = render wall / floor wall. token floor: `bench/floor.py --by-token`, the same registrations "
+        "as bare resources of their type tokens, no typed class imported: what registering as the render does "
+        "(by token, flower_federation/shell/kubernetes.py) costs alone. Bytecode cache on (untimed warm-up runs "
+        "first).",
         "All generated stacks: Flower 1.41.0, process isolation (SuperExec sidecars), TLS (pulumi-tls), "
         "NetworkPolicies. The 1 / 100 / 10,000-replica rows have NO node authentication: node keys "
         "are real per-replica resources (one PrivateKey per replica), which would make those rows "
@@ -195,7 +204,7 @@ CONTENDED = 1.10
 def contention(row: Row) -> float:
     return max(
         median([s.wall for s in samples]) / max(median([s.cpu for s in samples]), 1e-9)
-        for samples in (row.render, row.floor)
+        for samples in (row.render, row.floor, row.token)
     )
 
 
@@ -281,9 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeat):
             row.render.append(measure([PY, "-m", "flower_federation", "render", "--config-file", str(files[row_id])]))
             row.floor.append(measure([PY, str(ROOT / "bench" / "floor.py"), str(regs)]))
+            row.token.append(measure([PY, str(ROOT / "bench" / "floor.py"), "--by-token", str(regs)]))
         print(
             f"  {row_id}: render {median([s.wall for s in row.render]):.2f} s, "
-            f"floor {median([s.wall for s in row.floor]):.2f} s",
+            f"floor {median([s.wall for s in row.floor]):.2f} s, "
+            f"token floor {median([s.wall for s in row.token]):.2f} s",
             file=sys.stderr,
         )
         rows.append(row)

@@ -42,15 +42,19 @@ def test_floor_replays_the_render_registrations(tmp_path):
     assert '"$secret"' in regs.read_text()
     assert all(r["parent"] is not None for r in recorded["registrations"][1:])
 
-    # --check: the monitor saw the same URNs (parents' types included) and inputs.
-    floor = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "floor.py"), "--check", str(regs)],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    report = json.loads(floor.stdout)
-    assert report["registrations"] == len(render.registrations)
-    assert report["sdk_modules"] == len(recorded["modules"])
-    assert report["project_modules"] == 0
+    # --check: the monitor saw the same URNs (parents' types included) and inputs, from either floor: the typed
+    # SDK's (its classes' modules on top of what the render imports: the render registers by token) and the
+    # by-token one (exactly the render's SDK modules).
+    for flags, more_modules in (((), True), (("--by-token",), False)):
+        floor = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "floor.py"), "--check", *flags, str(regs)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        report = json.loads(floor.stdout)
+        assert report["registrations"] == len(render.registrations)
+        assert (report["sdk_modules"] > len(recorded["modules"])) is more_modules, (flags, report)
+        assert report["sdk_modules"] >= len(recorded["modules"])
+        assert report["project_modules"] == 0

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
-import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from flower_federation.builders import trust
 from flower_federation.config.security import GeneratedCertificate
+from flower_federation.shell import kubernetes
 
 SERVER_USES = ["digital_signature", "key_encipherment", "server_auth"]
 CA_USES = ["cert_signing", "crl_signing", "digital_signature"]
@@ -85,7 +85,7 @@ def read_secret(
     secret_id: Any = f"{namespace}/{secret}"
     if after:
         secret_id = after[0].id.apply(lambda _: f"{namespace}/{secret}")
-    read = k8s.core.v1.Secret.get(name, secret_id, opts=pulumi.ResourceOptions(parent=parent, depends_on=after))
+    read = kubernetes.read(("v1", "Secret"), name, secret_id, pulumi.ResourceOptions(parent=parent, depends_on=after))
     data: pulumi.Output[Any] = read.data
     return data
 

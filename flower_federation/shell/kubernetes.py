@@ -1,8 +1,14 @@
-"""Register a plain manifest from the core as a typed pulumi-kubernetes resource.
+"""Register a plain manifest from the core as a Kubernetes resource of its type.
 
-Typed resources (rather than a YAML group) give `pulumi preview --diff` field-level
-diffs and per-object replace decisions. The manifests are in Kubernetes' camelCase,
-which pulumi-kubernetes passes through unchanged for dict inputs.
+Each object is registered under its own type token (`kubernetes:apps/v1:StatefulSet`),
+as pulumi-kubernetes' typed class for it would (rather than a YAML group): `pulumi preview
+--diff` shows field-level diffs and per-object replace decisions. The registration is the
+class's, made without importing the class: what each class adds to its registrations (the
+provider's version, aliases of earlier API versions, a Secret's data as secrets) is
+`_KINDS` below, and `tests/test_kubernetes_registration.py` holds it to the installed
+pulumi-kubernetes, request for request, over whole renders. The classes' modules are
+most of the SDK's import time (core/v1's input types alone ~0.17 s of every `pulumi
+preview`), and a render passes plain dicts, which the classes pass through unchanged.
 
 This is where Pulumi Outputs meet the core's plain data: `register` takes extra
 top-level fields (a Secret's generated `stringData`) and pod-template annotations (the
@@ -12,32 +18,50 @@ core never holds an Output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
-import pulumi_kubernetes as k8s
+from pulumi_kubernetes import _utilities
 
 from flower_federation.kube.objects import Manifest
 
-_RESOURCE_BY_KIND: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
-    ("v1", "Namespace"): k8s.core.v1.Namespace,
-    ("v1", "Service"): k8s.core.v1.Service,
-    ("v1", "Secret"): k8s.core.v1.Secret,
-    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
-    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
-    ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
-    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
-    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
-    ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
-    ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
-    ("batch/v1", "Job"): k8s.batch.v1.Job,
-    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
-    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+
+@dataclass(frozen=True)
+class _Kind:
+    """What pulumi-kubernetes' class for a built-in kind adds to a registration (its `_internal_init`)."""
+
+    inputs: tuple[str, ...]  # its constructor's inputs besides apiVersion and kind (wire names), None when unset
+    aliases: tuple[str, ...] = ()  # the type tokens of the kind's earlier API versions
+    secrets: tuple[str, ...] = ()  # inputs it wraps as secrets, and marks as secret outputs
+
+
+_WORKLOAD = ("metadata", "spec")
+_KINDS: dict[tuple[str, str], _Kind] = {
+    ("v1", "Namespace"): _Kind(_WORKLOAD),
+    ("v1", "Service"): _Kind(_WORKLOAD),
+    ("v1", "Secret"): _Kind(("data", "immutable", "metadata", "stringData", "type"), secrets=("data", "stringData")),
+    ("v1", "ConfigMap"): _Kind(("binaryData", "data", "immutable", "metadata")),
+    ("v1", "ServiceAccount"): _Kind(("automountServiceAccountToken", "imagePullSecrets", "metadata", "secrets")),
+    ("apps/v1", "StatefulSet"): _Kind(_WORKLOAD, ("apps/v1beta1", "apps/v1beta2")),
+    ("apps/v1", "DaemonSet"): _Kind(_WORKLOAD, ("apps/v1beta2", "extensions/v1beta1")),
+    ("apps/v1", "Deployment"): _Kind(_WORKLOAD, ("apps/v1beta1", "apps/v1beta2", "extensions/v1beta1")),
+    ("networking.k8s.io/v1", "NetworkPolicy"): _Kind(_WORKLOAD, ("extensions/v1beta1",)),
+    ("networking.k8s.io/v1", "Ingress"): _Kind(_WORKLOAD, ("extensions/v1beta1", "networking.k8s.io/v1beta1")),
+    ("batch/v1", "Job"): _Kind(_WORKLOAD),
+    ("policy/v1", "PodDisruptionBudget"): _Kind(_WORKLOAD, ("policy/v1beta1",)),
+    ("rbac.authorization.k8s.io/v1", "Role"): _Kind(
+        ("metadata", "rules"), ("rbac.authorization.k8s.io/v1alpha1", "rbac.authorization.k8s.io/v1beta1")
+    ),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): _Kind(
+        ("metadata", "roleRef", "subjects"),
+        ("rbac.authorization.k8s.io/v1alpha1", "rbac.authorization.k8s.io/v1beta1"),
+    ),
 }
 # Custom resources (their CRDs come with the operator that serves them: cert-manager;
-# the platform's Gateway API implementation; the Prometheus Operator).
+# the platform's Gateway API implementation; the Prometheus Operator), registered as
+# pulumi-kubernetes' `apiextensions.CustomResource` registers them.
 _CUSTOM_KINDS = {
     ("cert-manager.io/v1", "Certificate"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
@@ -49,6 +73,7 @@ _CUSTOM_KINDS = {
     ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"),
 }
 
+_VERSION: str = _utilities.get_version()  # type: ignore[no-untyped-call]  # the provider plugin's, as the classes pin it
 _V1ALPHA2_TLSROUTE = "gateway.networking.k8s.io/v1alpha2:TLSRoute"
 
 
@@ -74,29 +99,75 @@ def register(
     key = (manifest["apiVersion"], manifest["kind"])
     name = prefix + manifest["metadata"]["name"]
     if key in _CUSTOM_KINDS:
-        extra = {k: v for k, v in body.items() if k not in ("metadata", "spec")}
         if key == ("gateway.networking.k8s.io/v1", "TLSRoute"):
             # The same object as the v1alpha2 route rendered before (one CRD, two versions): an update in place,
             # not a create that the API server refuses as "already exists".
             opts = pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=f"kubernetes:{_V1ALPHA2_TLSROUTE}")])
             )
-        return k8s.apiextensions.CustomResource(
-            name, api_version=key[0], kind=key[1], metadata=body["metadata"], spec=body.get("spec"), opts=opts, **extra
-        )
-    return _RESOURCE_BY_KIND[key](name, **_snake_top_level(body), opts=opts)
+        return _custom(key, name, body, opts)
+    return _built_in(key, name, body, opts)
+
+
+def read(key: tuple[str, str], name: str, object_id: pulumi.Input[str], opts: pulumi.ResourceOptions) -> Any:
+    """An existing built-in object `object_id` ("namespace/name"), read as its class's `.get` reads it: its
+    properties as Outputs by wire name (a Secret's `data`)."""
+    kind = _KINDS[key]
+    props = dict.fromkeys(("apiVersion", *kind.inputs, "kind"))
+    opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(id=object_id))
+    return _Object(_token(key), name, props, _built_in_opts(key, opts))
+
+
+def _built_in(
+    key: tuple[str, str], name: str, body: dict[str, Any], opts: pulumi.ResourceOptions
+) -> pulumi.CustomResource:
+    kind = _KINDS[key]
+    unknown = set(body) - set(kind.inputs)
+    if unknown:  # the class's constructor would refuse them: a builder's mistake, never config
+        raise TypeError(f"{key[1]} {name}: no such fields {sorted(unknown)}")
+    props: dict[str, Any] = {"apiVersion": key[0], "kind": key[1]}
+    for field in kind.inputs:
+        value = body.get(field)
+        props[field] = pulumi.Output.secret(value) if field in kind.secrets and value is not None else value
+    return _Object(_token(key), name, props, _built_in_opts(key, opts))
+
+
+def _built_in_opts(key: tuple[str, str], opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    kind = _KINDS[key]
+    opts = pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)
+    if kind.secrets:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=list(kind.secrets)))
+    if kind.aliases:
+        aliases = [pulumi.Alias(type_=f"kubernetes:{old}:{key[1]}") for old in kind.aliases]
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases))
+    return opts
+
+
+def _custom(
+    key: tuple[str, str], name: str, body: dict[str, Any], opts: pulumi.ResourceOptions
+) -> pulumi.CustomResource:
+    unknown = set(body) - {"metadata", "spec"}
+    if unknown:  # apiextensions.CustomResource takes no other field
+        raise TypeError(f"{key[1]} {name}: no such fields {sorted(unknown)}")
+    opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=_VERSION))
+    props = {"apiVersion": key[0], "kind": key[1], "metadata": body.get("metadata"), "spec": body.get("spec")}
+    return _Object(_token(key), name, props, opts)
+
+
+class _Object(pulumi.CustomResource):
+    """A registration as its typed class's: the SDK records the stack above a resource's third `__init__` (its
+    class's) as where it was made, so a bare `pulumi.CustomResource` would record the caller's component's."""
+
+    def __init__(self, token: str, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
+        super().__init__(token, name, props, opts)
+
+
+def _token(key: tuple[str, str]) -> str:
+    api_version, kind = key
+    return f"kubernetes:{api_version if '/' in api_version else 'core/' + api_version}:{kind}"
 
 
 def _with_pod_annotations(spec: dict[str, Any], annotations: Mapping[str, pulumi.Input[str]]) -> dict[str, Any]:
     template = spec["template"]
     metadata = {**template["metadata"], "annotations": {**template["metadata"].get("annotations", {}), **annotations}}
     return {**spec, "template": {**template, "metadata": metadata}}
-
-
-def _snake_top_level(body: dict[str, Any]) -> dict[str, Any]:
-    # Only the constructor's own keyword arguments are snake_case in Python
-    # (e.g. Secret's `string_data`); everything nested stays camelCase.
-    out = {}
-    for key, value in body.items():
-        out["".join("_" + c.lower() if c.isupper() else c for c in key)] = value
-    return out
