@@ -212,6 +212,7 @@ def targets(rows: list[Row]) -> str:
     by_id = {r.id: r for r in rows}
     wall = {r.id: median([s.wall for s in r.render]) for r in rows}
     floor = {r.id: median([s.wall for s in r.floor]) for r in rows}
+    token = {r.id: median([s.wall for s in r.token]) for r in rows}
     peak = {r.id: median([s.peak_kb for s in r.render]) for r in rows}
     lines = ["", "Targets (issues 25 and 36):", ""]
 
@@ -223,8 +224,8 @@ def targets(rows: list[Row]) -> str:
             ratio = wall[row] / floor[row]
             line(
                 ratio <= RATIO_TARGET,
-                f"{label}: render / floor <= {RATIO_TARGET} (now {ratio:.2f}: {wall[row]:.2f} s, of which the SDK "
-                f"floor {floor[row]:.2f} s; the render adds {wall[row] - floor[row]:.2f} s)",
+                f"{label}: render / floor <= {RATIO_TARGET} (now {ratio:.2f}: render {wall[row]:.2f} s, the typed "
+                f"SDK's floor {floor[row]:.2f} s; registering the same by token alone {token[row]:.2f} s)",
             )
     if "replicas-1" in by_id and "replicas-10000" in by_id:
         time_growth = wall["replicas-10000"] / wall["replicas-1"] - 1
@@ -238,7 +239,7 @@ def targets(rows: list[Row]) -> str:
         line(
             wall["hub-500x20"] <= 2.0,
             f"hub of 500 sites x 20 keys (10,000 trusted keys) <= 2 s wall (issue 25; now {wall['hub-500x20']:.2f} s, "
-            f"of which the SDK floor {floor['hub-500x20']:.2f} s)",
+            f"the typed SDK's floor {floor['hub-500x20']:.2f} s)",
         )
     return "\n".join(lines) if len(lines) > 3 else ""
 
