@@ -29,12 +29,21 @@ from tests.e2e.harness.warm import SPAWNED_PROGRAMS, servers
 from tests.e2e.rendering import config, render
 from tests.support.flower import HTTP_ERA, venv
 
+NICE = 5  # the containers' niceness (a cluster standing for another machine), here to compare it
 STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "NSpid")
 
 
 def _status(pid: int) -> dict[str, str]:
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     return {k: fields[k].split()[-1] if k == "NSpid" else " ".join(fields[k].split()) for k in STATUS_FIELDS}
+
+
+def _scheduling(pid: int) -> dict[str, str]:
+    """Its niceness, and its session's autogroup's (the kernel shares the CPUs between autogroups by that one)."""
+    return {
+        "nice": str(os.getpriority(os.PRIO_PROCESS, pid)),
+        "autogroup": Path(f"/proc/{pid}/autogroup").read_text().split()[-1],
+    }
 
 
 def _mounts(pid: int) -> list[tuple[str, str]]:
@@ -81,7 +90,7 @@ def _environ(pid: int) -> dict[str, str]:
 @contextlib.contextmanager
 def _supernode(warm: bool, label: str) -> Iterator[tuple[Cluster, Container]]:
     """A cluster running only the SuperNode pod of a 1.42.0 stack with one pool; its container once started."""
-    cluster = Cluster(HTTP_ERA, venv(HTTP_ERA), label, warm=warm)
+    cluster = Cluster(HTTP_ERA, venv(HTTP_ERA), label, nice=NICE, warm=warm)
     try:
         cluster.apply(render(config(HTTP_ERA, pools=[("a", 1)])).manifests)
         cluster.create_pods()
@@ -138,6 +147,7 @@ def _seen(warm: bool) -> dict[str, Any]:
             "superexec itself": {k: v for k, v in _status(itself).items() if k != "NSpid"},
             "superexec's parent in the container": int(_status_field(itself, "PPid") != "0"),
             "/proc owners": owners,
+            "scheduling": {"pid 1": _scheduling(pid1), "superexec": _scheduling(itself)},
         }
         # SIGTERM to the process the SuperNode started (cold the SuperExec; warm its shim, which passes it on).
         seen["superexec terminated"] = _terminate(superexec)
@@ -156,6 +166,7 @@ def test_a_warm_start_makes_the_same_container_as_the_cold_path() -> None:
         assert seen["superexec env"] != dict(os.environ)
         assert seen["/proc owners"] == {"pid 1": int(seen["status"]["Uid"].split()[0]), "superexec": 0}
         assert seen["superexec terminated"].startswith("exit status"), seen["superexec terminated"]
+        assert seen["scheduling"]["pid 1"] == {"nice": str(NICE), "autogroup": str(NICE)} != _scheduling(os.getpid())
     cold_env, warm_env = cold.pop("superexec env"), warm.pop("superexec env")
     for env in (cold_env, warm_env):
         env.pop("HOSTNAME")  # the pod's name: another pod each time

@@ -132,8 +132,7 @@ def _pod_child(conn: socket.socket, req: dict[str, Any], fds: list[int], entries
         os.setsid()  # the container's session (the cold path: Popen's start_new_session)
         nice = int(req.get("nice") or 0)
         if nice:
-            os.nice(nice)
-            _autogroup(nice)  # as containers.Container._yield_cpu does for the cold path's session
+            os.nice(nice)  # its session's autogroup: the harness's (containers.Container._yield_cpu), cold or warm
         _netns_exec(req["netns"])
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWPID), "unshare")
         _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
@@ -163,7 +162,7 @@ def _caller(conn: socket.socket) -> dict[str, Any]:
     raw = conn.getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 4 * 256)
     groups = list(struct.unpack(f"{len(raw) // 4}I", raw))
     pidfd = os.pidfd_open(pid)
-    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    status = _proc_status(pid)
     autogroup = Path(f"/proc/{pid}/autogroup").read_text().split()
     nice = os.getpriority(os.PRIO_PROCESS, pid)
     if select.select([pidfd], [], [], 0)[0]:  # readable: it has ended, so what was read may be another's
@@ -173,11 +172,17 @@ def _caller(conn: socket.socket) -> dict[str, Any]:
         "uid": uid,
         "gid": gid,
         "groups": groups,
-        "noNewPrivs": status["NoNewPrivs"].strip() == "1",
+        "noNewPrivs": status["NoNewPrivs"] == "1",
         "dropAllCaps": int(status["CapBnd"], 16) == 0,
         "nice": nice,
         "autogroupNice": int(autogroup[-1]) if autogroup[-2:-1] == ["nice"] else 0,
     }
+
+
+def _proc_status(pid: object) -> dict[str, str]:
+    """/proc/PID/status as {field: value}, e.g. {"NoNewPrivs": "1", "CapBnd": "000001ffffffffff"}."""
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
 
 
 def _join_child(conn: socket.socket, req: dict[str, Any], fds: list[int], entries: dict[str, Any]) -> NoReturn:
@@ -305,8 +310,8 @@ def _become_user(user: dict[str, Any]) -> None:
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     if os.getppid() != parent:  # C died before PDEATHSIG was set again
         os._exit(1)
-    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
-    left = {k: status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapAmb") if int(status[k], 16)}
+    status = _proc_status("self")
+    left = {k: status[k] for k in ("CapInh", "CapPrm", "CapEff", "CapAmb") if int(status[k], 16)}
     if left:
         raise SystemExit(f"warm_flower: capabilities left after the user change: {left}")
 

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from tests.e2e.harness.host import NotReady, children, kill, ns_exec
 from tests.e2e.harness.volumes import MOUNTPOINTS
+from tests.e2e.harness.warm import WarmProcess
 
 
 class ClusterProcesses:
@@ -35,7 +36,7 @@ class ClusterProcesses:
                 if pid1:
                     with contextlib.suppress(OSError):
                         owners[os.readlink(f"/proc/{pid1}/ns/pid")] = (p.name, c.name)
-                    if proc is not None and proc.pid == pid1 and hasattr(proc, "argv"):
+                    if isinstance(proc, WarmProcess) and proc.pid == pid1:
                         warm[pid1] = list(proc.argv)
         out = []
         for entry in os.listdir("/proc"):

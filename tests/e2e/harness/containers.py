@@ -93,7 +93,7 @@ class Container(ContainerProbes):
                     log.write(f"=== start #{incarnation} at {time.strftime('%H:%M:%S')}\n".encode())
                     log.flush()
                     self.proc = self._launch(argv, spec_file, log)
-                if self.pod.cluster.nice and not isinstance(self.proc, WarmProcess):
+                if self.pod.cluster.nice:  # cold: unshare's session; warm: the warm Flower's child's
                     self._yield_cpu(self.proc.pid, self.pod.cluster.nice)
                 self.started_at = time.monotonic()
                 self.readiness, self.liveness, self.startup = ProbeState(), ProbeState(), ProbeState()
