@@ -137,11 +137,11 @@ class Skew:
             bounds.append(period * failures + probe.get("timeoutSeconds", 1))
         return max(bounds)
 
-    def heartbeats(self, name: str = "state.db") -> dict[str, float]:
-        """{node id: online_until} from the hub's state file `name` on its volume (read-only, as
+    def heartbeats(self, path: str = "state.db") -> dict[str, float]:
+        """{node id: online_until} from the hub's state file at `path` on its volume (read-only, as
         readiness.node_states): a node's next heartbeat, or its activation, moves it on. {} while the file is
         missing or busy."""
-        dbs = sorted(self.hub.cluster.pvcdir.glob(f"*{self.hub.superlink.name}*/{name}"))
+        dbs = sorted(self.hub.cluster.pvcdir.glob(f"*{self.hub.superlink.name}*/{path}"))
         try:
             with sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True, timeout=0.5) as db:
                 rows = db.execute("SELECT node_id, online_until FROM node").fetchall()
@@ -151,15 +151,19 @@ class Skew:
 
     def backups(self) -> list[str]:
         """The backups the hub's state-guard said it took, oldest first (its log spans the pod's starts)."""
-        return re.findall(r"backed up .* to (backups/\S+\.db) before", self.hub.superlink.init_containers[0].log(200))
+        return re.findall(r"backed up .* to (backups/\S+\.db) before", self.guard_log())
+
+    def guard_log(self) -> str:
+        return self.hub.superlink.init_containers[0].log(100000)
 
     def restarts(self) -> dict[str, int]:
         return {s: self.run.sites[s].pod.containers[0].restarts for s in ADMITTED}
 
     def wait_online(self, what: str, timeout: float = ONLINE_TIMEOUT, since: Optional[dict[str, float]] = None) -> None:
-        """Both sites online under their node ids; with `since` (heartbeats() before the hub restarted), only once
-        each has reached the new SuperLink (a heartbeat or an activation after it): the state's `online` outlives
-        a SuperNode that gave up during the restart by its heartbeat patience."""
+        """Both sites online under their node ids; with `since` (the old SuperLink's last state of them: heartbeats()
+        of the state-guard's backup), only once each has reached the new SuperLink (a heartbeat or an activation
+        after it): the state's `online` outlives a SuperNode that gave up during the restart by its heartbeat
+        patience."""
 
         def online() -> bool:
             if not all(self.run.sites[s].pod.is_ready() and self.run.sites[s].node_id() for s in ADMITTED):
@@ -229,11 +233,13 @@ class Skew:
         rendered = render_stack(HUB, hub_config(version, ADMITTED), self.hub_state, self.site_outputs)
         hub.rendered, hub.manifests, hub.outputs, hub.version = rendered, rendered.manifests, rendered.outputs, version
         hub._prepare_cli(tomllib.loads(hub.outputs["flwrConfig"]))  # the user's flwr follows
-        began, restarts, taken = time.monotonic(), self.restarts(), self.backups()
+        began, restarts, before = time.monotonic(), self.restarts(), self.backups()
         replaced = rolling_update(hub.cluster, rendered.manifests, ROLLOUT_TIMEOUT, first=[hub.superlink.workload])
         assert replaced == [hub.superlink.name], f"the hub's up to {version} replaced {replaced}"
-        backups = self.backups()
-        assert len(backups) > len(taken), f"state-guard took no backup before Flower {version} opened the state"
+        backups = self.backups()  # named by time: a new one is a name not seen before
+        assert backups and backups[-1] not in before, (
+            f"state-guard took no backup before Flower {version} opened the state:\n{self.guard_log()}"
+        )
         # The old SuperLink's last word on each node: its state as the guard copied it, after that SuperLink ended
         # and before the new one opened it. A snapshot taken before the roll would miss a heartbeat the old
         # SuperLink took while it was being stopped (CI of 627aabe: 1.41 hospital-a, hung after the restart, was
