@@ -132,7 +132,9 @@ def _pod_child(conn: socket.socket, req: dict[str, Any], fds: list[int], entries
         os.setsid()  # the container's session (the cold path: Popen's start_new_session)
         nice = int(req.get("nice") or 0)
         if nice:
-            os.nice(nice)  # its session's autogroup: the harness's (containers.Container._yield_cpu), cold or warm
+            # The processes' own niceness; the session's autogroup niceness is written by the harness
+            # (containers.Container._yield_cpu), for cold and warm containers alike.
+            os.nice(nice)
         _netns_exec(req["netns"])
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWPID), "unshare")
         _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
@@ -179,7 +181,7 @@ def _caller(conn: socket.socket) -> dict[str, Any]:
     }
 
 
-def _proc_status(pid: object) -> dict[str, str]:
+def _proc_status(pid: int | str) -> dict[str, str]:
     """/proc/PID/status as {field: value}, e.g. {"NoNewPrivs": "1", "CapBnd": "000001ffffffffff"}."""
     lines = Path(f"/proc/{pid}/status").read_text().splitlines()
     return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}

@@ -93,7 +93,9 @@ class Container(ContainerProbes):
                     log.write(f"=== start #{incarnation} at {time.strftime('%H:%M:%S')}\n".encode())
                     log.flush()
                     self.proc = self._launch(argv, spec_file, log)
-                if self.pod.cluster.nice:  # cold: unshare's session; warm: the warm Flower's child's
+                # The autogroup of the container's session: the cold path's own (start_new_session), a warm one's
+                # (warm_flower's setsid before its fork); written once the process runs, in both.
+                if self.pod.cluster.nice:
                     self._yield_cpu(self.proc.pid, self.pod.cluster.nice)
                 self.started_at = time.monotonic()
                 self.readiness, self.liveness, self.startup = ProbeState(), ProbeState(), ProbeState()
