@@ -2,22 +2,24 @@
 
     python bench/floor.py [--check] [--by-token] REGS.json      (written by bench/registrations.py)
 
-Imports exactly the pulumi / pulumi_kubernetes / pulumi_tls / pulumi_random modules the render loaded
+Imports the pulumi / pulumi_kubernetes / pulumi_tls / pulumi_random modules the render loaded
 (listed in the file), installs a mock runtime equivalent to the offline renderer's
 (flower_federation/cli/offline.py: a `pulumi.runtime.Mocks` whose new_resource returns
 `(name-id, inputs)`, one fresh event loop and contextvars.Context, preview=False), and
 registers the same resources in the same order with the same parents: components as
 `pulumi.ComponentResource(type, name, None, opts)`, custom resources through the SDK class
-of their type token, as the program does (`pulumi_kubernetes.apps.v1.StatefulSet`,
-`pulumi_tls.PrivateKey`, `pulumi_random.RandomPassword`, ...: what those classes do with inputs, aliases and
+of their type token (`pulumi_kubernetes.apps.v1.StatefulSet`, `pulumi_tls.PrivateKey`,
+`pulumi_random.RandomPassword`, ...: what those classes do with inputs, aliases and
 secret outputs is the SDK's cost, not the program's), with the recorded inputs as keyword arguments
 (reads through the class's `.get`), secrets wrapped as secrets again; then waits for
-every registration. Nothing from this project
+every registration: the typed SDK's floor, which also imports the Kubernetes classes' modules (the render
+registers Kubernetes objects by token, without them). Nothing from this project
 (`components`, `federation`) is imported: their import time belongs to the render.
 
-`--by-token` registers every custom resource as a bare `pulumi.CustomResource` of its type token (reads by
-id), importing no typed class: the floor of registering by token, as the render does
-(flower_federation/shell/kubernetes.py), for the same registrations. Without it, the typed SDK's floor.
+`--by-token` registers every Kubernetes object as a bare `pulumi.CustomResource` of its type token (reads by
+id), importing no Kubernetes class, and the pulumi-tls and pulumi-random resources through their classes, as
+the render does: the floor of the render's way of registering, for the same registrations (a little below it:
+without the provider version, aliases and secret outputs flower_federation/shell/kubernetes.py adds to each).
 
 Prints the number of registrations the mock monitor saw, and the number of SDK modules
 loaded, to stdout. `--check` (not timed) also compares what the monitor received with
@@ -115,7 +117,7 @@ def replay(registrations: list[dict[str, Any]], by_token: bool = False) -> None:
             made.append(pulumi.ComponentResource(r["type"], r["name"], None, opts))
             continue
         inputs = decode(r["inputs"])
-        cls = None if by_token else sdk_class(r["type"])
+        cls = None if by_token and r["type"].startswith("kubernetes:") else sdk_class(r["type"])
         if r["read_id"] is not None and cls is None:
             made.append(
                 pulumi.CustomResource(r["type"], r["name"], {}, pulumi.ResourceOptions(parent=parent, id=r["read_id"]))

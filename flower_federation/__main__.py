@@ -8,8 +8,8 @@ import gc
 import os
 import sys
 
-# A command runs once and exits, and nearly everything it makes lives until then: the Pulumi SDK's and
-# pulumi-kubernetes' typed classes, pydantic's models, the render. Python's full collections walk all of it, again
+# A command runs once and exits, and nearly everything it makes lives until then: the Pulumi SDK's classes,
+# pydantic's models, the render. Python's full collections walk all of it, again
 # each time the long-lived objects grew by a quarter while importing, and once more at exit: about a quarter of a
 # 16-pool render's CPU (issue 36: 2.4 s -> 1.8 s of one core), for cyclic garbage a one-shot command never needs
 # back. So no automatic full collection (young objects are still collected as by default), and none at exit

@@ -4,7 +4,10 @@ registrations are held to what the typed classes send, request for request: ever
 ReadResourceRequest the mock monitor receives (type, name, parent, inputs, secrets, aliases, provider version,
 dependencies, options), all but the source position (where the call was made), for every golden stack and
 the every-feature stack with each TLS source, and for one object of every kind the shell knows, with every
-field it takes set. A pulumi-kubernetes upgrade that changes what a class adds fails here."""
+field it takes set; negative controls show a wrong table or origin caught. The comparison's other side is the
+shell's own way with another pulumi-kubernetes than the table's: through its classes. Bumping the pinned
+pulumi-kubernetes fails `test_the_table_is_for_the_pinned_pulumi_kubernetes` until the table is checked again
+(TABLE_VERSION), and then the comparisons say what changed."""
 
 from __future__ import annotations
 
@@ -19,10 +22,10 @@ from pulumi.runtime.mocks import MockMonitor
 
 from flower_federation.cli.offline import run_program
 from flower_federation.shell import kubernetes
-from tests.support.golden import GOLDENS, render
+from tests.support.golden import GOLDENS, ROOT, render
 from tests.test_every_feature import TLS_SOURCES, USER_SECRETS, every_feature
 
-REGISTERING = ("/flower_federation/shell/kubernetes.py", "/tests/test_kubernetes_registration.py")
+REGISTERING = "/flower_federation/shell/kubernetes.py"
 
 
 def _registering(uri: str) -> bool:
@@ -30,34 +33,6 @@ def _registering(uri: str) -> bool:
 
 
 Requests = dict[tuple[str, str, str], dict[str, Any]]
-
-
-def _typed_class(key: tuple[str, str]) -> Any:
-    import importlib
-
-    api_version, kind = key
-    group, _, version = api_version.rpartition("/")
-    return getattr(importlib.import_module(f"pulumi_kubernetes.{group.split('.')[0] or 'core'}.{version}"), kind)
-
-
-def _snake(key: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() else c for c in key)
-
-
-def _typed_built_in(key: tuple[str, str], name: str, body: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
-    return _typed_class(key)(name, **{_snake(k): v for k, v in body.items()}, opts=opts)
-
-
-def _typed_custom(key: tuple[str, str], name: str, body: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
-    import pulumi_kubernetes as k8s
-
-    return k8s.apiextensions.CustomResource(
-        name, api_version=key[0], kind=key[1], metadata=body.get("metadata"), spec=body.get("spec"), opts=opts
-    )
-
-
-def _typed_read(key: tuple[str, str], name: str, object_id: Any, opts: pulumi.ResourceOptions) -> Any:
-    return _typed_class(key).get(name, object_id, opts=opts)
 
 
 @pytest.fixture
@@ -84,14 +59,15 @@ def _kubernetes_requests(seen: list[tuple[str, Any]]) -> Requests:
     for kind, request in seen:
         if not request["type"].startswith("kubernetes:") or request["type"] == "pulumi:providers:kubernetes":
             continue
-        # Where it was made: the same calls outside the registering code (ours or the class's module, and the
-        # typed stand-ins here); the source position is the first of them.
-        request.pop("sourcePosition", None)
-        frames = request.get("stackTrace", {}).get("frames", [])
         # A set in the SDK (of Resource objects, ordered by where they sit in memory): compared as a set.
         request["dependencies"] = sorted(request.get("dependencies", []))
         for deps in request.get("propertyDependencies", {}).values():
             deps["urns"] = sorted(deps.get("urns", []))
+        # Where it was made: the same calls outside the registering code (ours or the class's module). The source
+        # position is the first frame, in the registering code: a line of ours
+        # or of the class's.
+        request.pop("sourcePosition", None)
+        frames = request.get("stackTrace", {}).get("frames", [])
         request["stackTrace"] = [f["pc"] for f in frames if not _registering(f["pc"]["uri"])]
         key = (kind, request["type"], request["name"])
         assert key not in out, f"registered twice: {key}"
@@ -100,14 +76,13 @@ def _kubernetes_requests(seen: list[tuple[str, Any]]) -> Requests:
 
 
 def _both_ways(monkeypatch: pytest.MonkeyPatch, seen: list[tuple[str, Any]], run: Any) -> tuple[Requests, Requests]:
-    """`run` as the shell registers (by token), then through the typed classes."""
+    """`run` as the shell registers (by token), then through the typed classes (the shell's way with another
+    pulumi-kubernetes than the table's)."""
     run()
     ours = _kubernetes_requests(seen)
     seen.clear()
     with monkeypatch.context() as typed:
-        typed.setattr(kubernetes, "_built_in", _typed_built_in)
-        typed.setattr(kubernetes, "_custom", _typed_custom)
-        typed.setattr(kubernetes, "read", _typed_read)
+        typed.setattr(kubernetes, "TABLE_VERSION", "another")  # as with another pulumi-kubernetes: its classes
         run()
     return ours, _kubernetes_requests(seen)
 
@@ -169,11 +144,12 @@ def _every_kind() -> None:
     kubernetes.read(("v1", "Secret"), "read-secret", after.id.apply(lambda _: "ns/secret"), opts)
 
 
-def test_every_kind_registers_as_its_typed_class_would(monkeypatch, requests):
-    def run() -> None:
-        run_program({}, "dev", entry=_every_kind, existing={("kubernetes:core/v1:Secret", "ns/secret"): {"data": {}}})
+def _run_every_kind() -> None:
+    run_program({}, "dev", entry=_every_kind, existing={("kubernetes:core/v1:Secret", "ns/secret"): {"data": {}}})
 
-    ours, theirs = _both_ways(monkeypatch, requests, run)
+
+def test_every_kind_registers_as_its_typed_class_would(monkeypatch, requests):
+    ours, theirs = _both_ways(monkeypatch, requests, _run_every_kind)
     kinds = {key[1] for key in ours}
     assert len(kinds) == len(kubernetes._KINDS) + len(kubernetes._CUSTOM_KINDS), kinds
     secret = ours[("register", "kubernetes:core/v1:Secret", "x-secret")]
@@ -209,10 +185,21 @@ def test_negative_control_a_wrong_table_is_caught(key, wrong, monkeypatch, reque
     import dataclasses
 
     monkeypatch.setitem(kubernetes._KINDS, key, dataclasses.replace(kubernetes._KINDS[key], **wrong))
-    ours, theirs = _both_ways(
-        monkeypatch,
-        requests,
-        lambda: run_program({}, "dev", entry=_every_kind, existing={("kubernetes:core/v1:Secret", "ns/secret"): {}}),
-    )
+    ours, theirs = _both_ways(monkeypatch, requests, _run_every_kind)
     with pytest.raises(AssertionError, match="differ"):
         _assert_same(ours, theirs)
+
+
+def test_negative_control_a_bare_custom_resource_records_another_origin(monkeypatch, requests):
+    """Without `_AsTypedClass`, the SDK records where an object was made from the wrong frame (none, here)."""
+    monkeypatch.setattr(kubernetes, "_AsTypedClass", pulumi.CustomResource)
+    ours, theirs = _both_ways(monkeypatch, requests, _run_every_kind)
+    with pytest.raises(AssertionError, match="differ"):
+        _assert_same(ours, theirs)
+
+
+def test_the_table_is_for_the_pinned_pulumi_kubernetes():
+    """By token only with the version the table was checked against; requirements.txt pins the same, so the
+    tests above ran by token (a bump of the pin without the table's check fails here)."""
+    pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().split() if "==" in line)
+    assert pins["pulumi-kubernetes"] == kubernetes.TABLE_VERSION == kubernetes._VERSION

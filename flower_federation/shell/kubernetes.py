@@ -2,13 +2,17 @@
 
 Each object is registered under its own type token (`kubernetes:apps/v1:StatefulSet`),
 as pulumi-kubernetes' typed class for it would (rather than a YAML group): `pulumi preview
---diff` shows field-level diffs and per-object replace decisions. The registration is the
-class's, made without importing the class: what each class adds to its registrations (the
-provider's version, aliases of earlier API versions, a Secret's data as secrets) is
-`_KINDS` below, and `tests/test_kubernetes_registration.py` holds it to the installed
-pulumi-kubernetes, request for request, over whole renders. The classes' modules are
-most of the SDK's import time (core/v1's input types alone ~0.17 s of every `pulumi
-preview`), and a render passes plain dicts, which the classes pass through unchanged.
+--diff` shows field-level diffs and per-object replace decisions. It is the registration
+the class would make, without importing the class: the classes' modules are most of the
+SDK's import time (docs/benchmarks.md, issue 36), and a render passes plain dicts, which the
+classes pass through unchanged. What a class adds is here: `_KINDS` (its inputs, the aliases
+of the kind's earlier API versions, the inputs it keeps secret), `_built_in_opts` (the
+provider's version) and `_AsTypedClass` (where the object was made), for the pulumi-kubernetes
+`requirements.txt` pins (`TABLE_VERSION`), to which `tests/test_kubernetes_registration.py` holds
+them. With any other version installed (the package allows 4.x), objects are registered through
+its own classes: slower, never different. The builders make camelCase keys only, which the
+classes send unchanged (they would rename a snake_case key in a typed position, e.g.
+`match_labels`: the strict schema check refuses one in a user's fragment).
 
 This is where Pulumi Outputs meet the core's plain data: `register` takes extra
 top-level fields (a Secret's generated `stringData`) and pod-template annotations (the
@@ -18,6 +22,7 @@ core never holds an Output.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -32,25 +37,27 @@ from flower_federation.kube.objects import Manifest
 class _Kind:
     """What pulumi-kubernetes' class for a built-in kind adds to a registration (its `_internal_init`)."""
 
-    inputs: tuple[str, ...]  # its constructor's inputs besides apiVersion and kind (wire names), None when unset
+    inputs: tuple[
+        str, ...
+    ]  # its constructor's inputs besides apiVersion and kind (wire names), each sent (None if unset)
     aliases: tuple[str, ...] = ()  # the type tokens of the kind's earlier API versions
     secrets: tuple[str, ...] = ()  # inputs it wraps as secrets, and marks as secret outputs
 
 
-_WORKLOAD = ("metadata", "spec")
+_METADATA_SPEC = ("metadata", "spec")
 _KINDS: dict[tuple[str, str], _Kind] = {
-    ("v1", "Namespace"): _Kind(_WORKLOAD),
-    ("v1", "Service"): _Kind(_WORKLOAD),
+    ("v1", "Namespace"): _Kind(_METADATA_SPEC),
+    ("v1", "Service"): _Kind(_METADATA_SPEC),
     ("v1", "Secret"): _Kind(("data", "immutable", "metadata", "stringData", "type"), secrets=("data", "stringData")),
     ("v1", "ConfigMap"): _Kind(("binaryData", "data", "immutable", "metadata")),
     ("v1", "ServiceAccount"): _Kind(("automountServiceAccountToken", "imagePullSecrets", "metadata", "secrets")),
-    ("apps/v1", "StatefulSet"): _Kind(_WORKLOAD, ("apps/v1beta1", "apps/v1beta2")),
-    ("apps/v1", "DaemonSet"): _Kind(_WORKLOAD, ("apps/v1beta2", "extensions/v1beta1")),
-    ("apps/v1", "Deployment"): _Kind(_WORKLOAD, ("apps/v1beta1", "apps/v1beta2", "extensions/v1beta1")),
-    ("networking.k8s.io/v1", "NetworkPolicy"): _Kind(_WORKLOAD, ("extensions/v1beta1",)),
-    ("networking.k8s.io/v1", "Ingress"): _Kind(_WORKLOAD, ("extensions/v1beta1", "networking.k8s.io/v1beta1")),
-    ("batch/v1", "Job"): _Kind(_WORKLOAD),
-    ("policy/v1", "PodDisruptionBudget"): _Kind(_WORKLOAD, ("policy/v1beta1",)),
+    ("apps/v1", "StatefulSet"): _Kind(_METADATA_SPEC, ("apps/v1beta1", "apps/v1beta2")),
+    ("apps/v1", "DaemonSet"): _Kind(_METADATA_SPEC, ("apps/v1beta2", "extensions/v1beta1")),
+    ("apps/v1", "Deployment"): _Kind(_METADATA_SPEC, ("apps/v1beta1", "apps/v1beta2", "extensions/v1beta1")),
+    ("networking.k8s.io/v1", "NetworkPolicy"): _Kind(_METADATA_SPEC, ("extensions/v1beta1",)),
+    ("networking.k8s.io/v1", "Ingress"): _Kind(_METADATA_SPEC, ("extensions/v1beta1", "networking.k8s.io/v1beta1")),
+    ("batch/v1", "Job"): _Kind(_METADATA_SPEC),
+    ("policy/v1", "PodDisruptionBudget"): _Kind(_METADATA_SPEC, ("policy/v1beta1",)),
     ("rbac.authorization.k8s.io/v1", "Role"): _Kind(
         ("metadata", "rules"), ("rbac.authorization.k8s.io/v1alpha1", "rbac.authorization.k8s.io/v1beta1")
     ),
@@ -74,6 +81,8 @@ _CUSTOM_KINDS = {
 }
 
 _VERSION: str = _utilities.get_version()  # type: ignore[no-untyped-call]  # the provider plugin's, as the classes pin it
+# The pulumi-kubernetes whose classes the table above reproduces (requirements.txt pins it).
+TABLE_VERSION = "4.34.2"
 _V1ALPHA2_TLSROUTE = "gateway.networking.k8s.io/v1alpha2:TLSRoute"
 
 
@@ -105,17 +114,19 @@ def register(
             opts = pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=f"kubernetes:{_V1ALPHA2_TLSROUTE}")])
             )
-        return _custom(key, name, body, opts)
-    return _built_in(key, name, body, opts)
+        return _custom(key, name, body, opts) if _VERSION == TABLE_VERSION else _typed_custom(key, name, body, opts)
+    return _built_in(key, name, body, opts) if _VERSION == TABLE_VERSION else _typed_built_in(key, name, body, opts)
 
 
 def read(key: tuple[str, str], name: str, object_id: pulumi.Input[str], opts: pulumi.ResourceOptions) -> Any:
     """An existing built-in object `object_id` ("namespace/name"), read as its class's `.get` reads it: its
     properties as Outputs by wire name (a Secret's `data`)."""
+    if _VERSION != TABLE_VERSION:
+        return _typed_class(key).get(name, object_id, opts=opts)
     kind = _KINDS[key]
     props = dict.fromkeys(("apiVersion", *kind.inputs, "kind"))
     opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(id=object_id))
-    return _Object(_token(key), name, props, _built_in_opts(key, opts))
+    return _AsTypedClass(_token(key), name, props, _built_in_opts(key, opts))
 
 
 def _built_in(
@@ -129,7 +140,7 @@ def _built_in(
     for field in kind.inputs:
         value = body.get(field)
         props[field] = pulumi.Output.secret(value) if field in kind.secrets and value is not None else value
-    return _Object(_token(key), name, props, _built_in_opts(key, opts))
+    return _AsTypedClass(_token(key), name, props, _built_in_opts(key, opts))
 
 
 def _built_in_opts(key: tuple[str, str], opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
@@ -149,17 +160,43 @@ def _custom(
     unknown = set(body) - {"metadata", "spec"}
     if unknown:  # apiextensions.CustomResource takes no other field
         raise TypeError(f"{key[1]} {name}: no such fields {sorted(unknown)}")
+    # apiextensions.CustomResource pins the version alone (no plugin download URL, unlike the built-in classes).
     opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=_VERSION))
     props = {"apiVersion": key[0], "kind": key[1], "metadata": body.get("metadata"), "spec": body.get("spec")}
-    return _Object(_token(key), name, props, opts)
+    return _AsTypedClass(_token(key), name, props, opts)
 
 
-class _Object(pulumi.CustomResource):
-    """A registration as its typed class's: the SDK records the stack above a resource's third `__init__` (its
-    class's) as where it was made, so a bare `pulumi.CustomResource` would record the caller's component's."""
+class _AsTypedClass(pulumi.CustomResource):
+    """Where the object was made, as its typed class's would record it: the SDK records the stack above a
+    resource's third `__init__` (Resource's, CustomResource's, then the class's), so a bare `pulumi.CustomResource`
+    would record only what is above the caller's component's `__init__`."""
 
     def __init__(self, token: str, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
         super().__init__(token, name, props, opts)
+
+
+# -- Through the classes: another pulumi-kubernetes than the table's (and the tests' reference)
+def _typed_class(key: tuple[str, str]) -> Any:
+    group, _, version = key[0].rpartition("/")
+    return getattr(importlib.import_module(f"pulumi_kubernetes.{group.split('.')[0] or 'core'}.{version}"), key[1])
+
+
+def _typed_built_in(
+    key: tuple[str, str], name: str, body: dict[str, Any], opts: pulumi.ResourceOptions
+) -> pulumi.CustomResource:
+    snake = {"".join("_" + c.lower() if c.isupper() else c for c in k): v for k, v in body.items()}
+    resource: pulumi.CustomResource = _typed_class(key)(name, **snake, opts=opts)
+    return resource
+
+
+def _typed_custom(
+    key: tuple[str, str], name: str, body: dict[str, Any], opts: pulumi.ResourceOptions
+) -> pulumi.CustomResource:
+    from pulumi_kubernetes.apiextensions import CustomResource
+
+    return CustomResource(
+        name, api_version=key[0], kind=key[1], metadata=body.get("metadata"), spec=body.get("spec"), opts=opts
+    )
 
 
 def _token(key: tuple[str, str]) -> str:
