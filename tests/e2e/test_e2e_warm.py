@@ -199,7 +199,7 @@ def test_a_shim_runs_the_program_warm_and_itself_when_refused() -> None:
     with FLWR_TELEMETRY_LOGGING set (to its default: a variable Flower reads at import, which the server's import
     did not have) the server refuses and the shim runs the program itself. Both print the same help and exit 0; the
     server's log says which call it forked and which it refused."""
-    with _supernode(True, "shim") as (_, container):
+    with _supernode(True, "shim") as (cluster, container):
         deadline = time.monotonic() + 120  # a hang bound, as above
         while not (container.pid1 and container.launch_file) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -225,3 +225,5 @@ def test_a_shim_runs_the_program_warm_and_itself_when_refused() -> None:
         assert any(line.startswith(f"join {superexec}: refused: environment read at import differs") for line in new), (
             new
         )
+        # What a failing scenario prints of the cluster shows the refusal too (the shim's fallback hides it).
+        assert f"join {superexec}: refused: environment read at import differs" in cluster.logs(), cluster.logs()

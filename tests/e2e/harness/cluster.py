@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from tests.e2e.harness import dns
+from tests.e2e.harness import dns, warm
 from tests.e2e.harness.cleanup import _LIVE, _LIVE_LOCK, CREATED, _install_handlers
 from tests.e2e.harness.cluster_network import ClusterNetwork
 from tests.e2e.harness.cluster_processes import ClusterProcesses
@@ -274,10 +274,18 @@ class Cluster(ClusterNetwork, ClusterProcesses):
         )
 
     def logs(self, pods: Optional[Iterable[Pod]] = None, tail: int = 40) -> str:
+        """The containers' last `tail` lines; for the whole cluster, a warm one's, also the end of its warm Flower
+        servers' logs (a call refused or failed there is otherwise seen nowhere: the shim runs the program itself)."""
         out = []
         for p in pods if pods is not None else [*self.pods.values(), *self.job_pods()]:
             for c in [*p.init_containers, *p.containers]:
                 out.append(f"----- {p.name}/{c.name} (restarts {c.restarts}) -----\n{c.log(tail)}")
+        if pods is None and self.warm:
+            venvs = {image.venv for image in self.images.values()}
+            for server in warm.servers():
+                if server.venv in venvs:
+                    out.append(f"----- warm Flower server {server.dir.name} (shared by the warm clusters) -----")
+                    out.append("\n".join(server.tail().splitlines()[-tail:]))
         return "\n".join(out)
 
     # -- the end

@@ -81,6 +81,7 @@ class _Server:
 
     def __init__(self, venv: Path, key: tuple[tuple[str, str], ...]):
         remove_stale()
+        self.venv = venv
         self.dir = Path(f"{RUN_PREFIX}{secrets.token_hex(4)}")
         self.dir.mkdir(mode=0o755)
         os.chmod(self.dir, 0o755)
