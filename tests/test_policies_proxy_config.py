@@ -94,6 +94,26 @@ CASES = {
         "        location / {",
         "`grpc_pass grpcs://127.0.0.1:9095`",
     ),
+    "an upstream server off the pod": (
+        "        server 127.0.0.1:9095;",
+        "        server 10.0.0.7:9095;",
+        "whose servers ['10.0.0.7:9095'] are not loopback",
+    ),
+    "a second upstream server off the pod": (
+        "        server 127.0.0.1:9095;",
+        "        server 127.0.0.1:9095;\n        server fleet.example.org:443 backup;",
+        "whose servers ['fleet.example.org:443'] are not loopback",
+    ),
+    "proxy_pass to another host": (
+        "proxy_pass https://superlink;\n        }\n        location = /health",
+        "proxy_pass https://fleet.example.org;\n        }\n        location = /health",
+        "forwards to `fleet.example.org`, not to the SuperLink over loopback",
+    ),
+    "proxy_pass to a host named like loopback": (
+        "proxy_pass https://superlink;\n        }\n        location = /health",
+        "proxy_pass https://127.0.0.1.example.org;\n        }\n        location = /health",
+        "forwards to `127.0.0.1.example.org`",
+    ),
     "an unknown directive": (
         "    server_tokens off;",
         "    server_tokens off;\n    content_by_lua 'x';",
@@ -132,3 +152,14 @@ def test_the_policy_pack_runs_the_same_check() -> None:
     assert everything(golden("hub")) == set()
     objects = _edit(*CASES["injected location"][:2])
     assert everything(objects) == {(POLICY, "mandatory", "fl-superlink")}
+
+
+@pytest.mark.parametrize("target", ["https://127.0.0.1:9095", "https://[::1]:9095", "https://localhost:9095"])
+def test_forwarding_to_loopback_directly_passes(target: str) -> None:
+    """The loopback rule refuses only what leaves the pod: the SuperLink's loopback address, named directly instead
+    of through the upstream group, still passes."""
+    objects = _edit(
+        "proxy_pass https://superlink;\n        }\n        location = /health",
+        f"proxy_pass {target};\n        }}\n        location = /health",
+    )
+    assert proxy_config.problems(_conf(objects)["nginx.conf"]) == []

@@ -18,7 +18,10 @@ The rule (strict: a config is accepted only when every forwarding is provably Fl
   `/v1/fleet/../control/...` is forwarded as sent; the guard first, because rewrite-phase
   directives run in order;
 - nothing nests inside them except the guard and `limit_except` (which may not forward), so no
-  inner location or `if` forwards past the guard.
+  inner location or `if` forwards past the guard;
+- what they forward to is the SuperLink next to the proxy: a loopback address (or a Unix socket), directly or
+  through an `upstream` group whose every `server` is one; any other host would carry the Fleet traffic, and
+  the sites' signed requests, out of the pod.
 Anything else a location does (return, deny) cannot reach the SuperLink.
 """
 
@@ -42,7 +45,11 @@ URI_CHANGING = frozenset({"rewrite", "set", "break"})
 # (location args) -> the allowlist its guard must hold
 ALLOWED_LOCATIONS = {("/v1/fleet/",): FLEET_URI, ("=", "/health"): HEALTH_URI}
 # An upstream with no URI part and no variable: the request URI passes as the client sent it.
-PLAIN_UPSTREAM = re.compile(r"(?:https?|grpcs?)://[A-Za-z0-9.-]+(?::[0-9]{1,5})?|unix:/[A-Za-z0-9._/-]+")
+PLAIN_UPSTREAM = re.compile(
+    r"(?:https?|grpcs?)://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?|unix:/[A-Za-z0-9._/-]+"
+)
+# The SuperLink in the proxy's own pod: IPv4 loopback, IPv6's, or `localhost`, with a port; or a Unix socket.
+LOOPBACK = re.compile(r"(?:127(?:\.[0-9]{1,3}){3}|\[::1\]|localhost)(?::[0-9]{1,5})?|unix:/[A-Za-z0-9._/-]+")
 DATA_BLOCKS = frozenset({"map", "geo", "types", "split_clients", "match"})
 DEFAULT_CONFIG = "/etc/nginx/nginx.conf"  # nginx's own default when no `-c` is given
 
@@ -104,6 +111,32 @@ def _guard_problem(location: dict[str, Any], allowlist: str) -> Optional[str]:
     )
 
 
+def _upstream_groups(tree: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """{name: its `server` directives} of every `upstream` block."""
+    return {
+        (d.get("args") or [""])[0]: [s for s in d.get("block") or [] if s["directive"] == "server"]
+        for d, _ in _walk(tree)
+        if d["directive"] == "upstream"
+    }
+
+
+def _target_problem(
+    d: dict[str, Any], trail: tuple[str, ...], groups: dict[str, list[dict[str, Any]]]
+) -> Optional[str]:
+    """Why forwarding directive `d` (a plain upstream) may reach another host than the pod's SuperLink."""
+    target = (d.get("args") or [""])[0]
+    host = target if target.startswith("unix:") else target.split("://", 1)[-1]
+    if host in groups:
+        outside = [(s.get("args") or [""])[0] for s in groups[host]]
+        outside = [a for a in outside if not LOOPBACK.fullmatch(a)]
+        if not groups[host] or outside:
+            return f"{_where(d, trail)} forwards to `upstream {host}`, whose servers {outside} are not loopback"
+        return None
+    if not LOOPBACK.fullmatch(host):
+        return f"{_where(d, trail)} forwards to `{host}`, not to the SuperLink over loopback"
+    return None
+
+
 def _allowed_location_problems(location: dict[str, Any], allowlist: str) -> Iterator[str]:
     guard = _guard_problem(location, allowlist)
     if guard:
@@ -135,12 +168,17 @@ def problems(text: str) -> list[str]:
     if len(servers) != 1:
         out.append(f"nginx.conf has {len(servers)} `server` blocks, not one: each more is a listener to judge")
     allowed: set[int] = set()  # id() of the forwarding directives that are judged in their location
+    groups = _upstream_groups(tree)
     for server, _ in servers[:1]:
         for loc in server.get("block") or []:
             key = tuple(loc.get("args", []))
             if loc["directive"] == "location" and key in ALLOWED_LOCATIONS:
                 out.extend(_allowed_location_problems(loc, ALLOWED_LOCATIONS[key]))
-                allowed.update(id(d) for d in loc.get("block") or [] if d["directive"] in FORWARDING)
+                forwards = [d for d in loc.get("block") or [] if d["directive"] in FORWARDING]
+                allowed.update(id(d) for d in forwards)
+                within = ("location " + " ".join(key),)
+                plain = [d for d in forwards if PLAIN_UPSTREAM.fullmatch((d.get("args") or [""])[0])]
+                out.extend(p for d in plain if (p := _target_problem(d, within, groups)))
     for d, trail in _walk(tree):
         if d["directive"] == "include":
             out.append(f"{_where(d, trail)}: an included file is not in the ConfigMap and cannot be judged")
