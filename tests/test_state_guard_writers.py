@@ -13,6 +13,7 @@ SuperLink wrote, the nightly's rendered guard run by the nightly's own Python:
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -99,3 +100,35 @@ def test_a_migration_waits_for_no_other_writer(tmp_path: Path) -> None:
     assert revisions(state) == [REV_NEXT]
     (backup,) = backups.glob("*.db")
     assert backup.name.startswith(f"{HTTP_ERA}-{REV_142}-") and revisions(backup) == [REV_142]
+
+
+def _files(state: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in state.parent.glob(f"{state.name}*")}
+
+
+NOBODY = 65534
+# Root without capabilities (CAP_DAC_OVERRIDE above all): file permissions hold for it as for any other uid.
+WITHOUT_CAPABILITIES = ("setpriv", "--bounding-set=-all", "--inh-caps=-all")
+
+
+def test_a_shm_of_another_user_is_refused_naming_its_owner(tmp_path: Path) -> None:
+    """The guard runs as the SuperLink's user; a -shm another uid owns (an image of another user, an fsGroup
+    changed) leaves SQLite "unable to open database file": refused, naming the file, its owner and the guard's uid,
+    nothing copied or migrated. The negative control: the same -shm given to the guard's user, the guard migrates."""
+    state = state_of(HTTP_ERA, tmp_path / "volume")
+    shm = Path(f"{state}-shm")
+    shm.write_bytes(b"")  # as another user's WAL connection would leave it
+    shm.chmod(0o600)
+    os.chown(shm, NOBODY, NOBODY)
+    before = _files(state)
+    refused = guard(NEXT, state, prefix=WITHOUT_CAPABILITIES)
+    assert refused.returncode == state_guard.REFUSED_EXIT, refused.stdout + refused.stderr
+    said = f"this container (uid 0) may not open the state's state.db-shm (uid {NOBODY}, gid {NOBODY}, mode 600)"
+    assert said in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+    # Nothing written (read byte for byte: a connection of root's would remove the -shm as it closed).
+    assert _files(state) == before and not list(state.parent.glob("backups/*.db"))
+
+    os.chown(shm, 0, 0)
+    alone = guard(NEXT, state, prefix=WITHOUT_CAPABILITIES)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert f"and migrates it to {REV_NEXT}" in alone.stdout, alone.stdout

@@ -303,9 +303,30 @@ def main():
     marker.write_text(version + "\n")
 
 
+def foreign(path):
+    # The state's files this process may not open for writing (another uid's: a SuperLink image of another
+    # user, an fsGroup changed), each with its owner: SQLite says only "unable to open database file".
+    out = []
+    for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
+        try:
+            with open(p, "r+b"):
+                pass
+        except PermissionError:
+            st = p.stat()
+            out.append(f"{p.name} (uid {st.st_uid}, gid {st.st_gid}, mode {st.st_mode & 0o777:o})")
+        except OSError:
+            pass
+    return out
+
+
 try:
     main()
 except (OSError, sqlite3.Error) as e:
+    if theirs := foreign(state):
+        refuse(f"this container (uid {os.getuid()}) may not open the state's {', '.join(theirs)}: another user's "
+               f"SuperLink made them, and may still have the state open, so nothing was copied, migrated or started. "
+               f"Run the SuperLink as their owner (podSecurityContext.runAsUser), or, with every SuperLink of this "
+               f"state stopped, give them to uid {os.getuid()} (SQLite makes a missing -wal or -shm anew).")
     # A full or read-only volume, a corrupt file: the refusal path (exit code, termination message), never
     # a traceback the operator has to decode.
     refuse(f"could not guard the state at {state} ({type(e).__name__}: {e}); nothing was started. Volume "

@@ -77,11 +77,17 @@ def pre_alembic_flower() -> Path:
 
 
 def guard(
-    version: str, state: Path, restore: str = "", keep: Optional[int] = None, flower: Optional[Path] = None
+    version: str,
+    state: Path,
+    restore: str = "",
+    keep: Optional[int] = None,
+    flower: Optional[Path] = None,
+    prefix: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """The guard of `version`'s image on `state` (instead of the pod's /var/lib/flower/state.db), run by `version`'s
     venv; with `flower` (a directory holding another Flower's package), by HTTP_ERA's venv with that Flower
-    first on the path, standing in for an image whose venv the tests do not keep (1.25.0: `pre_alembic_flower`)."""
+    first on the path, standing in for an image whose venv the tests do not keep (1.25.0: `pre_alembic_flower`);
+    `prefix` runs it under another command (e.g. setpriv)."""
     argv = guard_command(version, restore, keep)
     venv_version = version if flower is None else HTTP_ERA
     argv[0] = str(venv_python(venv_version))
@@ -89,7 +95,7 @@ def guard(
     env = process_env(venv_version, state.parent / f"home-{version}")
     if flower is not None:
         env["PYTHONPATH"] = str(flower)
-    return run_bounded(argv, env, timeout=120)
+    return run_bounded([*prefix, *argv], env, timeout=120)
 
 
 def flower_imported(flower: Path) -> tuple[str, str]:
