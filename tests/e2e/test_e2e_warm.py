@@ -78,6 +78,12 @@ def _terminate(pid: int) -> str:
     return "still running"
 
 
+def _catches(pid: int, sig: int) -> bool:
+    """The process has a handler for `sig` (/proc/PID/status SigCgt: bit sig-1)."""
+    caught = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (sig - 1) & 1)
+
+
 def _children(pid: int) -> list[int]:
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
@@ -120,8 +126,12 @@ def _seen(warm: bool) -> dict[str, Any]:
                 break
             time.sleep(0.2)
         itself = joined[0] if warm else superexec
-        while "Starting Flower SuperExec" not in container.log(tail=400) and time.monotonic() < deadline:
-            time.sleep(0.2)  # its start done (signal handlers, no dumping: flower_superexec.py), cold and warm alike
+        # Its start done, cold and warm alike: it catches SIGTERM (run_superexec's register_signal_handlers, well
+        # after "Starting Flower SuperExec" is logged: a SIGTERM between the two ends it by the signal). The kernel
+        # says which signals a process catches.
+        while not _catches(itself, signal.SIGTERM) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _catches(itself, signal.SIGTERM), container.log(tail=40)
         # Owned by the process' user unless it is not dumpable: a process that changed its uid without an exec is
         # not (its /proc files become root's) unless it says so again; Flower's SuperExec makes itself so.
         owners = {
