@@ -37,9 +37,8 @@ from flower_federation.kube.objects import Manifest
 class _Kind:
     """What pulumi-kubernetes' class for a built-in kind adds to a registration (its `_internal_init`)."""
 
-    inputs: tuple[
-        str, ...
-    ]  # its constructor's inputs besides apiVersion and kind (wire names), each sent (None if unset)
+    # Its constructor's inputs besides apiVersion and kind (wire names), each sent (None if unset).
+    inputs: tuple[str, ...]
     aliases: tuple[str, ...] = ()  # the type tokens of the kind's earlier API versions
     secrets: tuple[str, ...] = ()  # inputs it wraps as secrets, and marks as secret outputs
 
@@ -107,15 +106,15 @@ def register(
         body["spec"] = _with_pod_annotations(body["spec"], pod_annotations)
     key = (manifest["apiVersion"], manifest["kind"])
     name = prefix + manifest["metadata"]["name"]
-    if key in _CUSTOM_KINDS:
-        if key == ("gateway.networking.k8s.io/v1", "TLSRoute"):
-            # The same object as the v1alpha2 route rendered before (one CRD, two versions): an update in place,
-            # not a create that the API server refuses as "already exists".
-            opts = pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=f"kubernetes:{_V1ALPHA2_TLSROUTE}")])
-            )
-        return _custom(key, name, body, opts) if _VERSION == TABLE_VERSION else _typed_custom(key, name, body, opts)
-    return _built_in(key, name, body, opts) if _VERSION == TABLE_VERSION else _typed_built_in(key, name, body, opts)
+    if key == ("gateway.networking.k8s.io/v1", "TLSRoute"):
+        # The same object as the v1alpha2 route rendered before (one CRD, two versions): an update in place,
+        # not a create that the API server refuses as "already exists".
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=f"kubernetes:{_V1ALPHA2_TLSROUTE}")])
+        )
+    if _VERSION != TABLE_VERSION:  # another pulumi-kubernetes than the table's: through its own classes
+        return (_typed_custom if key in _CUSTOM_KINDS else _typed_built_in)(key, name, body, opts)
+    return (_custom if key in _CUSTOM_KINDS else _built_in)(key, name, body, opts)
 
 
 def read(key: tuple[str, str], name: str, object_id: pulumi.Input[str], opts: pulumi.ResourceOptions) -> Any:
