@@ -2,7 +2,7 @@
 versions' federations run side by side (most of a scenario's time is Flower waiting:
 SuperNodes poll every 3 s, heartbeats expire after tens of seconds), which keeps the whole
 suite within minutes on two cores. Within a lane everything is sequential: one federation
-at a time. The federations and what each scenario proves: scenarios.py, faults.py,
+at a time. The federations and what each scenario proves: scenarios.py, faults.py, liveness.py,
 upgrade.py, rotation.py.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from tests.e2e import faults, rotation, upgrade
+from tests.e2e import faults, liveness, rotation, upgrade
 from tests.e2e.harness import NotReady
 from tests.e2e.rendering import config
 from tests.e2e.scenarios import (
@@ -70,7 +70,7 @@ GROUPS = [
     Group("era", [("15", upgrade.scenario_15)], upgrade.make_era),
     Group("keys", [("16", rotation.scenario_16)], rotation.make),
     Group("ca", [("18", rotation.scenario_18)], rotation.make),
-    Group("probes", [("17", faults.scenario_17)], faults.make_probed),
+    Group("probes", [("17", liveness.scenario_17)], liveness.make_probed),
     Group(
         "negative",
         [("5", scenario_5)],
