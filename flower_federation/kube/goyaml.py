@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import yaml
 
+from flower_federation.kube.yaml_bounds import check_bounds
+
 BOOL, INT, FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 # PyYAML's resolvers that go-yaml reads otherwise; null, merge and the rest stay.
 _REPLACED = {BOOL, INT, FLOAT, "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"}
@@ -215,7 +217,17 @@ def _duplicate_keys(node: yaml.Node, path: str, found: list[DuplicateKey], seen:
 
 def load_helm_values(text: str) -> list[Any]:
     """Every document of a values file or manifest, as Helm and kubectl read it."""
-    return list(yaml.load_all(text, Loader=HelmLoader))
+    loader = HelmLoader(text)
+    try:
+        documents = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                check_bounds(node)
+            documents.append(loader.construct_document(node))
+        return documents
+    finally:
+        loader.dispose()
 
 
 def load_stack_file(text: str) -> Any:
@@ -225,6 +237,7 @@ def load_stack_file(text: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
+        check_bounds(node)  # first: the walk below recurses
         duplicates: list[DuplicateKey] = []
         _duplicate_keys(node, "", duplicates, set())
         if duplicates:
