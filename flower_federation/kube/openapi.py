@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from flower_federation.kube.api_rules import api_errors
+
 if TYPE_CHECKING:
     import jsonschema
 
@@ -46,11 +48,25 @@ def _validator(schema_file: str) -> jsonschema.protocols.Validator:
 
 def fragment_errors(value: Any, type_file: str) -> Iterator[tuple[tuple[Any, ...], str]]:
     """(relative path, message) for each schema violation of `value` against one type
-    schema, e.g. `envvar-v1.json`; deepest-first errors are flattened for readability."""
-    for err in sorted(_validator(type_file).iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):
+    schema, e.g. `envvar-v1.json`; deepest-first errors are flattened for readability. A fragment the schema
+    takes is then checked as the API server would (kube/api_rules.py)."""
+    errors = sorted(_validator(type_file).iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+    for err in errors:
         leaves = _leaf_errors(err)
         for leaf in leaves:
             yield tuple(leaf.absolute_path), _message(leaf)
+    if not errors:
+        definitions = _load("_definitions.json")["$defs"]
+        yield from api_errors(value, _load(type_file), definitions, _type_name(type_file))
+
+
+@functools.cache
+def _type_name(type_file: str) -> str:
+    """The OpenAPI name of a type schema's file (`envvar-v1.json` -> `io.k8s.api.core.v1.EnvVar`), core's first."""
+    stem, version = type_file.removesuffix(".json").rsplit("-", 1)
+    names = [n for n in _load("_definitions.json")["$defs"] if n.lower().endswith(f".{version}.{stem}")]
+    names.sort(key=lambda n: not n.startswith("io.k8s.api.core."))
+    return names[0] if names else ""
 
 
 def _leaf_errors(err: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:

@@ -39,8 +39,8 @@ def parse_quantity(text: str) -> Optional[Decimal]:
     assert m is not None  # QUANTITY matched
     number, suffix = m.group(1), m.group(2)
     try:
-        if suffix[:1] in ("e", "E"):
-            return Decimal(number + suffix)
-        return Decimal(number) * Decimal(_SUFFIX[suffix])
+        if suffix in _SUFFIX:  # `E` and `Ei` are suffixes (exa, exbi), an exponent has digits after the `e`
+            return Decimal(number) * Decimal(_SUFFIX[suffix])
+        return Decimal(number + suffix)
     except (InvalidOperation, KeyError):
         return None
