@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from flower_federation.cli import offline
-from flower_federation.config.errors import ConfigError, Problem
+from flower_federation.config.errors import ConfigError, Problem, problem_order
 from flower_federation.flower.versions import DEFAULT_VERSION
 from flower_federation.plan import load_plan
 from tests.support.paths import ROOT
@@ -105,6 +105,37 @@ def test_problems_in_natural_pool_order():
         ("federation.supernodes.pools[2].replicas", CEL_STS_REPLICAS),
         ("federation.supernodes.pools[10].replicas", CEL_STS_REPLICAS),
     ]
+
+
+@pytest.mark.parametrize(
+    "raw, paths",
+    [
+        # One path a prefix of the other but for its digits (`team`, `team2`): no int is compared with a str.
+        (cfg(sts_pool(), labels={"team2": "-", "team": "-"}), ["federation.labels.team", "federation.labels.team2"]),
+        (
+            cfg(sts_pool(nodeConfig={"lr2": None, "lr": None})),
+            ["federation.supernodes.pools[0].nodeConfig.lr", "federation.supernodes.pools[0].nodeConfig.lr2"],
+        ),
+        # '²' and '٤' pass str.isdigit() but are no ASCII number: sorted as text, never int()'d.
+        (cfg(sts_pool(), labels={"1²1": "x", "1٤": "x"}), ['federation.labels["1²1"]', 'federation.labels["1٤"]']),
+    ],
+)
+def test_problem_order_is_total(raw, paths):
+    assert [path for path, _ in problems(raw)] == paths
+
+
+def test_problem_order_is_natural_and_deterministic():
+    given = [
+        Problem("federation.a[10]", "m"),
+        Problem("federation.a[2]", "m"),
+        Problem("federation.a[02]", "m"),
+        Problem("federation.a²", "m"),
+        Problem("federation.a", "n"),
+        Problem("federation.a", "m"),
+    ]
+    expected = [given[5], given[4], given[2], given[1], given[0], given[3]]
+    assert sorted(given, key=problem_order) == expected
+    assert sorted([given[i] for i in (3, 5, 1, 4, 0, 2)], key=problem_order) == expected
 
 
 def test_type_error_does_not_hide_cel_rule_elsewhere():

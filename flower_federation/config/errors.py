@@ -19,6 +19,8 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 # break, a terminal's colour codes): printed raw it would split the problem over lines, or forge one.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# A run of ASCII digits: `str.isdigit` is also true of '²' or '٤', which int() refuses or reads as another number.
+_NUMBER = re.compile(r"([0-9]+)")
 
 
 def visible(text: str) -> str:
@@ -50,6 +52,13 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{visible(self.path)}: {visible(self.message)}"
+
+
+def problem_order(p: Problem) -> tuple[tuple[tuple[int, int, str], ...], str]:
+    """Natural order by path (pools[2] before pools[10]), then message: total, as each chunk is tagged with its
+    kind (no int is compared with a str, as `team` and `team2` would), and digits are ASCII only."""
+    chunks = _NUMBER.split(p.path)  # odd positions hold the digit runs
+    return tuple((1, int(c), c) if i % 2 else (0, 0, c) for i, c in enumerate(chunks)), p.message
 
 
 def problem(parts: Sequence[PathPart], message: str, root: str = ROOT) -> Problem:

@@ -9,7 +9,6 @@ config model, `config/`)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -26,7 +25,7 @@ from flower_federation.config.derived import (
     superexec_layout,
     superlink_exposure,
 )
-from flower_federation.config.errors import ConfigError, Problem
+from flower_federation.config.errors import ConfigError, Problem, problem_order
 from flower_federation.config.images import reference
 from flower_federation.config.pydantic_errors import pydantic_problems
 from flower_federation.flower.dialects import HEALTH_PORT, SUPERNODE_APPIO_PORT, Dialect, Ports
@@ -321,11 +320,6 @@ def fleet_proxy_on(spec: Federation, exposed: bool, grpc_era: bool) -> bool:
     return exposed and not spec.superlink.expose_control_api
 
 
-def _sort_key(p: Problem) -> list[Any]:
-    # Natural order, so pools[2] comes before pools[10].
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.path)] + [p.message]
-
-
 class _Encrypted:
     def __repr__(self) -> str:
         return "ENCRYPTED"
@@ -361,7 +355,7 @@ def load_plan(
     if spec is not None and uses_supplied_keys and not problems:
         problems += rules.supplied_key_problems(spec, node_auth_keys)
     if problems:
-        raise ConfigError(sorted(set(problems), key=_sort_key))
+        raise ConfigError(sorted(set(problems), key=problem_order))
     assert spec is not None and dialect is not None
 
     name = federation_name(spec.name, stack)
@@ -376,7 +370,7 @@ def load_plan(
         keys = {pool: {str(slot): text for slot, text in slots.items()} for pool, slots in node_auth_keys.items()}
     key_problems, admitted = site_keys(spec, stack_outputs, keys)
     if remote_problems or key_problems:
-        raise ConfigError(sorted(set(remote_problems + key_problems), key=_sort_key))
+        raise ConfigError(sorted(set(remote_problems + key_problems), key=problem_order))
     trust = None if spec.insecure else resolve_trust(spec, names)
     return FederationPlan(
         spec=spec,
