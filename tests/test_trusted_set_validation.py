@@ -25,7 +25,7 @@ def new_key(comment: str) -> str:
     return f"{line} {comment}"
 
 
-A, B = new_key("a/0"), new_key("b/0")
+A, B, C = new_key("a/0"), new_key("b/0"), new_key("c/0")
 
 
 def hub(*sites: dict[str, Any]) -> dict[str, Any]:
@@ -113,3 +113,19 @@ def test_config_padding_around_one_key_still_passes(text: str) -> None:
 @pytest.mark.parametrize("text", [f"{A}\n\n", f"{A}\x00", f"{A} caf\u00e9", f"x{A}", "<no marker>"])
 def test_anything_else_is_refused(text: str) -> None:
     assert public_key_problem(text) is not None
+
+
+@pytest.mark.parametrize("slot", ["\u00b2", "1\u00b2", "\u0664", "Node A"])
+def test_a_site_stack_slot_neither_ordinal_nor_node_name_is_refused(slot: str) -> None:
+    # '²' made the sort by slot raise ValueError (str.isdigit() is true of it, int() refuses it).
+    outputs = {"acme/p/a": {"nodeAuth": {"publicKeys": {"ward": {"0": A, slot: B}}}}}
+    err = config_error(hub({"name": "a", "fromStack": "acme/p/a"}), stack_outputs=outputs)
+    [p] = err.problems
+    assert p.path == "federation.sites[0].fromStack", str(err)
+    assert f"exports a key under slot {slot!r} (publicKeys.ward.{slot})" in p.message, str(err)
+
+
+def test_a_site_stack_exports_ordinals_and_node_names() -> None:
+    outputs = {"acme/p/a": {"nodeAuth": {"publicKeys": {"ward": {"10": A, "2": B}, "edge": {"node-a": C}}}}}
+    plan = load_plan(hub({"name": "a", "fromStack": "acme/p/a"}), "dev", stack_outputs=outputs)
+    assert plan.site_keys == (("a", (C, B, A)),)

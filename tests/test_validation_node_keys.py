@@ -11,6 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from flower_federation.flower.public_keys import slot_order
 from flower_federation.plan import load_plan
 from tests.support.render import node_key_secret_of
 from tests.support.stacks import base
@@ -77,6 +78,14 @@ def _supplied_cases() -> dict[str, tuple]:
             {**full, "alpha": {**full["alpha"], "3": k[4]}},
             ["nodeAuthKeys.alpha[\"3\"]: pool 'alpha' has replicas 0..2; no SuperNode would use this key"],
         ),
+        # '²' passes str.isdigit() but int() refuses it: refused like any other slot no replica uses.
+        "non-ascii-ordinal": (
+            {**full, "alpha": {**full["alpha"], "\u00b2": k[4], "1\u00b2": k[5]}},
+            [
+                "nodeAuthKeys.alpha[\"1\u00b2\"]: pool 'alpha' has replicas 0..2; no SuperNode would use this key",
+                "nodeAuthKeys.alpha[\"\u00b2\"]: pool 'alpha' has replicas 0..2; no SuperNode would use this key",
+            ],
+        ),
         "wrong-key-types": (
             {**full, "alpha": {"0": wrong["rsa"], "1": wrong["p256"], "2": wrong["garbage"]}},
             [
@@ -106,6 +115,7 @@ def _supplied_cases() -> dict[str, tuple]:
         "missing-entirely",
         "missing-replicas",
         "extra-ordinal",
+        "non-ascii-ordinal",
         "wrong-key-types",
         "not-a-key-at-all",
         "duplicate-key",
@@ -129,6 +139,25 @@ def test_supplied_daemonset_key_problems():
             "nodeAuthKeys.beta: missing: give one key per Kubernetes node name",
         ],
     )
+
+
+def test_a_daemonset_slot_of_non_ascii_digits_is_no_node_name():
+    k = _keys()
+    err = config_error(
+        base(mode="DaemonSet", nodeAuth=KEY_CONFIG), node_auth_keys={"alpha": {"node-a": k[0], "\u00b2": k[1]}}
+    )
+    assert_problems(
+        err,
+        [
+            'nodeAuthKeys.alpha["\u00b2"]: DaemonSet keys are named by Kubernetes node name',
+            "nodeAuthKeys.beta: missing: give one key per Kubernetes node name",
+        ],
+    )
+
+
+def test_slot_order_is_total():
+    slots = ["b", "\u00b2", "10", "07", "7", "2", "\u0664", "a"]
+    assert sorted(slots, key=slot_order) == ["2", "07", "7", "10", "a", "b", "\u00b2", "\u0664"]
 
 
 def test_keys_are_not_read_unless_key_source_is_config():

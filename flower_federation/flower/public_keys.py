@@ -47,9 +47,14 @@ PEM_TO_OPENSSH = (
 )
 
 
+# A slot read as an ordinal: ASCII digits only (str.isdigit() is also true of '²', which int() refuses).
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def slot_order(slot: str) -> tuple[int, int, str]:
-    """Ordinals numerically, then node names."""
-    return (0, int(slot), "") if slot.isdigit() else (1, 0, slot)
+    """Ordinals numerically, then node names; any other slot (`²`) among the names, for its owner to refuse.
+    Total: `07` and `7` part on their text."""
+    return (0, int(slot), slot) if _DIGITS.fullmatch(slot) else (1, 0, slot)
 
 
 def public_key(private_key_openssh: str, comment: str = "") -> str:

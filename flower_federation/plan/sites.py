@@ -26,6 +26,7 @@ from flower_federation.flower.public_keys import (
 )
 from flower_federation.flower.versions import FlowerVersion
 from flower_federation.rules.raw import as_dict, as_list, get
+from flower_federation.rules.security import DNS_NAME
 from flower_federation.rules.sites import split_host_port
 
 # {stack name: {output name: value}}, as `pulumi stack output --json --show-secrets` prints one stack's.
@@ -205,6 +206,15 @@ def site_keys(
             for pool in sorted(by_pool):
                 slots = as_dict(by_pool[pool])
                 exported += [(f"{pool}.{s}", slots[s]) for s in sorted(slots, key=slot_order)]
+                problems += [
+                    problem(
+                        at,
+                        f"stack '{site.from_stack}' exports a key under slot {s!r} (publicKeys.{pool}.{s}), which is "
+                        "neither a replica ordinal nor a Kubernetes node name",
+                    )
+                    for s in sorted(slots, key=slot_order)
+                    if not is_slot(s)
+                ]
             keys += [key for _, key in exported]
             bad = [(slot, why) for slot, key in exported if (why := public_key_problem(key))]
             for slot, why in bad[:1]:
@@ -213,6 +223,11 @@ def site_keys(
                 own(key, format_path(at), f" (its stack's publicKeys.{slot})")
         found.append((site.name, tuple(keys)))
     return problems, tuple(found)
+
+
+def is_slot(slot: str) -> bool:
+    """A slot a site's own stack can export: a replica ordinal (`0`) or a Kubernetes node name, ASCII only."""
+    return bool(DNS_NAME.fullmatch(slot)) and not slot.startswith("*")
 
 
 def site_versions(spec: Federation, outputs: Optional[StackOutputs]) -> tuple[tuple[str, str], ...]:
