@@ -73,6 +73,17 @@ def test_a_string_that_would_change_a_generated_file_is_refused_at_its_path(key:
 
 
 @pytest.mark.parametrize(
+    ("key", "path"), [("superlink__externalAddress", "superlink.externalAddress"), ("cli__address", "cli.address")]
+)
+@pytest.mark.parametrize("port", ["\u0664\u0664\u0663", "44\u0663", "\u00b2"])
+def test_a_port_of_non_ascii_digits_is_refused_at_its_path(key: str, path: str, port: str) -> None:
+    # str.isdigit() is true of each; int() read '٤٤٣' (Arabic-Indic digits) as 443, and externalAddress took it.
+    value = f"fl.example.org:{port}"
+    got = problems(**{key: value})
+    assert repr(value) in got.get(f"federation.{path}", ""), got
+
+
+@pytest.mark.parametrize(
     "image",
     [
         "flwr/superlink::1.42",

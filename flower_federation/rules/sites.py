@@ -21,6 +21,8 @@ from flower_federation.rules.gateway import gateway_listener
 from flower_federation.rules.raw import Pools, Raw, as_dict, as_list, get
 from flower_federation.rules.security import DNS_NAME, is_cidr
 
+# A port as written in `host:port`: ASCII digits only (str.isdigit() is also true of '٤٤٣', which int() reads as 443).
+PORT = re.compile(r"[0-9]{1,5}")
 # `org/project/stack` (or `project/stack`, `stack`), as `pulumi.StackReference` takes it.
 STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
 SITE_ONLY = "supernodes.superlink is for role site only: a hub or federation runs the SuperLink itself"
@@ -51,7 +53,7 @@ def split_host_port(text: str) -> tuple[str, Optional[int]]:
         raise ValueError(text)
     if port_text is None:
         return host, None
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not PORT.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
         raise ValueError(text)
     return host, int(port_text)
 
