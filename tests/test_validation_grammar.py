@@ -43,6 +43,31 @@ def test_the_scan_sees_a_prefix_match() -> None:  # the negative control
     assert prefix_matches("import re\nNAME = re.compile('^a$')\nNAME.match(x)\nre.match('b', y)\n") == [3, 4]
 
 
+def digit_tests(source: str) -> list[int]:
+    """Lines of `source` that call `.isdigit()` or `.isnumeric()`: true of '²' (which int() refuses) and '٤' (which
+    int() reads as 4)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("isdigit", "isnumeric")
+    ]
+
+
+def test_no_number_is_read_by_str_isdigit() -> None:
+    found_lines = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "flower_federation").rglob("*.py"))
+        for line in digit_tests(path.read_text(encoding="utf-8"))
+    ]
+    assert found_lines == [], "a number is ASCII digits: re.fullmatch(r'[0-9]+', text)"
+
+
+def test_the_scan_sees_isdigit() -> None:  # the negative control
+    assert digit_tests("a.isdigit()\nb = '1'.isnumeric()\nc.isdecimal()\n") == [1, 2]
+
+
 def problems(**settings: Any) -> dict[str, str]:
     """Each problem's path of BASE with `settings` (`a__b=value` sets a.b), its messages joined."""
     return messages_by_path(with_settings(BASE, **settings))

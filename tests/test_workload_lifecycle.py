@@ -155,6 +155,14 @@ def test_a_daemonset_may_hold_every_pod_while_it_surges():
     assert_valid(cfg(pool, mode="DaemonSet"))
 
 
+@pytest.mark.parametrize("surge", ["\u00b2", "\u00b2%"])
+def test_a_surge_of_non_ascii_digits_is_no_surge(surge):
+    # str.isdigit() is true of '²' and int() refused it: a ValueError, not the config's problem.
+    pool = {"name": "a", "updateStrategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": surge}}}
+    [(path, _)] = problems(cfg(pool, mode="DaemonSet"))
+    assert path == "federation.supernodes.pools[0].updateStrategy.rollingUpdate.maxUnavailable"
+
+
 def test_lifecycle_security_context_and_service_account_are_checked():
     raw = cfg(
         sts_pool(

@@ -18,6 +18,7 @@ its flags rule that out (`flower_version.py`): one rule for every check here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Optional
 
@@ -176,7 +177,9 @@ def control_listener(fc: FlowerContainer) -> Optional[tuple[int, bool]]:
     if http:
         host = fc.flags.value("--host") if fc.flags.has("--host") else "127.0.0.1"
         port = fc.flags.value("--port")
-        number = int(port) if port and port.isdigit() else (HTTP_PORT if not fc.flags.has("--port") else None)
+        number = (
+            int(port) if port and re.fullmatch(r"[0-9]+", port) else (HTTP_PORT if not fc.flags.has("--port") else None)
+        )
         shared = _since(fc, FLEET_HTTP_SINCE)
         return None if host in LOOPBACK_HOSTS or host is None or number is None else (number, shared)
     flag = "--control-api-address" if not fc.flags.has("--exec-api-address") else "--exec-api-address"

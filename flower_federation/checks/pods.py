@@ -253,4 +253,4 @@ def port_of(address: Optional[str], default: int) -> Optional[int]:
     if address is None:
         return default
     tail = address.rsplit(":", 1)[-1] if ":" in address else ""
-    return int(tail) if tail.isdigit() else None
+    return int(tail) if re.fullmatch(r"[0-9]+", tail) else None

@@ -33,7 +33,7 @@ def parts_of(path: str) -> Parts:
     out: list[PathPart] = []
     for m in _PART.finditer(path):
         key, index = m.group(1), m.group(2)
-        out.append(key if key is not None else (int(index) if index.isdigit() else f"[{index}]"))
+        out.append(key if key is not None else (int(index) if re.fullmatch(r"[0-9]+", index) else f"[{index}]"))
     return tuple(out)
 
 

@@ -10,6 +10,7 @@ env that our egress policy blocks), said in the Notes."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from flower_federation.config.shared_settings import DEFAULT_MAX_UNAVAILABLE
@@ -137,7 +138,7 @@ def _superexec_count(steps: ChartImport) -> None:
         "superexec.replicas SuperExec pods in total, shared by all SuperNodes."
     )
     for name, each in _gpus(v.get("superexec.resources")).items():
-        count = int(str(each)) if str(each).isdigit() else None
+        count = int(str(each)) if re.fullmatch(r"[0-9]+", str(each)) else None
         totals = (
             f"{nodes * per * count} {name} in all, where the chart's {per} SuperExec pod{'s' if per != 1 else ''} "
             f"requested {per * count}"

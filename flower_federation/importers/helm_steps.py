@@ -6,6 +6,7 @@ helm_pods.py, where our defaults differ from the chart's in helm_defaults.py."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Optional
 
 from flower_federation.flower.dialects import dialect_for, supported_ranges
@@ -258,7 +259,7 @@ class Steps(ChartImport):
                 "answers on before `pulumi up`."
             )
         # Helm renders a quoted number ("9092") into the command line all the same.
-        if isinstance(port, str) and port.strip().isdigit():
+        if isinstance(port, str) and re.fullmatch(r"[0-9]+", port.strip()):
             port = int(port.strip())
         s.set("supernodes.superlink.port", port, "supernode.superlink.port")
 

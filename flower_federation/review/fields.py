@@ -135,7 +135,7 @@ def at(value: Any, path: Path) -> Any:
             named = _named(value)
             if named is not None and seg.key in named:
                 value = value[named.index(seg.key)]
-            elif seg.key.isdigit() and int(seg.key) < len(value):
+            elif re.fullmatch(r"[0-9]+", seg.key) and int(seg.key) < len(value):
                 value = value[int(seg.key)]
             else:
                 return ABSENT

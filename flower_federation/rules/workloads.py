@@ -4,6 +4,7 @@ the top level (the chart's `global.*`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
@@ -102,7 +103,7 @@ def _zero(value: Any) -> bool:
 def _positive(value: Any) -> bool:
     if isinstance(value, int) and not isinstance(value, bool):
         return value > 0
-    return isinstance(value, str) and value.rstrip("%").isdigit() and int(value.rstrip("%")) > 0
+    return isinstance(value, str) and bool(re.fullmatch(r"[0-9]+%?", value)) and int(value.rstrip("%")) > 0
 
 
 def container_settings(at: At, section: Raw) -> Iterator[Problem]:
