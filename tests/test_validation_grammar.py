@@ -82,6 +82,7 @@ def problems(**settings: Any) -> dict[str, str]:
         ("name", "demo\n", "name"),
         ("version", "1.42.0\n", "version"),
         ("version", "1.42.0; x", "version"),
+        ("version", "\u0661.\u0664\u0662.\u0660", "version"),  # Arabic-Indic digits: was read as 1.42.0
         ("superlink__persistence__size", "1Gi\n", "superlink.persistence.size"),
         ("superlink__persistence__restore", "1.41.0-x-20261125T101500Z.db\n", "superlink.persistence.restore"),
         ("cli__connectionName", "prod]\n[x", "cli.connectionName"),
@@ -119,6 +120,8 @@ def test_a_port_of_non_ascii_digits_is_refused_at_its_path(key: str, path: str, 
         "flwr/superlink:1.42.0@sha256:abc",
         ":1.42.0",
         "flwr/superlink:-1",
+        "flwr/superlink:\u0661.\u0664\u0662.\u0660",  # a tag is ASCII (Go's \w): was read as 1.42.0
+        "flwr/superlink:t\u00e9st",
     ],
 )
 def test_an_image_that_does_not_parse_is_refused(image: str) -> None:

@@ -15,17 +15,18 @@ DEFAULT_VERSION = "1.42.0"
 # A Flower version as PEP 440 normalises it (https://peps.python.org/pep-0440/): the release `X.Y[.Z]`, then
 # an optional pre-release `aN`, `bN` or `rcN` and an optional development release `.devN` (Flower's nightly:
 # the wheel flwr-nightly==1.43.0.dev20261026, the images flwr/superlink:1.43.0.dev20261026). Matched whole.
-_RELEASE = r"v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?"
-_PRE = r"(?P<pre>(?:(?:a|b|rc)\d+)?(?:\.dev\d+)?)"
+# Digits are ASCII: Python's \d also takes '٤', and int() reads it as 4.
+_RELEASE = r"v?(?P<major>[0-9]+)\.(?P<minor>[0-9]+)(?:\.(?P<patch>[0-9]+))?"
+_PRE = r"(?P<pre>(?:(?:a|b|rc)[0-9]+)?(?:\.dev[0-9]+)?)"
 VERSION = re.compile(_RELEASE + _PRE)
 # An image tag that names a Flower version: the version, then an optional build suffix after `-` (Flower's
 # `1.42.0-py3.13-ubuntu24.04`). Matched whole. A suffix that spells a pre-release (`-rc1`, `-dev`, `-beta`: PEP
 # 440 reads `1.43.0-rc1` as 1.43.0rc1) is refused rather than taken for a build of the release.
-_BUILD = r"(?:-(?!(?:alpha|beta|preview|pre|rc|dev|a|b|c)\d*(?:[._-]|$))[A-Za-z0-9_.-]+)?"
+_BUILD = r"(?:-(?!(?:alpha|beta|preview|pre|rc|dev|a|b|c)[0-9]*(?:[._-]|$))[A-Za-z0-9_.-]+)?"
 VERSION_TAG = re.compile(_RELEASE + _PRE + _BUILD)
 # A tag that starts like a version (`X.Y`): it is read as one, so it must be well formed (VERSION_TAG), or it
 # is refused rather than read as the release it starts with (`1.43.0.dev` is no 1.43.0).
-VERSION_LIKE_TAG = re.compile(r"v?\d+\.\d+.*")
+VERSION_LIKE_TAG = re.compile(r"v?[0-9]+\.[0-9]+.*")
 # The forms a refusal quotes.
 VERSION_FORM = "X.Y.Z, optionally then a pre-release aN, bN, rcN or .devN: e.g. 1.42.0, 1.43.0rc1, 1.43.0.dev20261026"
 VERSION_TAG_FORM = (

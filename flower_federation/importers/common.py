@@ -17,7 +17,7 @@ Parts = tuple[PathPart, ...]
 _PART = re.compile(r"([^.\[\]]+)|\[([^\]]+)\]")
 # A validation problem about an object name's length: its source is what makes the name.
 _NAME_LENGTH = re.compile(r"^object name '[^']*' has \d+ characters")
-_POOL = re.compile(r"^federation\.supernodes\.pools\[(\d+)\]")
+_POOL = re.compile(r"^federation\.supernodes\.pools\[([0-9]+)\]")
 
 
 def flow(value: Any) -> str:

@@ -19,7 +19,8 @@ _REGISTRY = (
     r"(?:[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])"
     r"(?::[0-9]{1,5})?"
 )
-_TAG = r"[\w][\w.-]{0,127}"
+# ASCII, as the Go grammar's \w is: Python's \w also takes 'é' and '٤', which FlowerVersion read as 4.
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _DIGEST = r"(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})"
 REPOSITORY = re.compile(rf"{_COMPONENT}(?:/{_COMPONENT})*")
 TAG = re.compile(_TAG)
@@ -37,7 +38,7 @@ REFERENCE_RULE = (
 )
 # What `check`'s mandatory policy flower-images-pinned accepts (checks/pod_policies.py): a tag that names a
 # version, or a digest. validate gives the same verdict, so nothing it passes fails `check`.
-VERSION_TAG = re.compile(r"v?\d.*")
+VERSION_TAG = re.compile(r"v?[0-9].*")
 UNPINNED = "an unplanned Flower upgrade migrates the SuperLink's state one way (the policy flower-images-pinned)"
 
 
