@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from flower_federation.flower.versions import DEFAULT_VERSION
+from flower_federation.kube.goyaml import load_stack_file
 from tests.support.validation import (
     CEL_CLIENTAPP_EMPTY,
     CEL_CLIENTAPP_REQUIRED,
@@ -60,16 +61,30 @@ def test_daemonset_pools_without_replicas_are_valid():
 
 
 @pytest.mark.parametrize(
-    "second",
+    "second, given",
     [
-        pytest.param(pool("b"), id="missing"),
-        pytest.param(pool("b", replicas=0), id="zero"),
-        pytest.param(pool("b", replicas=-1), id="negative"),
+        pytest.param(pool("b"), "", id="missing"),
+        pytest.param(pool("b", replicas=0), ", not 0", id="zero"),
+        pytest.param(pool("b", replicas=-1), ", not -1", id="negative"),
     ],
 )
-def test_cel_statefulset_pools_need_replicas(second):
+def test_cel_statefulset_pools_need_replicas(second, given):
+    # The operator's words, then the value given: -1 was refused without saying it was -1.
     raw = cfg(sts_pool("a"), second)
-    assert problems(raw) == [("federation.supernodes.pools[1].replicas", CEL_STS_REPLICAS)]
+    assert problems(raw) == [("federation.supernodes.pools[1].replicas", CEL_STS_REPLICAS + given)]
+
+
+def test_replicas_beyond_64_bits_say_why_they_read_as_a_float():
+    # go-yaml (Pulumi's reader, and ours) reads 99999999999999999999999 as the float 1e+23: that is what the
+    # program is given, so the message says why it reads so unlike what was written.
+    raw = load_stack_file("replicas: 99999999999999999999999\n")["replicas"]
+    assert raw == 1e23 and isinstance(raw, float)
+    assert problems(cfg(pool("a", replicas=raw))) == [
+        (
+            "federation.supernodes.pools[0].replicas",
+            "Input should be a valid integer, not 1e+23 (a whole number beyond 64 bits, which Pulumi reads as a float)",
+        )
+    ]
 
 
 @pytest.mark.parametrize("replicas", ["0", "-2", 0.0, False], ids=["str-0", "str-neg", "float-0", "false"])

@@ -42,6 +42,10 @@ QUOTING = frozenset(
 def shown(value: Any) -> str:
     """A value given, quoted as Python would (short ones whole, long ones cut)."""
     text = repr(value)
+    if isinstance(value, float) and value.is_integer() and not -(2**63) <= value <= 2**64 - 1:
+        # A whole number written beyond 64 bits (99999999999999999999999): Pulumi's reader, as go-yaml, makes it
+        # the float 1e+23, which is all the program is given: say why it reads so unlike what was written.
+        return f"{text} (a whole number beyond 64 bits, which Pulumi reads as a float)"
     return text if len(text) <= QUOTED else f"{text[: QUOTED - 3]}..."
 
 

@@ -52,7 +52,8 @@ def cel_rules(raw: Raw, mode: str, isolation: str, pools: Pools) -> Iterator[Pro
         if mode == "StatefulSet" and (
             replicas is None or (isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 1)
         ):
-            yield problem(at + ("replicas",), MSG_STS_REPLICAS)
+            # The operator's words, then the value given (none when replicas is left out).
+            yield problem(at + ("replicas",), MSG_STS_REPLICAS + ("" if replicas is None else f", not {replicas!r}"))
         clientapp = get(pool, "images", "superexecClientApp")
         if isolation == "process" and not clientapp:
             yield problem(at + ("images", "superexecClientApp"), at_path(MSG_CLIENTAPP_REQUIRED))
