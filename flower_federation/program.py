@@ -84,6 +84,19 @@ class _StackFederation(Federation):
         return kubeconfig_provider(self.plan, cluster, f"{CLUSTER_PROVIDER_PREFIX}{cluster}")
 
 
+def _federation_config() -> Any:
+    """The config's federation value, checked by the plan (None included). A value that is not JSON (a plain string
+    in the stack file) stays that string, so the plan says `federation: must be a mapping, not str`, as `validate`
+    does, where `get_object` would raise Pulumi's own ConfigTypeError."""
+    text = pulumi.Config(PROJECT).get(CONFIG_KEY)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def run() -> Federation:
     """Stack config in, one Federation registered (it reads `fromStack` stacks and renders before registering
     anything), stack outputs exported. Each named cluster's provider is `cluster-<name>`, at the stack's root.
@@ -91,7 +104,7 @@ def run() -> Federation:
     The program plans the config itself only to say the problems of its secret config with the config's own (all
     at once); otherwise the Federation's own plan is the only one (a hub's thousands of keys are validated once a
     render), named clusters included."""
-    raw: Any = pulumi.Config(PROJECT).get_object(CONFIG_KEY)  # checked by the plan, None included
+    raw = _federation_config()
     keys, problems = _node_auth_keys()
     problems += _kubeconfig_problems(raw)
     if problems:

@@ -200,6 +200,19 @@ def test_missing_config_raises_run_error(runs):
     assert runs[0].registrations == []
 
 
+@pytest.mark.parametrize("value, kind", [("str", "str"), ("{not json", "str"), (["a"], "list"), (5, "int")])
+def test_a_federation_that_is_no_mapping_is_a_problem_as_validate_says_it(runs, value, kind):
+    """Pulumi passes a string config value as it is written, not as JSON: `get_object` raised its own
+    `Configuration ... is not a valid 'JSON object'` where `validate` lists the problem."""
+    with pytest.raises(pulumi.RunError) as info:
+        offline.run_program({"flower-federation:federation": value}, "dev")
+    assert (
+        str(info.value)
+        == f"invalid flower-federation config (1 problem):\n  - federation: must be a mapping, not {kind}"
+    )
+    assert runs[0].registrations == []
+
+
 def test_invalid_stack_name_reaches_the_program(runs):
     with pytest.raises(pulumi.RunError) as info:
         offline.run_program({"flower-federation:federation": cfg()}, "Prod_EU")
