@@ -159,8 +159,37 @@ def test_a_daemonset_may_hold_every_pod_while_it_surges():
 def test_a_surge_of_non_ascii_digits_is_no_surge(surge):
     # str.isdigit() is true of '²' and int() refused it: a ValueError, not the config's problem.
     pool = {"name": "a", "updateStrategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": surge}}}
-    [(path, _)] = problems(cfg(pool, mode="DaemonSet"))
-    assert path == "federation.supernodes.pools[0].updateStrategy.rollingUpdate.maxUnavailable"
+    at = "federation.supernodes.pools[0].updateStrategy.rollingUpdate"
+    assert [path for path, _ in problems(cfg(pool, mode="DaemonSet"))] == [f"{at}.maxSurge", f"{at}.maxUnavailable"]
+
+
+@pytest.mark.parametrize(
+    "kind, rolling, says",
+    [
+        (
+            "DaemonSet",
+            {"maxSurge": "abc"},
+            ("maxSurge", "'abc' must be a whole number or a percentage (e.g. 1 or '25%')"),
+        ),
+        (
+            "DaemonSet",
+            {"maxSurge": "5%%"},
+            ("maxSurge", "'5%%' must be a whole number or a percentage (e.g. 1 or '25%')"),
+        ),
+        ("DaemonSet", {"maxSurge": "150%"}, ("maxSurge", "'150%' must not be more than 100%")),
+        ("StatefulSet", {"maxUnavailable": "101%"}, ("maxUnavailable", "'101%' must not be more than 100%")),
+        ("StatefulSet", {"maxUnavailable": -1}, ("maxUnavailable", "-1 must be 0 or more")),
+    ],
+)
+def test_an_amount_of_pods_is_a_whole_number_or_a_percentage(kind, rolling, says):
+    """What the API server's ValidatePositiveIntOrPercent refuses; beside each, 25% or 2 is taken."""
+    pool: dict[str, Any] = {"name": "a", "updateStrategy": {"rollingUpdate": rolling}}
+    if kind == "StatefulSet":
+        pool["replicas"] = 1
+    at = "federation.supernodes.pools[0].updateStrategy.rollingUpdate"
+    assert problems(cfg(pool, mode=kind)) == [(f"{at}.{says[0]}", says[1])]
+    pool["updateStrategy"]["rollingUpdate"] = {says[0]: "25%"} if kind == "DaemonSet" else {says[0]: 2}
+    assert_valid(cfg(pool, mode=kind))
 
 
 def test_lifecycle_security_context_and_service_account_are_checked():

@@ -139,6 +139,25 @@ def _field_selector(value: dict[str, Any], within: tuple[str, ...]) -> Found:
         yield ("fieldPath",), f"'{path}' is not a field the downward API exposes here: {', '.join(sorted(allowed))}"
 
 
+_PERCENT = re.compile(r"[0-9]+%")
+
+
+def _int_or_percent(*keys: str, capped: tuple[str, ...] = ()) -> Callable[[dict[str, Any], tuple[str, ...]], Found]:
+    """An amount of pods (ValidatePositiveIntOrPercent): 0 or more, or a percentage; those in `capped` at most 100%."""
+
+    def check(value: dict[str, Any], _: tuple[str, ...]) -> Found:
+        for key in keys:
+            amount = value.get(key)
+            if isinstance(amount, str) and not _PERCENT.fullmatch(amount):
+                yield (key,), f"'{amount}' must be a whole number or a percentage (e.g. 1 or '25%')"
+            elif isinstance(amount, str) and key in capped and int(amount[:-1]) > 100:
+                yield (key,), f"'{amount}' must not be more than 100%"
+            elif isinstance(amount, int) and not isinstance(amount, bool) and amount < 0:
+                yield (key,), f"{amount} must be 0 or more"
+
+    return check
+
+
 # A type's own rules, by its OpenAPI name: (its value, the types it is inside) -> (path within it, message).
 _RULES: dict[str, Callable[[dict[str, Any], tuple[str, ...]], Found]] = {
     _CORE + "EnvVar": _env_var,
@@ -150,6 +169,15 @@ _RULES: dict[str, Callable[[dict[str, Any], tuple[str, ...]], Found]] = {
     _CORE + "PodSpec": _named(_dns_subdomain, "priorityClassName", "serviceAccountName", "runtimeClassName"),
     _CORE + "Toleration": _toleration,
     _CORE + "ObjectFieldSelector": _field_selector,
+    "io.k8s.api.apps.v1.RollingUpdateDaemonSet": _int_or_percent(
+        "maxSurge", "maxUnavailable", capped=("maxSurge", "maxUnavailable")
+    ),
+    "io.k8s.api.apps.v1.RollingUpdateDeployment": _int_or_percent(
+        "maxSurge", "maxUnavailable", capped=("maxUnavailable",)
+    ),
+    "io.k8s.api.apps.v1.RollingUpdateStatefulSetStrategy": _int_or_percent(
+        "maxUnavailable", capped=("maxUnavailable",)
+    ),
 }
 
 
