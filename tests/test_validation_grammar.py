@@ -167,3 +167,76 @@ def test_every_label_map_is_held_to_the_label_grammar_at_its_path(at: tuple[str,
     (the API server would refuse the object, late and at whichever setting reached it first)."""
     got = problems(**{"__".join(at): {"app": "a\nb"}})
     assert f"federation.{'.'.join(at)}.app" in got, got
+
+
+FLEET_PROXY = "nginxinc/nginx-unprivileged"
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "NGINX:latest ",  # /tmp/atk l2: uppercase, a trailing space
+        "nginxinc/nginx-unprivileged:1.27\n;$(id)",  # l1: a newline, then a command
+        f"{FLEET_PROXY}:1.28.0\n",
+        f"{FLEET_PROXY}:1.28.0 x",
+        f"{FLEET_PROXY}:1.28.0;{{",
+        f"{FLEET_PROXY}@sha256:abc",
+    ],
+)
+def test_the_fleet_proxy_image_is_held_to_the_reference_grammar(image: str) -> None:
+    got = problems(superlink__fleetProxy__image=image)
+    assert "is not an image reference" in got.get("federation.superlink.fleetProxy.image", ""), got
+    assert repr(image) in got["federation.superlink.fleetProxy.image"], got
+
+
+@pytest.mark.parametrize("part", [("registry", "docker.io\n"), ("repository", "Nginx"), ("tag", "1.28.0 x")])
+def test_the_fleet_proxy_image_parts_are_held_to_their_grammar(part: tuple[str, str]) -> None:
+    key, value = part
+    image = {"repository": FLEET_PROXY, "tag": "1.28.0", key: value}
+    got = problems(superlink__fleetProxy__image=image)
+    assert f"'{value}' is not valid here" in got.get(f"federation.superlink.fleetProxy.image.{key}", ""), got
+
+
+@pytest.mark.parametrize(
+    ("image", "pinned"),
+    [
+        (FLEET_PROXY, False),
+        (f"{FLEET_PROXY}:latest", False),
+        (f"{FLEET_PROXY}:mainline-alpine", False),
+        (f"{FLEET_PROXY}@{DIGEST}", True),
+        (f"{FLEET_PROXY}:1.28.0-alpine", True),
+        (f"{FLEET_PROXY}:1.27", True),  # a version, though no Flower one: the proxy's tag says no Flower dialect
+        ("nginxinc/nginx-unprivileged:1.28.0-alpine@" + DIGEST, True),
+    ],
+)
+def test_validate_gives_checks_verdict_on_the_fleet_proxy_image(image: str, pinned: bool) -> None:
+    """The proxy is a container of the SuperLink's pod, a Flower pod, so `check`'s mandatory flower-images-pinned
+    judges its image: validate refuses exactly that, at superlink.fleetProxy.image."""
+    objects = golden("hub")
+    container(find(objects, "StatefulSet", "fl-superlink"), "fleet-proxy")["image"] = image
+    check_fails = any(level == MANDATORY and policy == "flower-images-pinned" for level, policy, _, _ in found(objects))
+    got = problems(superlink__fleetProxy__image=image)
+    refused = "federation.superlink.fleetProxy.image" in got
+    assert (check_fails, refused) == (not pinned, not pinned), got
+    if refused:
+        assert "flower-images-pinned" in got["federation.superlink.fleetProxy.image"], got
+
+
+def test_the_fleet_proxy_image_in_parts_needs_a_tag_or_digest() -> None:
+    got = problems(superlink__fleetProxy__image={"repository": FLEET_PROXY})
+    assert "give a tag or a digest" in got.get("federation.superlink.fleetProxy.image", ""), got
+
+
+def test_every_image_of_the_schema_is_under_the_image_rules() -> None:
+    """Every field the schema types as an image (an ImageRef: a reference or its parts) is one rules/images.py checks:
+    the Fleet-only proxy's was left out, and took `NGINX:latest ` and a newline."""
+    from flower_federation.rules.images import image_locations
+    from tests.test_injection_invariant import string_fields
+
+    fields = set(string_fields())
+    in_schema = {f.lstrip(".") for f in fields if f + ".repository" in fields and f + ".digest" in fields}
+    checked = {
+        ".".join("[]" if isinstance(k, int) else k for k in at).replace(".[]", "[]")
+        for at, _ in image_locations({"supernodes": {"pools": [{}]}}, [(0, {})])
+    }
+    assert in_schema and in_schema == checked, (in_schema, checked)

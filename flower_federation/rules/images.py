@@ -1,5 +1,7 @@
 """Images, wherever config takes one: the Helm chart's parts (registry, repository, tag, digest) spelled as an image
-reference needs them, a tag or a digest on every image given in parts, and pull-secret names."""
+reference needs them, a tag or a digest on every image given in parts, and pull-secret names. Every image is pinned
+as `check`'s mandatory flower-images-pinned demands of every container of a Flower pod: the Fleet-only proxy's nginx
+too, a container of the SuperLink's pod, though its tag is no Flower version."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.versions import VERSION_LIKE_TAG, VERSION_TAG_FORM
 from flower_federation.flower.versions import VERSION_TAG as FLOWER_VERSION_TAG
+from flower_federation.kube.naming import DNS1123_SUBDOMAIN, DNS_SUBDOMAIN_MAX
 from flower_federation.rules.raw import At, Pools, Raw, as_list, get
 
 # The grammar of the OCI distribution reference (github.com/distribution/reference, regexp.go), matched whole
@@ -30,7 +33,6 @@ REFERENCE = re.compile(
     rf"(?:(?P<registry>{_REGISTRY})/)?(?P<repository>{_COMPONENT}(?:/{_COMPONENT})*)"
     rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?"
 )
-DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 DIGEST_RULE = "a digest is `sha256:` and 64 lowercase hex digits (or `sha512:` and 128)"
 REFERENCE_RULE = (
     "an image reference is `[registry[:port]/]repository[:tag][@digest]`, the repository lowercase path components "
@@ -40,6 +42,9 @@ REFERENCE_RULE = (
 # version, or a digest. validate gives the same verdict, so nothing it passes fails `check`.
 VERSION_TAG = re.compile(r"v?[0-9].*")
 UNPINNED = "an unplanned Flower upgrade migrates the SuperLink's state one way (the policy flower-images-pinned)"
+# The same policy on an image that is not Flower's (the Fleet-only proxy's): it judges every container of a Flower pod.
+UNPINNED_OTHER = "what runs changes under a running federation (the policy flower-images-pinned)"
+FLEET_PROXY_IMAGE_AT: At = ("superlink", "fleetProxy", "image")
 
 
 def version_tag_problem(tag: Any) -> str:
@@ -52,21 +57,28 @@ def version_tag_problem(tag: Any) -> str:
     return ""
 
 
-def pinning_problem(tag: Any, digest: Any) -> str:
-    """Why an image with this tag and digest is not pinned to a version, or '' when it is."""
+def pinning_problem(tag: Any, digest: Any, unpinned: str = UNPINNED) -> str:
+    """Why an image with this tag and digest is not pinned to a version, or '' when it is; `unpinned` says what
+    that risks."""
     if isinstance(digest, str):
         return ""
     if tag is None:
-        return f"has no tag: it pulls `latest`, whatever that is on the day a pod starts; {UNPINNED}"
+        return f"has no tag: it pulls `latest`, whatever that is on the day a pod starts; {unpinned}"
     if tag == "latest":
-        return f"is `latest`: it pulls whatever that is on the day a pod starts; {UNPINNED}"
+        return f"is `latest`: it pulls whatever that is on the day a pod starts; {unpinned}"
     if isinstance(tag, str) and not VERSION_TAG.fullmatch(tag):
-        return f"has tag `{tag}`, which names no version; {UNPINNED}"
+        return f"has tag `{tag}`, which names no version; {unpinned}"
     return ""
 
 
 def image_locations(raw: Raw, pools: Pools) -> list[tuple[At, Any]]:
-    """(path, raw value) of every image config takes."""
+    """(path, raw value) of every image config takes: the Flower images, then the Fleet-only proxy's (not Flower's:
+    its tag says no Flower version)."""
+    return [*flower_image_locations(raw, pools), (FLEET_PROXY_IMAGE_AT, get(raw, *FLEET_PROXY_IMAGE_AT))]
+
+
+def flower_image_locations(raw: Raw, pools: Pools) -> list[tuple[At, Any]]:
+    """(path, raw value) of every Flower image config takes: a tag of each is read as a Flower version."""
     out: list[tuple[At, Any]] = [
         (("superlink", "image"), get(raw, "superlink", "image")),
         (("superlink", "superexecImage"), get(raw, "superlink", "superexecImage")),
@@ -80,6 +92,12 @@ def image_locations(raw: Raw, pools: Pools) -> list[tuple[At, Any]]:
             (at + ("superexecClientApp",), get(pool, "images", "superexecClientApp")),
         ]
     return out
+
+
+def _tag_problem(at: At, tag: Any, digest: Any) -> str:
+    if at == FLEET_PROXY_IMAGE_AT:
+        return pinning_problem(tag, digest, UNPINNED_OTHER)
+    return version_tag_problem(tag) or pinning_problem(tag, digest)
 
 
 def _parts(at: At, image: dict[str, Any]) -> Iterator[Problem]:
@@ -98,7 +116,7 @@ def _parts(at: At, image: dict[str, Any]) -> Iterator[Problem]:
             at,
             "give a tag or a digest: without either the image is `latest`, which moves under a running federation",
         )
-    elif why := version_tag_problem(image.get("tag")) or pinning_problem(image.get("tag"), image.get("digest")):
+    elif why := _tag_problem(at, image.get("tag"), image.get("digest")):
         yield problem(at + ("tag",), f"'{image.get('tag')}' {why}")
 
 
@@ -116,14 +134,14 @@ def images(raw: Raw, pools: Pools) -> Iterator[Problem]:
             if ref is None:
                 rule = DIGEST_RULE if "@" in image and not DIGEST.fullmatch(image.rsplit("@", 1)[1]) else REFERENCE_RULE
                 yield problem(at, f"{image!r} is not an image reference: {rule}")
-            elif why := version_tag_problem(ref.group("tag")) or pinning_problem(ref.group("tag"), ref.group("digest")):
+            elif why := _tag_problem(at, ref.group("tag"), ref.group("digest")):
                 yield problem(at, f"'{image}' {why}")
 
 
 def pull_secrets(raw: Raw, sections: list[tuple[At, Raw]]) -> Iterator[Problem]:
     for at, section in [((), raw), *sections]:
         for j, name in enumerate(as_list(section.get("imagePullSecrets"))):
-            if isinstance(name, str) and not (DNS_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
+            if isinstance(name, str) and not (DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= DNS_SUBDOMAIN_MAX):
                 yield problem(
                     at + ("imagePullSecrets", j), f"'{name}' is not a Secret name (a lowercase DNS subdomain)"
                 )

@@ -21,7 +21,7 @@ from flower_federation.flower.versions import (
     FlowerVersion,
     version_from_image,
 )
-from flower_federation.rules.images import image_locations
+from flower_federation.rules.images import flower_image_locations
 from flower_federation.rules.raw import At, Pools, Raw, as_dict, get
 
 
@@ -69,7 +69,7 @@ def versions(raw: Raw, pools: Pools) -> Generator[Problem, None, Optional[Dialec
     if dialect is None:
         yield problem(source or ("version",), f"Flower {version} is not supported; supported: {supported_ranges()}")
         return None
-    for at, image in image_locations(raw, pools):
+    for at, image in flower_image_locations(raw, pools):
         text = raw_reference(image)
         if text is None:
             continue
