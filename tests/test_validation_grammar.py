@@ -12,7 +12,7 @@ import pytest
 
 from flower_federation.checks.model import MANDATORY
 from tests.support.policy_objects import container, find, found, golden
-from tests.support.validation import cfg, messages_by_path, with_settings
+from tests.support.validation import cfg, messages_by_path, process_cfg, with_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATING = ("kube", "config", "rules", "plan", "checks")
@@ -240,3 +240,15 @@ def test_every_image_of_the_schema_is_under_the_image_rules() -> None:
         for at, _ in image_locations({"supernodes": {"pools": [{}]}}, [(0, {})])
     }
     assert in_schema and in_schema == checked, (in_schema, checked)
+
+
+@pytest.mark.parametrize("at", [("superlink", "superexec"), ("supernodes", "pools", 0, "superexec")])
+def test_a_superexecs_pull_secret_is_a_secret_name(at: tuple[Any, ...]) -> None:
+    raw = process_cfg(version="1.42.0", superexecPlacement="distributed")
+    node: Any = raw
+    for key in at:
+        node = node[key] if isinstance(key, int) else node.setdefault(key, {})
+    node["imagePullSecrets"] = ["regcred\n; x"]
+    got = messages_by_path(raw)
+    where = "federation." + ".".join(f"[{k}]" if isinstance(k, int) else k for k in at).replace(".[", "[")
+    assert "not a Secret name" in got.get(f"{where}.imagePullSecrets[0]", ""), got

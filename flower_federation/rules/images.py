@@ -138,8 +138,9 @@ def images(raw: Raw, pools: Pools) -> Iterator[Problem]:
                 yield problem(at, f"'{image}' {why}")
 
 
-def pull_secrets(raw: Raw, sections: list[tuple[At, Raw]]) -> Iterator[Problem]:
-    for at, section in [((), raw), *sections]:
+def pull_secrets(sections: list[tuple[At, Raw]]) -> Iterator[Problem]:
+    """The `imagePullSecrets` of each (path, section): Secret names."""
+    for at, section in sections:
         for j, name in enumerate(as_list(section.get("imagePullSecrets"))):
             if isinstance(name, str) and not (DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= DNS_SUBDOMAIN_MAX):
                 yield problem(

@@ -11,6 +11,7 @@ from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.dialects import HEALTH_PORT, SUPERNODE_APPIO_PORT
 from flower_federation.kube.naming import STATEFULSET_NAME_MAX, Names
 from flower_federation.rules.fragments import list_fragment, reserved_env
+from flower_federation.rules.images import pull_secrets
 from flower_federation.rules.labels import our_labels
 from flower_federation.rules.raw import At, Pools, Raw, effective_name, get, superexecs_of
 from flower_federation.rules.workloads import container_settings, pod_metadata, pod_settings
@@ -81,6 +82,7 @@ def superexecs(raw: Raw, pools: Pools, isolation: str, stack: str) -> Iterator[P
                 yield problem(at + ("networkPolicy", key), "a SuperExec serves no API: there is nothing to open")
         yield from pod_metadata(at, settings, our_labels(raw, stack, at))
         yield from pod_settings(at, settings, kind)
+        yield from pull_secrets([(at, settings)])
         yield from container_settings(at, settings)
         yield from list_fragment(at + ("env",), settings.get("env"), "envvar-v1.json")
         yield from reserved_env(at + ("env",), settings.get("env"))

@@ -161,4 +161,4 @@ def workloads(raw: Raw, pools: Pools, stack: str) -> Iterator[Problem]:
         yield from pod_metadata(at, section, our_labels(raw, stack, at))
         yield from pod_settings(at, section, kind)
         yield from container_settings(at, section)
-    yield from pull_secrets(raw, [(at, section) for at, section, _ in sections])
+    yield from pull_secrets([((), raw), *((at, section) for at, section, _ in sections)])
