@@ -167,6 +167,7 @@ _RULES: dict[str, Callable[[dict[str, Any], tuple[str, ...]], Found]] = {
     _CORE + "PodSecurityContext": _ids("runAsUser", "runAsGroup", "fsGroup", "supplementalGroups"),
     _CORE + "SecurityContext": _ids("runAsUser", "runAsGroup"),
     _CORE + "PodSpec": _named(_dns_subdomain, "priorityClassName", "serviceAccountName", "runtimeClassName"),
+    _CORE + "PersistentVolumeClaimSpec": _named(_dns_subdomain, "storageClassName"),
     _CORE + "Toleration": _toleration,
     _CORE + "ObjectFieldSelector": _field_selector,
     "io.k8s.api.apps.v1.RollingUpdateDaemonSet": _int_or_percent(

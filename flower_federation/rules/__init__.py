@@ -25,6 +25,7 @@ from flower_federation.rules.monitoring import monitoring
 from flower_federation.rules.names import names
 from flower_federation.rules.pools import disruption_budget, gpu, node_config, placement
 from flower_federation.rules.raw import BACKUP_NAME, Raw, as_list, get, pools_of
+from flower_federation.rules.references import references
 from flower_federation.rules.resources import resources
 from flower_federation.rules.security import executor, network_policies, node_auth, probes, runtime_api_secrets, tls
 from flower_federation.rules.sites import role_of, roles
@@ -89,6 +90,7 @@ def _check(raw: Raw, stack: str) -> Generator[Problem, None, Optional[Dialect]]:
     yield from workloads(raw, pools, stack)
     yield from label_maps(raw)
     yield from images(raw, pools)
+    yield from references(raw, pools)
     yield from cli(raw)
     yield from service_annotations(raw)
     yield from fleet_proxy_bounds(raw)
