@@ -4,9 +4,17 @@ Kubernetes' limits for its kind (StatefulSets 52, for the revision hash)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from flower_federation.builders.manifests import TooLarge
 from tests.support.certificates import ca_pem
+from tests.support.render import core_objects
 from tests.support.validation import (
     DNS_NAME_MSG,
     POOL_NAME_MSG,
@@ -137,3 +145,43 @@ def test_a_site_is_not_held_to_the_length_of_superlink_objects_it_never_creates(
         ("federation.name", f"object name '{name}-superlink' has 55 characters; {STS_LIMIT}"),
         pool_too_long,
     ]
+
+
+def test_every_rendered_object_name_is_held_to_its_kinds_limit(tmp_path: Path) -> None:
+    """A pool's ClientAppIo Service `N-supernode-P-clientappio` (name 30, pool 11: 64 characters) passed validate
+    and render (the attacker's o1). The render checks every object's name against its kind's limit
+    (kube/limits.py), so no name is left to a list; validate renders a complete plan the same way."""
+
+    def o1(name: str) -> dict[str, Any]:
+        pool = {
+            **sts_pool("b" * 11),
+            "images": {"superexecClientApp": "flwr/superexec:1.42.0"},
+            "service": {"type": "NodePort", "externalNames": ["a1.example.org"]},
+            "networkPolicy": {"allowExternal": True},
+        }
+        return cfg(
+            pool,
+            name=name,
+            version="1.42.0",
+            isolationMode="process",
+            superexecPlacement="distributed",
+            superlink={"superexecImage": "flwr/superexec:1.42.0"},
+        )
+
+    names = [m["metadata"]["name"] for m in core_objects(o1("a" * 29))]  # 63 characters: the longest name taken
+    assert "a" * 29 + "-supernode-" + "b" * 11 + "-clientappio" in names
+    with pytest.raises(TooLarge) as err:
+        core_objects(o1("a" * 30))
+    (found,) = err.value.problems
+    assert found.path == "federation.supernodes.pools[0].name", found
+    assert "has 64 characters; a Service name is a DNS label of at most 63" in found.message, found
+    stack = tmp_path / "Pulumi.dev.yaml"
+    stack.write_text(json.dumps({"config": {"flower-federation:federation": o1("a" * 30)}}), encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "flower_federation", "validate", "--config-file", str(stack)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert run.returncode == 1 and "clientappio' has 64 characters" in run.stderr, run.stderr

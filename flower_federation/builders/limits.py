@@ -3,8 +3,8 @@ naming the setting that causes it, all at once and before anything is registered
 
 Which setting: the registration ConfigMaps' keys are the trusted keys, so `sites` (with how many keys
 and, sharded, the shard); an annotation or label breach, the config's own annotations or labels that
-reach the object (the largest such setting, at the top or under the object's pool or the SuperLink); any
-other breach (a whole object too large), the largest setting under the section that owns the object (a
+reach the object (the largest such setting, at the top or under the object's pool or the SuperLink); a name
+too long, the pool's name for a pool's object, else the federation's `name`; any other breach (a whole object too large), the largest setting under the section that owns the object (a
 pool, the SuperLink, else the whole config), descending while one part holds most of it: a giant
 `nodeConfig` is named `supernodes.pools[i].nodeConfig`. The figure and the limit are in the message.
 """
@@ -40,7 +40,8 @@ def problems(plan: FederationPlan, objects: Iterable[tuple[Optional[str], Manife
             if raw is None:  # only when something breaks: the config as the user wrote it (camelCase keys)
                 raw = plan.spec.model_dump(by_alias=True, exclude_defaults=True, mode="json")
             at = _blame(raw, plan, pool, breach.what)
-            found.append(problem(at, f"{breach}: make it smaller"))
+            fix = "shorten the name" if breach.what == "name" else "make it smaller"
+            found.append(problem(at, f"{breach}: {fix}"))
     return found
 
 
@@ -59,6 +60,8 @@ def _keys_problem(plan: FederationPlan, m: Manifest, breach: limits.Breach) -> P
 
 def _blame(raw: dict[str, Any], plan: FederationPlan, pool: Optional[str], what: str) -> tuple[PathPart, ...]:
     section = _section(plan, pool)
+    if what == "name":  # every name we render is made of N (`name`, else the stack's) and a pool's name
+        return (*section, "name") if section[:2] == ("supernodes", "pools") else ("name",)
     if what in ("annotations", "labels"):
         candidates = [p for p in _named(raw, (), what) if not p[:-1] or p[: len(section)] == section]
         if candidates:

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Optional
 
 from flower_federation.cli.render import placeholder_notes, report, stack_outputs, unread_stacks
 from flower_federation.cli.stack_file import check, federation_value, read
+from flower_federation.config.errors import Problem
+from flower_federation.plan import FederationPlan
 from flower_federation.plan.outputs import prerelease_warnings
 
 
@@ -21,6 +24,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     # Another stack's outputs are checked with the config only when every stack it reads is given: the plan
     # reads a stack it was not given as one whose outputs are missing.
     plan, problems = check(found, None if unread else outputs)
+    if plan is not None and not unread and not found.encrypted:  # a complete plan: what `render` renders
+        plan, problems = rendered(plan)
     if usage or plan is None:
         print(report(usage, problems, "validate"), file=sys.stderr)
         return 2 if usage else 1
@@ -34,6 +39,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for note in [*not_checked(found.encrypted, unread, bool(outputs)), *placeholder_notes(raw, outputs)]:
         print(f"note: {note}", file=sys.stderr)
     return 0
+
+
+def rendered(plan: FederationPlan) -> tuple[Optional[FederationPlan], list[Problem]]:
+    """(the plan, []), or (None, the problems) of a plan whose render the API server would refuse: the limits
+    every rendered object is held to (kube/limits.py: its name's length, its size, its labels), as `render` and
+    `pulumi preview` refuse it."""
+    from flower_federation.builders.manifests import TooLarge, render
+
+    try:
+        render(plan)
+    except TooLarge as err:
+        return None, list(err.problems)
+    return plan, []
 
 
 def not_checked(encrypted: tuple[str, ...], unread: list[tuple[str, str]], some_read: bool) -> list[str]:

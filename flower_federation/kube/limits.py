@@ -13,6 +13,12 @@ Each limit as the API server counts it (kubernetes/kubernetes, commit 000f2605, 
   annotations are checked the same way. Keys must be qualified names (`IsQualifiedName`).
 - Labels: `ValidateLabels`: qualified-name keys, values at most 63 characters of
   `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?` (`IsValidLabelValue`).
+- Names: every object's `metadata.name` is a DNS-1123 subdomain of at most 253 characters
+  (`NameIsDNSSubdomain`), and a Service's, a Namespace's, a Job's a DNS label of at most 63
+  (`ValidateServiceName`: an RFC 1035 label; a Job's pods carry `job-name=<name>`, a label value); a
+  Deployment's and a DaemonSet's at most 63 (their pods' and ControllerRevisions' label values carry it);
+  a StatefulSet's at most 52 (its pods' `controller-revision-hash=<name>-<10 character hash>`, a label
+  value). One check over every rendered object, so no name is left to a list.
 - The whole object: etcd refuses a request over `--max-request-bytes`, 1.5 MiB by default, and the
   API server writes more than we send (managedFields, status, the request's own framing). We hold our
   JSON to OBJECT_MAX, 1.25 MiB: the 256 KiB margin is the annotations' own ceiling, room for what the
@@ -27,13 +33,32 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from flower_federation.kube.naming import DNS1123_SUBDOMAIN, NAME_PART, NAME_PART_MAX, PREFIX_MAX, is_label_value
+from flower_federation.kube.naming import (
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    DNS_LABEL_MAX,
+    DNS_SUBDOMAIN_MAX,
+    NAME_PART,
+    NAME_PART_MAX,
+    PREFIX_MAX,
+    STATEFULSET_NAME_MAX,
+    is_label_value,
+)
 from flower_federation.kube.objects import Manifest, ObjectKey, pod_template_of
 
 DATA_MAX = 1024 * 1024  # core.MaxSecretSize
 ANNOTATIONS_MAX = 256 * 1024  # TotalAnnotationSizeLimitB
 OBJECT_MAX = 1024 * 1024 + 256 * 1024  # ours, under etcd's 1.5 MiB request limit (the module docstring)
 LABEL_VALUE_MAX = QUALIFIED_NAME_MAX = NAME_PART_MAX
+# A kind whose name is a DNS label (module docstring), with its limit; any other kind's: a DNS subdomain, 253.
+LABEL_NAMED = {
+    "Service": DNS_LABEL_MAX,
+    "Namespace": DNS_LABEL_MAX,
+    "Job": DNS_LABEL_MAX,
+    "Deployment": DNS_LABEL_MAX,
+    "DaemonSet": DNS_LABEL_MAX,
+    "StatefulSet": STATEFULSET_NAME_MAX,
+}
 
 
 @dataclass(frozen=True)
@@ -116,11 +141,30 @@ def _metadata_breaches(key: ObjectKey, meta: dict[str, Any], where: str) -> Iter
         )
 
 
+def name_breach(key: ObjectKey) -> Optional[Breach]:
+    """The limit `key`'s name breaks (its kind's: LABEL_NAMED, else a DNS subdomain), or None."""
+    limit = LABEL_NAMED.get(key.kind, DNS_SUBDOMAIN_MAX)
+    shape = DNS1123_LABEL if key.kind in LABEL_NAMED else DNS1123_SUBDOMAIN
+    if len(key.name) <= limit and shape.fullmatch(key.name):
+        return None
+    why = " (Kubernetes adds a revision hash to it)" if key.kind == "StatefulSet" else ""
+    what = "DNS label" if key.kind in LABEL_NAMED else "DNS subdomain"
+    return Breach(
+        key,
+        "name",
+        len(key.name),
+        limit,
+        f"object name '{key.name}' has {len(key.name)} characters; a {key.kind} name is a {what} of at most "
+        f"{limit}{why}",
+    )
+
+
 def breaches(m: Manifest, extra_data: int = 0) -> list[Breach]:
     """Every limit `m` breaks. `extra_data`: bytes the shell adds to its data at deploy time (known here by
     an upper bound), counted in the data and the whole object."""
     key = ObjectKey.of(m)
-    found = list(_metadata_breaches(key, dict(m.get("metadata") or {}), ""))
+    found = [b for b in [name_breach(key)] if b is not None]
+    found += _metadata_breaches(key, dict(m.get("metadata") or {}), "")
     template = pod_template_of(m)
     if template is not None:
         found += _metadata_breaches(key, dict(template.get("metadata") or {}), "its pod template's ")
