@@ -420,3 +420,48 @@ def test_drawn_hostile_values_change_no_structure(field: str, fragment: str, at_
     value = benign + fragment if at_end else fragment + benign
     found = list(violations(field, stack, [value]))
     assert found == [], "\n".join(found)
+
+
+# Fields whose value reaches an object as free text by design, each with the reason: every other string field
+# either has a grammar (a newline, a space or `;` in it is refused) or reaches no object.
+FREE_TEXT = {
+    "annotations.*": "an annotation's value is any string (Kubernetes sets no grammar)",
+    "Annotations.*": "an annotation's value is any string (Kubernetes sets no grammar)",
+    "extraArgs[]": "one argv word of the program, passed as a list item (no shell)",
+    ".rbac.viewerGroups[]": "a Kubernetes group name in a RoleBinding subject: any string the authenticator gives",
+}
+
+
+def _free_text(field: str) -> bool:
+    return any(field.endswith(suffix) for suffix in FREE_TEXT)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+@pytest.mark.parametrize("field", sorted(set(string_fields()) - set(NOT_EXERCISED)))
+def test_a_string_with_a_newline_is_refused_or_reaches_no_object(field: str) -> None:
+    """A field without a grammar cannot hide behind YAML: a newline inside a scalar leaves YAML's structure as it
+    was, so the structural invariant above missed `gpu.runtimeClassName: "x\\n"`. Each string field given
+    `<benign>\\n; x` is refused, or the value is in no rendered object and no stack output (FREE_TEXT: the fields
+    that are free text by design)."""
+    if _free_text(field):
+        return
+    stack = applicable()[field][0]
+    value = benign_for(field) + "\n; x"
+    raw = copy.deepcopy(stacks()[stack])
+    place(raw, field, value)
+    if problems_of(raw, stack) is not None:
+        return
+    plan = load_plan(copy.deepcopy(raw), stack, None)
+    rendered = {"objects": plan_objects(plan), "outputs": stack_outputs_of(plan)}
+    assert not any(value in text for text in _strings(rendered)), f"{field} = {value!r} reaches an object unchecked"
