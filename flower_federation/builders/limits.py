@@ -4,9 +4,10 @@ naming the setting that causes it, all at once and before anything is registered
 Which setting: the registration ConfigMaps' keys are the trusted keys, so `sites` (with how many keys
 and, sharded, the shard); an annotation or label breach, the config's own annotations or labels that
 reach the object (the largest such setting, at the top or under the object's pool or the SuperLink); a name
-too long, the pool's name for a pool's object, else the federation's `name`; any other breach (a whole object too large), the largest setting under the section that owns the object (a
-pool, the SuperLink, else the whole config), descending while one part holds most of it: a giant
-`nodeConfig` is named `supernodes.pools[i].nodeConfig`. The figure and the limit are in the message.
+too long (or not a name), the pool's name for a pool's object, else the federation's `name`; any other breach
+(a whole object too large), the largest setting under the section that owns the object (a pool, the SuperLink,
+else the whole config), descending while one part holds most of it: a giant `nodeConfig` is named
+`supernodes.pools[i].nodeConfig`. The figure and the limit are in the message.
 """
 
 from __future__ import annotations
