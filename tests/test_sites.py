@@ -120,6 +120,7 @@ def _hub(**kw: Any) -> Run:
     site_outputs = json.loads((GOLDEN / "site-chart.outputs.json").read_text())
     # A key of its own: the same key as lab-c's would be refused (issue 32: one key, trusted once).
     site_outputs["nodeAuth"]["publicKeys"] = {"ward": {"0": WARD_KEY}}
+    site_outputs["pools"]["ward"]["replicas"] = 1  # one key, one SuperNode: a hub refuses an export missing keys
     return run(settings("hub"), "hub", stack_outputs={SITE_STACK: site_outputs}, **kw)
 
 

@@ -129,3 +129,42 @@ def test_a_site_stack_exports_ordinals_and_node_names() -> None:
     outputs = {"acme/p/a": {"nodeAuth": {"publicKeys": {"ward": {"10": A, "2": B}, "edge": {"node-a": C}}}}}
     plan = load_plan(hub({"name": "a", "fromStack": "acme/p/a"}), "dev", stack_outputs=outputs)
     assert plan.site_keys == (("a", (C, B, A)),)
+
+
+SITE_AT = "federation.sites[0].fromStack"
+
+
+@pytest.mark.parametrize(
+    "ward, says",
+    [
+        ([A], f"exports publicKeys.ward as {[A]!r}"[:60]),
+        ("x", "exports publicKeys.ward as 'x', not a mapping of slot to key"),
+    ],
+)
+def test_a_pool_exported_as_anything_but_slots_is_refused(ward: Any, says: str) -> None:
+    """Read as no keys before: at `pulumi up` the hub would have revoked the site's SuperNodes without a word."""
+    outputs = {"acme/p/a": {"nodeAuth": {"publicKeys": {"ward": ward}}}}
+    err = config_error(hub({"name": "a", "fromStack": "acme/p/a"}), stack_outputs=outputs)
+    assert [p.path for p in err.problems] == [SITE_AT] and says in err.problems[0].message, str(err)
+
+
+@pytest.mark.parametrize("replicas", [2, 2.0])  # a float through a StackReference: Pulumi's numbers are JSON's
+def test_a_statefulset_pool_missing_keys_is_refused_and_a_whole_one_is_not(replicas: Any) -> None:
+    """A null key vanishes on its way through Pulumi's outputs: the pool's `pools` output still says how many."""
+    pools = {"ward": {"kind": "StatefulSet", "replicas": replicas}, "edge": {"kind": "DaemonSet"}}
+    missing = {"acme/p/a": {"nodeAuth": {"publicKeys": {"ward": {"1": A}, "edge": {}}}, "pools": pools}}
+    err = config_error(hub({"name": "a", "fromStack": "acme/p/a"}), stack_outputs=missing)
+    assert [str(p) for p in err.problems] == [
+        f"{SITE_AT}: stack 'acme/p/a' exports no key for ordinal 0 of pool 'ward' (2 replicas, its pools output "
+        "says): those SuperNodes would be refused"
+    ]
+    whole = {"acme/p/a": {"nodeAuth": {"publicKeys": {"ward": {"0": B, "1": A}, "edge": {}}}, "pools": pools}}
+    plan = load_plan(hub({"name": "a", "fromStack": "acme/p/a"}), "dev", stack_outputs=whole)
+    assert plan.site_keys == (("a", (B, A)),)
+
+
+def test_a_site_claiming_a_billion_replicas_is_answered_at_once() -> None:
+    pools = {"ward": {"kind": "StatefulSet", "replicas": 10**9}}
+    outputs = {"acme/p/a": {"nodeAuth": {"publicKeys": {"ward": {"0": A}}}, "pools": pools}}
+    err = config_error(hub({"name": "a", "fromStack": "acme/p/a"}), stack_outputs=outputs)
+    assert "exports no key for ordinal 1, 2, 3 (and 999999996 more) of pool 'ward'" in err.problems[0].message

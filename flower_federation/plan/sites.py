@@ -8,6 +8,7 @@ Outputs exchanged (see `outputs.py`): a hub exports `superlink.externalAddress` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -35,6 +36,7 @@ StackOutputs = Mapping[str, Mapping[str, Any]]
 HUB_ADDRESS_OUTPUT = ("superlink", "externalAddress")
 HUB_CA_OUTPUT = ("caCertificate",)
 SITE_KEYS_OUTPUT = ("nodeAuth", "publicKeys")
+_ORDINAL = re.compile(r"0|[1-9][0-9]*")  # a StatefulSet replica's slot
 REMOTE_FROM_STACK = ("supernodes", "superlink", "certificate", "fromStack")
 # Port an Ingress serves TLS on.
 INGRESS_PORT = 443
@@ -203,6 +205,9 @@ def site_keys(
                 )
                 continue
             exported: list[tuple[str, str]] = []
+            problems += _export_shape(
+                at, site.from_stack, by_pool, as_dict(_output(outputs, site.from_stack, ("pools",)))
+            )
             for pool in sorted(by_pool):
                 slots = as_dict(by_pool[pool])
                 exported += [(f"{pool}.{s}", slots[s]) for s in sorted(slots, key=slot_order)]
@@ -223,6 +228,44 @@ def site_keys(
                 own(key, format_path(at), f" (its stack's publicKeys.{slot})")
         found.append((site.name, tuple(keys)))
     return problems, tuple(found)
+
+
+def _export_shape(at: tuple[Any, ...], stack: str, by_pool: dict[str, Any], pools: dict[str, Any]) -> list[Problem]:
+    """What a site stack's key export must hold for the hub to trust exactly its SuperNodes: each pool a mapping of
+    slot to key, and a StatefulSet pool (its `pools` output says which, and how many replicas) a key for every
+    ordinal. A pool exported as anything else, or with keys missing (a null key, dropped on its way through Pulumi),
+    would otherwise be trusted as fewer keys, silently: `pulumi up` revokes the keys the hub no longer lists."""
+    found = []
+    for pool in sorted(by_pool):
+        slots = by_pool[pool]
+        if not isinstance(slots, dict):
+            shown = repr(slots) if len(repr(slots)) <= 60 else repr(slots)[:57] + "..."
+            found.append(
+                problem(at, f"stack '{stack}' exports publicKeys.{pool} as {shown}, not a mapping of slot to key")
+            )
+            continue
+        shape = as_dict(pools.get(pool))
+        replicas = shape.get("replicas")  # a float through a StackReference: Pulumi's outputs are JSON numbers
+        whole = isinstance(replicas, (int, float)) and not isinstance(replicas, bool) and float(replicas).is_integer()
+        if shape.get("kind") == "StatefulSet" and whole:
+            count = int(replicas)
+            keyed = sum(
+                1
+                for slot, key in slots.items()
+                if isinstance(key, str) and _ORDINAL.fullmatch(slot) and int(slot) < count
+            )
+            # The first few missing ordinals by name (a site's output may claim any number of replicas).
+            named = [str(n) for n in range(min(count, len(slots) + 3)) if not isinstance(slots.get(str(n)), str)]
+            if keyed < count:
+                more = f" (and {count - keyed - len(named)} more)" if count - keyed > len(named) else ""
+                found.append(
+                    problem(
+                        at,
+                        f"stack '{stack}' exports no key for ordinal {', '.join(named)}{more} of pool '{pool}' "
+                        f"({count} replicas, its pools output says): those SuperNodes would be refused",
+                    )
+                )
+    return found
 
 
 def is_slot(slot: str) -> bool:
