@@ -246,8 +246,9 @@ def _export_shape(at: tuple[Any, ...], stack: str, by_pool: dict[str, Any], pool
             continue
         shape = as_dict(pools.get(pool))
         replicas = shape.get("replicas")  # a float through a StackReference: Pulumi's outputs are JSON numbers
-        whole = isinstance(replicas, (int, float)) and not isinstance(replicas, bool) and float(replicas).is_integer()
-        if shape.get("kind") == "StatefulSet" and whole:
+        if not isinstance(replicas, (int, float)) or isinstance(replicas, bool) or not float(replicas).is_integer():
+            continue
+        if shape.get("kind") == "StatefulSet":
             count = int(replicas)
             keyed = sum(
                 1
