@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 # Bitnami's `resourcesPreset` names (its common chart's `common.resources.preset`), and
 # `none`; what each sets is in `flower_federation/builders/resources.py`.
+# The most a Kubernetes int32 field holds (replicas, probe timings, minReadySeconds, a disruption budget's count), and
+# what Pulumi carries exactly (its numbers are float64): every integer of the config without a smaller bound of its
+# own is held to it, so none reaches the API server as a number it cannot decode.
+INT32_MAX = 2**31 - 1
+Int32 = Annotated[int, Field(le=INT32_MAX)]
+
 ResourcesPreset = Literal["none", "nano", "micro", "small", "medium", "large", "xlarge", "2xlarge"]
 
 

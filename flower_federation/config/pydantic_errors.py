@@ -14,16 +14,33 @@ from flower_federation.config.base import field_type
 from flower_federation.config.errors import Problem, problem
 from flower_federation.config.images import OBJECT_TAG, STRING_TAG
 
+# The tags pydantic puts in an error's location for each branch of a scalar union (`Int32 | str`: a count or a
+# percentage), by the Python type a branch takes.
+_SCALAR_TAGS = {"int": int, "constrained-int": int, "str": str, "constrained-str": str}
+
 
 def pydantic_problems(err: pydantic.ValidationError) -> list[Problem]:
     out = []
+    unions: dict[tuple[Any, ...], list[tuple[type, Any]]] = {}
     for e in err.errors():
         # An image's union tags name no config key.
         loc = tuple(part for part in e["loc"] if part not in (STRING_TAG, OBJECT_TAG))
-        if e["type"] == "extra_forbidden":
+        if loc and loc[-1] in _SCALAR_TAGS:
+            unions.setdefault(loc[:-1], []).append((_SCALAR_TAGS[str(loc[-1])], e))
+        elif e["type"] == "extra_forbidden":
             out.append(problem(loc, _unknown_key_message(loc)))
         else:
             out.append(problem(loc, _message(loc, e["type"], e["msg"], e.get("input"))))
+    for loc, branches in unions.items():
+        # One problem at the key itself: the branch of the value's own type says what is wrong with it; a value of
+        # neither type is told what both take.
+        given = branches[0][1].get("input")
+        own = [e for kind, e in branches if type(given) is kind]
+        if own:
+            out.append(problem(loc, _message(loc, own[0]["type"], own[0]["msg"], given)))
+        else:
+            kinds = " or ".join(sorted({"a whole number" if kind is int else "a string" for kind, _ in branches}))
+            out.append(problem(loc, f"must be {kinds}, not {shown(given)}"))
     return out
 
 

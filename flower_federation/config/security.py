@@ -6,14 +6,14 @@ from typing import Literal, Optional
 
 from pydantic import Field
 
-from flower_federation.config.base import Model
+from flower_federation.config.base import Int32, Model
 
 
 class GeneratedCertificate(Model):
     """`source: generate`: lifetimes of the pulumi-tls CA and server certificate."""
 
-    validity_hours: int = Field(default=8760, ge=1, description="Server certificate validity (one year).")
-    early_renewal_hours: int = Field(
+    validity_hours: Int32 = Field(default=8760, ge=1, description="Server certificate validity (one year).")
+    early_renewal_hours: Int32 = Field(
         default=720,
         ge=0,
         description=(
@@ -21,8 +21,8 @@ class GeneratedCertificate(Model):
             "validityHours."
         ),
     )
-    ca_validity_hours: int = Field(default=87600, ge=1, description="CA validity (ten years).")
-    ca_generation: int = Field(
+    ca_validity_hours: Int32 = Field(default=87600, ge=1, description="CA validity (ten years).")
+    ca_generation: Int32 = Field(
         default=0,
         ge=0,
         description=(
@@ -31,7 +31,7 @@ class GeneratedCertificate(Model):
             "(`caGeneration: 1`), then drop the old one (`trustedCaGenerations: [1]`); docs/operations.md."
         ),
     )
-    trusted_ca_generations: Optional[list[int]] = Field(
+    trusted_ca_generations: Optional[list[Int32]] = Field(
         default=None,
         description=(
             "The CAs every client trusts (the `N-ca` bundle, the `caCertificate` output sites read), in this order; "

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field
 
-from flower_federation.config.base import Model, ResourcesPreset
+from flower_federation.config.base import Int32, Model, ResourcesPreset
 from flower_federation.config.images import Image
 from flower_federation.flower.dialects import SUPERNODE_APPIO_PORT
 
@@ -112,11 +112,11 @@ class ProbeSettings(Model):
     """One probe's parameters, as the Helm chart names them."""
 
     enabled: bool = Field(default=True, description="Give the managed containers this probe.")
-    initial_delay_seconds: int = Field(default=0, ge=0, description="Seconds before the first probe.")
-    period_seconds: int = Field(default=10, ge=1, description="Seconds between probes.")
-    timeout_seconds: int = Field(default=1, ge=1, description="Seconds before a probe counts as failed.")
-    failure_threshold: int = Field(default=3, ge=1, description="Failures in a row before the probe fails.")
-    success_threshold: int = Field(
+    initial_delay_seconds: Int32 = Field(default=0, ge=0, description="Seconds before the first probe.")
+    period_seconds: Int32 = Field(default=10, ge=1, description="Seconds between probes.")
+    timeout_seconds: Int32 = Field(default=1, ge=1, description="Seconds before a probe counts as failed.")
+    failure_threshold: Int32 = Field(default=3, ge=1, description="Failures in a row before the probe fails.")
+    success_threshold: Int32 = Field(
         default=1,
         ge=1,
         description=(
@@ -162,7 +162,7 @@ DEFAULT_MAX_UNAVAILABLE = 1
 
 class DisruptionBudget(Model):
     enabled: bool = Field(default=True, description="Create the PodDisruptionBudget.")
-    max_unavailable: Optional[int | str] = Field(
+    max_unavailable: Optional[Int32 | str] = Field(
         default=None,
         description=f'A count or a percentage (`"25%"`). Unset: {DEFAULT_MAX_UNAVAILABLE}, unless minAvailable is set.',
     )
@@ -174,7 +174,7 @@ class DisruptionBudget(Model):
             return {"minAvailable": self.min_available}
         return {"maxUnavailable": DEFAULT_MAX_UNAVAILABLE if self.max_unavailable is None else self.max_unavailable}
 
-    min_available: Optional[int | str] = Field(
+    min_available: Optional[Int32 | str] = Field(
         default=None, description=("A count or a percentage; instead of maxUnavailable (setting both is an error).")
     )
 

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from flower_federation.config.base import Model
+from flower_federation.config.base import Int32, Model
 from flower_federation.config.shared_settings import NetworkPolicy, Probes
 from flower_federation.config.workloads import PodSettings
 from flower_federation.flower.dialects import HEALTH_PORT, SIDECAR_HEALTH_PORT
@@ -34,7 +34,7 @@ class SuperExecSettings(PodSettings):
     `networkPolicy`) need `superexecPlacement: distributed`, where the SuperExecs run in workloads of their own:
     a sidecar shares its pod with the SuperLink or SuperNode, so set those there."""
 
-    replicas: int = Field(
+    replicas: Int32 = Field(
         default=1,
         ge=1,
         description=(

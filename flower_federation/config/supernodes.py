@@ -6,7 +6,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from flower_federation.config.base import Model, ResourcesPreset
+from flower_federation.config.base import Int32, Model, ResourcesPreset
 from flower_federation.config.images import Image
 from flower_federation.config.shared_settings import DisruptionBudget, NetworkPolicy, Probes
 from flower_federation.config.sites import RemoteSuperLink
@@ -90,7 +90,7 @@ class Gpu(Model):
             "mountAll, set one of the two)."
         ),
     )
-    count: int = Field(default=1, ge=1, description="How many of `resourceName` the limits ask for.")
+    count: Int32 = Field(default=1, ge=1, description="How many of `resourceName` the limits ask for.")
     mount_all: bool = Field(
         default=False,
         description=(
@@ -117,7 +117,7 @@ class Pool(PodSettings):
     distributed SuperExecs take `superexec.*` instead; `podTemplate` patches both."""
 
     name: str = Field(description="Unique DNS-1123 label (lowercase letters, digits and `-`).")
-    replicas: Optional[int] = Field(
+    replicas: Optional[Int32] = Field(
         default=None,
         description=("Number of SuperNodes: required (≥ 1) in StatefulSet mode, forbidden in DaemonSet mode."),
     )
@@ -163,7 +163,7 @@ class Pool(PodSettings):
             "of its `volumes` its containers mount or use as a device (see `podTemplate` below)."
         ),
     )
-    node_key_generation: int = Field(
+    node_key_generation: Int32 = Field(
         default=0,
         ge=0,
         description=(
@@ -223,7 +223,7 @@ class Pool(PodSettings):
     )
     service: SuperNodeService = SuperNodeService()
     container_ports: SuperNodePorts = SuperNodePorts()
-    min_ready_seconds: int = Field(
+    min_ready_seconds: Int32 = Field(
         default=10,
         ge=0,
         description=(
