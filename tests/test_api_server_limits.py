@@ -93,7 +93,7 @@ def test_too_many_keys_are_refused_by_sites_with_nothing_registered(monkeypatch:
     # One shard, so that a few thousand keys reach the limit a hub of ~75,000 would reach with 16.
     monkeypatch.setattr(registration, "SHARDS", 1)
     message = _refusal(hub_scale.hub(50, 100))  # 5,000 keys of ~221 bytes: 1.1 MB in one object
-    assert "federation.sites: 5,000 trusted site keys" in message
+    assert "federation.sites: 5,000 trusted site keys" in message and message.count("trusted site keys") == 1
     assert "the API server refuses more than 1,048,576" in message and "please report" not in message
     run(hub_scale.hub(45, 100), "hub")  # 4,500 keys: just under, renders
 
@@ -147,3 +147,13 @@ def test_the_limits_count_as_the_api_server_does() -> None:
     assert limits.qualified_name_problem("example.org/ok") is None
     assert limits.qualified_name_problem("Example.org/ok") and limits.qualified_name_problem("a/b/c")
     assert limits.qualified_name_problem("x" * 64) and limits.qualified_name_problem("x" * 63) is None
+
+
+def test_a_stack_whose_own_pools_overfill_the_keys_is_refused_once_by_the_pools_replicas() -> None:
+    """A million SuperNodes with node authentication: each of the 16 shards and both of its limits break for the one
+    cause; one problem, at the pool's replicas (it was 32 at `sites`, which this stack does not have)."""
+    raw = {"name": "demo", "nodeAuth": {"enabled": True}, "supernodes": {"pools": [{"name": "cpu", "replicas": 10**6}]}}
+    message = _refusal(raw)
+    assert message.startswith("invalid flower-federation config (1 problem):"), message
+    assert "federation.supernodes.pools[0].replicas: 0 trusted site keys and 1,000,000 of the pools'" in message
+    assert "(and 15 more of its ConfigMaps)" in message and "pool 'cpu' has 1,000,000" in message

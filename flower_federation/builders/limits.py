@@ -30,32 +30,51 @@ def problems(plan: FederationPlan, objects: Iterable[tuple[Optional[str], Manife
     """Every limit any object breaks, as config problems. `objects`: (pool, manifest) as `pool` above."""
     extra = registration.keys_estimate(plan)
     found: list[Problem] = []
+    keys_breaches: list[tuple[Manifest, limits.Breach]] = []
     raw: Optional[dict[str, Any]] = None
     for pool, m in objects:
         name = m["metadata"].get("name", "")
         added = extra.get(name, 0) if m["kind"] == "ConfigMap" else 0
         for breach in limits.breaches(m, added):
             if added and breach.what in ("data", "object"):
-                found.append(_keys_problem(plan, m, breach))
+                keys_breaches.append((m, breach))
                 continue
             if raw is None:  # only when something breaks: the config as the user wrote it (camelCase keys)
                 raw = plan.spec.model_dump(by_alias=True, exclude_defaults=True, mode="json")
             at = _blame(raw, plan, pool, breach.what)
             fix = "shorten the name" if breach.what == "name" else "make it smaller"
             found.append(problem(at, f"{breach}: {fix}"))
+    if keys_breaches:
+        found.append(_keys_problem(plan, keys_breaches))
     return found
 
 
-def _keys_problem(plan: FederationPlan, m: Manifest, breach: limits.Breach) -> Problem:
+def _keys_problem(plan: FederationPlan, breaches: list[tuple[Manifest, limits.Breach]]) -> Problem:
+    """One problem for every registration ConfigMap the trusted keys overfill (each shard and each of its limits
+    breaks for the one cause), at the setting that holds most of the keys: `sites`, or the pool of most SuperNodes
+    (its replicas: the pools' keys are made at deploy time, so each shard is counted as if it held all of them)."""
     keys = len(registration.site_lines(plan))
-    pools = sum(len(node_auth.slots(plan, p)) for p in plan.spec.supernodes.pools)
+    by_pool = [(len(node_auth.slots(plan, p)), i) for i, p in enumerate(plan.spec.supernodes.pools)]
+    pools = sum(n for n, _ in by_pool)
+    m, worst = max(breaches, key=lambda mb: mb[1].figure / mb[1].limit)
     sharded = registration.keys_sharded(plan)
     where = f"shard {m['metadata']['name']} of {registration.SHARDS}" if sharded else f"{m['metadata']['name']}"
+    others = len({id(mb[0]) for mb in breaches}) - 1
+    also = f" (and {others} more of its ConfigMaps)" if others > 0 else ""
+    size = f"up to {worst.figure:,} bytes{' as JSON' if worst.what == 'object' else ''}"
+    if pools > keys:
+        most, i = max(by_pool)
+        pool = plan.spec.supernodes.pools[i]
+        at: tuple[PathPart, ...] = (
+            ("supernodes", "pools", i, "replicas") if pool.replicas is not None else ("supernodes", "pools", i)
+        )
+        fix = f"fewer SuperNodes with node authentication in this stack (pool '{pool.name}' has {most:,})"
+    else:
+        at, fix = ("sites",), "admit fewer keys to this hub (split the sites across hubs)"
     return problem(
-        ("sites",),
-        f"{keys:,} trusted site keys (and {pools:,} of the pools') make ConfigMap {where} "
-        f"{breach.figure:,} bytes{' as JSON' if breach.what == 'object' else ''}; the API server refuses more "
-        f"than {breach.limit:,}: admit fewer keys to this hub (split the sites across hubs)",
+        at,
+        f"{keys:,} trusted site keys and {pools:,} of the pools' make ConfigMap {where} {size}{also}; the API "
+        f"server refuses more than {worst.limit:,}: {fix}",
     )
 
 
