@@ -215,6 +215,27 @@ def test_an_unknown_key_of_this_project_beside_the_federation_is_a_problem(tmp_p
     assert "did you mean 'flower-federation:nodeAuthKeys'?" in problem
 
 
+def test_a_key_yaml_reads_as_no_string_is_a_problem_validate_and_render_agree_on(tmp_path):
+    """`~:`, `true:`, `1.5:` as keys: Pulumi passes config as JSON (the keys "null", "true", "1.5"), so `render` took
+    them where `validate` reported None and True at odd paths. Both now say one problem per key at its mapping; the
+    same keys quoted are the strings they look like (the negative control)."""
+    labels = "    labels:\n      ~: c\n      true: d\n      1.5: e\n"
+    path = _file(tmp_path, "config:\n  flower-federation:federation:\n" + FEDERATION + labels)
+    said = []
+    for command in ("validate", "render"):
+        code, out, err = cli(command, "--config-file", path)
+        assert (code, out) == (1, ""), err
+        said.append(_problems(err))
+    assert said[0] == said[1] and said[0] == [
+        f"federation.labels: key {key} is read as {kind}, not a string: quote it in the file (unquoted, Pulumi passes "
+        f'it on as the key "{key}")'
+        for key, kind in (("null", "null"), ("true", "a boolean"), ("1.5", "a number"))
+    ], said
+    quoted = labels.replace("~:", '"null":').replace("true:", '"true":').replace("1.5:", '"1.5":')
+    path = _file(tmp_path, "config:\n  flower-federation:federation:\n" + FEDERATION + quoted, "Pulumi.q.yaml")
+    assert cli("validate", "--config-file", path)[0] == 0
+
+
 def test_a_yaml_syntax_error_names_file_line_and_column(tmp_path):
     path = _file(tmp_path, "config:\n  flower-federation:federation:\n    name: demo\n   bad: [\n")
     code, out, err = cli("validate", "--config-file", path)

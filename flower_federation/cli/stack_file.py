@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 import yaml
 
-from flower_federation.config.errors import ROOT, ConfigError, Problem
+from flower_federation.config.errors import ROOT, ConfigError, Problem, problem
 from flower_federation.kube.goyaml import DuplicateKeys, load_stack_file
 
 if TYPE_CHECKING:
@@ -76,13 +77,23 @@ def read(args: argparse.Namespace, *, encrypted_as_placeholders: bool = False) -
     encrypted: list[str] = []
     plain = _placeholders(config, "config", encrypted)
     if encrypted and encrypted_as_placeholders:
-        return StackFile(plain, stack, tuple(_key_problems(path, settings, plain)), tuple(encrypted))
+        return StackFile(
+            _as_pulumi_passes_it(plain), stack, tuple(_key_problems(path, settings, plain)), tuple(encrypted)
+        )
     if encrypted:
         raise UsageError(
             f"{path}: encrypted (secure:) values cannot be decrypted offline: {', '.join(encrypted)}. "
             "Render a copy of the file with plain test values instead."
         )
-    return StackFile(config, stack, tuple(_key_problems(path, settings, config)))
+    problems = tuple(_key_problems(path, settings, config))
+    # As Pulumi passes it to the program (JSON: every key a string), so `validate` checks what `render` renders.
+    return StackFile(_as_pulumi_passes_it(config), stack, problems)
+
+
+def _as_pulumi_passes_it(config: dict[str, Any]) -> dict[str, Any]:
+    if not any(_key_type_problems(value) for value in config.values()):
+        return config
+    return {key: json.loads(json.dumps(value, default=str)) for key, value in config.items()}
 
 
 def yaml_error(path: Union[Path, str], err: yaml.YAMLError) -> str:
@@ -151,7 +162,36 @@ def _key_problems(path: Path, settings: Any, config: dict[str, Any]) -> list[Pro
         problems.append(
             Problem(ROOT, f"missing: set the {CONFIG_KEYS[0]} config key (config: in {path.name} holds {found})")
         )
-    return problems
+    return problems + _key_type_problems(federation_value(config))
+
+
+# What YAML reads a plain key as when it is not a string.
+_READ_AS = {type(None): "null", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def _key_type_problems(value: Any, at: tuple[Any, ...] = ()) -> list[Problem]:
+    """A mapping key that YAML reads as no string (`~:`, `true:`, `1.5:`): Pulumi passes config as JSON, whose keys
+    are strings, so `render` would have made it "null" or "true" where `validate` saw None or True. Refused at its
+    mapping, quoting the key; quoted in the file, it is the string it looks like."""
+    found: list[Problem] = []
+    pending = [(value, at)]
+    while pending:
+        node, here = pending.pop()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    shown, kind = json.dumps(key, default=str), _READ_AS.get(type(key), type(key).__name__)
+                    found.append(
+                        problem(
+                            here,
+                            f"key {shown} is read as {kind}, not a string: quote it in the file (unquoted, Pulumi "
+                            f'passes it on as the key "{shown}")',
+                        )
+                    )
+                pending.append((child, (*here, key if isinstance(key, str) else json.dumps(key, default=str))))
+        elif isinstance(node, list):
+            pending.extend((child, (*here, i)) for i, child in enumerate(node))
+    return found
 
 
 def _stack_from_filename(path: Path) -> str:
