@@ -169,3 +169,64 @@ def test_exa_and_exbi_are_suffixes_not_exponents(text: str, value: Any) -> None:
     from flower_federation.kube.quantity import parse_quantity
 
     assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        spec(priorityClassName="", serviceAccountName=""),  # checked only when set
+        container(ports=[{"containerPort": 8080, "name": ""}]),
+        cfg(sts_pool("a", env=[{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "spec.host"}}}])),  # nodeName
+        cfg(
+            sts_pool(
+                "a",
+                env=[{"name": "O", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['Example.COM/o']"}}}],
+            )
+        ),
+        cfg(
+            sts_pool(
+                "a",
+                volumeClaimTemplates=[
+                    {
+                        "metadata": {"name": "data"},
+                        "spec": {
+                            "storageClassName": "",
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "1Gi"}},
+                        },
+                    }
+                ],
+                volumeMounts=[{"name": "data", "mountPath": "/data"}],
+            )
+        ),
+    ],
+    ids=[
+        "empty priority class and service account",
+        "empty port name",
+        "spec.host",
+        "annotation key in capitals",
+        "claim of no class",
+    ],
+)
+def test_what_kubernetes_takes_is_not_refused(raw: dict[str, Any]) -> None:
+    """A review's finds: each of these was refused by the first version of these rules, and Kubernetes takes it."""
+    assert_valid(raw)
+
+
+def test_an_empty_runtime_class_is_still_refused() -> None:
+    """Unlike the names above, Kubernetes checks a runtimeClassName whenever it is given: "" names no RuntimeClass."""
+    assert [p for p, _ in problems(spec(runtimeClassName=""))] == [f"{POOL}.podTemplate.spec.runtimeClassName"]
+
+
+def test_every_type_schema_the_rules_name_resolves_to_its_type() -> None:
+    """Each `*-v1.json` the source passes to fragment_errors names one OpenAPI type, group-qualified files too
+    (`statefulsetupdatestrategy-apps-v1.json`), so a type's own rules apply at a fragment's top as well."""
+    import re
+    from pathlib import Path
+
+    from flower_federation.kube.openapi import _type_name
+
+    source = "\n".join(p.read_text() for p in Path("flower_federation").rglob("*.py"))
+    files = sorted(set(re.findall(r'"([a-z0-9]+(?:-[a-z0-9]+)*-v1\.json)"', source)))
+    assert len(files) > 10, files
+    assert [f for f in files if not _type_name(f)] == []

@@ -85,14 +85,21 @@ def _env_var(value: dict[str, Any], _: tuple[str, ...]) -> Found:
         yield ("name",), f"{name!r} must be printable ASCII characters other than '=' (and not empty)"
 
 
-def _named(check: Callable[[Any], Optional[str]], *keys: str) -> Callable[[dict[str, Any], tuple[str, ...]], Found]:
-    def named(value: dict[str, Any], _: tuple[str, ...]) -> Found:
+def _names(
+    check: Callable[[Any], Optional[str]], *keys: str, empty_unset: bool = False
+) -> Callable[[dict[str, Any], tuple[str, ...]], Found]:
+    """`keys` of a type held to `check`; with `empty_unset`, an empty one is not (Kubernetes checks these only when
+    set: `priorityClassName: ""`, a claim's `storageClassName: ""`, which binds a volume of no class)."""
+
+    def check_names(value: dict[str, Any], _: tuple[str, ...]) -> Found:
         for key in keys:
+            if empty_unset and value.get(key) == "":
+                continue
             message = check(value.get(key))
             if message:
                 yield (key,), message
 
-    return named
+    return check_names
 
 
 def _container_port(value: dict[str, Any], _: tuple[str, ...]) -> Found:
@@ -101,7 +108,11 @@ def _container_port(value: dict[str, Any], _: tuple[str, ...]) -> Found:
         if isinstance(port, int) and not low <= port <= 65535:
             yield (key,), f"{port} must be a port number, {low} to 65535"
     name = value.get("name")
-    if isinstance(name, str) and not (_IANA_SVC_NAME.fullmatch(name) and "--" not in name and re.search("[a-z]", name)):
+    if (
+        isinstance(name, str)
+        and name
+        and not (_IANA_SVC_NAME.fullmatch(name) and "--" not in name and re.search("[a-z]", name))
+    ):
         yield (
             ("name",),
             f"'{name}' must be a port name: up to 15 lowercase letters, digits and '-', a letter among them",
@@ -130,11 +141,15 @@ def _field_selector(value: dict[str, Any], within: tuple[str, ...]) -> Found:
         return
     subscripted = _SUBSCRIPTED.fullmatch(path)
     if subscripted:
-        if not is_qualified_name(subscripted.group(2)):
+        # Kubernetes lowercases an annotation's key before it checks it (annotation keys match case-insensitively).
+        key = subscripted.group(2).lower() if subscripted.group(1) == "annotations" else subscripted.group(2)
+        if not is_qualified_name(key):
             yield ("fieldPath",), f"'{subscripted.group(2)}' in '{path}' must be a qualified name (a label key)"
         return
     volume = _CORE + "DownwardAPIVolumeFile" in within
     allowed = _FIELD_PATHS_VOLUME if volume else _FIELD_PATHS_ENV
+    if not volume and path == "spec.host":  # the API server's older name for spec.nodeName, which it converts
+        return
     if path not in allowed:
         yield ("fieldPath",), f"'{path}' is not a field the downward API exposes here: {', '.join(sorted(allowed))}"
 
@@ -158,16 +173,30 @@ def _int_or_percent(*keys: str, capped: tuple[str, ...] = ()) -> Callable[[dict[
     return check
 
 
+def _multi(
+    *rules: Callable[[dict[str, Any], tuple[str, ...]], Found],
+) -> Callable[[dict[str, Any], tuple[str, ...]], Found]:
+    def both(value: dict[str, Any], within: tuple[str, ...]) -> Found:
+        for rule in rules:
+            yield from rule(value, within)
+
+    return both
+
+
 # A type's own rules, by its OpenAPI name: (its value, the types it is inside) -> (path within it, message).
 _RULES: dict[str, Callable[[dict[str, Any], tuple[str, ...]], Found]] = {
     _CORE + "EnvVar": _env_var,
-    _CORE + "Volume": _named(_dns_label, "name"),
-    _CORE + "Container": _named(_dns_label, "name"),
+    _CORE + "Volume": _names(_dns_label, "name"),
+    _CORE + "Container": _names(_dns_label, "name"),
     _CORE + "ContainerPort": _container_port,
     _CORE + "PodSecurityContext": _ids("runAsUser", "runAsGroup", "fsGroup", "supplementalGroups"),
     _CORE + "SecurityContext": _ids("runAsUser", "runAsGroup"),
-    _CORE + "PodSpec": _named(_dns_subdomain, "priorityClassName", "serviceAccountName", "runtimeClassName"),
-    _CORE + "PersistentVolumeClaimSpec": _named(_dns_subdomain, "storageClassName"),
+    # runtimeClassName is checked when given at all: "" is no RuntimeClass.
+    _CORE + "PodSpec": _multi(
+        _names(_dns_subdomain, "priorityClassName", "serviceAccountName", empty_unset=True),
+        _names(_dns_subdomain, "runtimeClassName"),
+    ),
+    _CORE + "PersistentVolumeClaimSpec": _names(_dns_subdomain, "storageClassName", empty_unset=True),
     _CORE + "Toleration": _toleration,
     _CORE + "ObjectFieldSelector": _field_selector,
     "io.k8s.api.apps.v1.RollingUpdateDaemonSet": _int_or_percent(
@@ -185,22 +214,23 @@ _RULES: dict[str, Callable[[dict[str, Any], tuple[str, ...]], Found]] = {
 def api_errors(value: Any, schema: dict[str, Any], definitions: dict[str, Any], own_type: str) -> Found:
     """(path in `value`, message) for each thing the API server refuses that the schema lets through; `schema` is
     the type schema `value` was checked against (`own_type` its OpenAPI name), `definitions` their `$defs`."""
-    # (value, its schema, its path, the types it is inside, whether it is a whole value of the last of them)
+    # (value, its schema, its path, the types it is inside, whether it is a whole value of the last of those types:
+    # reached through a `$ref`, or the fragment itself; only then do that type's own rules apply)
     pending: list[tuple[Any, dict[str, Any], Path, tuple[str, ...], bool]] = [(value, schema, (), (own_type,), True)]
     while pending:
-        node, node_schema, at, within, whole = pending.pop()
+        node, node_schema, at, within, typed = pending.pop()
         ref = node_schema.get("$ref")
         if isinstance(ref, str):
             name = ref.rsplit("/", 1)[-1]
-            node_schema, within, whole = definitions.get(name, {}), within + (name,), True
-        quantity = whole and within[-1] == _QUANTITY and node is not None
+            node_schema, within, typed = definitions.get(name, {}), within + (name,), True
+        quantity = typed and within[-1] == _QUANTITY and node is not None
         if quantity and (isinstance(node, bool) or parse_quantity(str(node)) is None):
             yield at, f"'{node}' is not a Kubernetes quantity (e.g. 500m, 2, 1Gi)"
         bounds = _INT_RANGES.get(node_schema.get("format", ""))
         if bounds and isinstance(node, int) and not isinstance(node, bool) and not bounds[0] <= node <= bounds[1]:
             yield at, f"{node} is beyond {node_schema['format']}'s range, {bounds[0]} to {bounds[1]}"
         if isinstance(node, dict):
-            rule = _RULES.get(within[-1]) if whole else None
+            rule = _RULES.get(within[-1]) if typed else None
             if rule:
                 yield from ((at + path, message) for path, message in rule(node, within))
             properties = node_schema.get("properties", {})

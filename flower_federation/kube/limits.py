@@ -15,8 +15,7 @@ Each limit as the API server counts it (kubernetes/kubernetes, commit 000f2605, 
   `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?` (`IsValidLabelValue`).
 - Names: every object's `metadata.name` is a DNS-1123 subdomain of at most 253 characters
   (`NameIsDNSSubdomain`), and a Service's, a Namespace's, a Job's a DNS label of at most 63
-  (`ValidateServiceName`: an RFC 1035 label; a Job's pods carry `job-name=<name>`, a label value); a
-  Deployment's and a DaemonSet's at most 63 (their pods' and ControllerRevisions' label values carry it);
+  (`ValidateServiceName`: an RFC 1035 label; a Job's pods carry `job-name=<name>`, a label value);
   a StatefulSet's at most 52 (its pods' `controller-revision-hash=<name>-<10 character hash>`, a label
   value). One check over every rendered object, so no name is left to a list.
 - The whole object: etcd refuses a request over `--max-request-bytes`, 1.5 MiB by default, and the
@@ -55,8 +54,6 @@ LABEL_NAMED = {
     "Service": DNS_LABEL_MAX,
     "Namespace": DNS_LABEL_MAX,
     "Job": DNS_LABEL_MAX,
-    "Deployment": DNS_LABEL_MAX,
-    "DaemonSet": DNS_LABEL_MAX,
     "StatefulSet": STATEFULSET_NAME_MAX,
 }
 

@@ -62,11 +62,13 @@ def fragment_errors(value: Any, type_file: str) -> Iterator[tuple[tuple[Any, ...
 
 @functools.cache
 def _type_name(type_file: str) -> str:
-    """The OpenAPI name of a type schema's file (`envvar-v1.json` -> `io.k8s.api.core.v1.EnvVar`), core's first."""
-    stem, version = type_file.removesuffix(".json").rsplit("-", 1)
-    names = [n for n in _load("_definitions.json")["$defs"] if n.lower().endswith(f".{version}.{stem}")]
-    names.sort(key=lambda n: not n.startswith("io.k8s.api.core."))
-    return names[0] if names else ""
+    """The OpenAPI name of a type schema's file: `KIND-VERSION.json` is core's (`envvar-v1.json` ->
+    `io.k8s.api.core.v1.EnvVar`), `KIND-GROUP-VERSION.json` its group's (`statefulsetupdatestrategy-apps-v1.json` ->
+    `io.k8s.api.apps.v1.StatefulSetUpdateStrategy`)."""
+    kind, *group, version = type_file.removesuffix(".json").split("-")
+    within = f".{'.'.join(group) or 'core'}.{version}.{kind}"
+    names = [n for n in _load("_definitions.json")["$defs"] if n.lower().endswith(within)]
+    return names[0] if len(names) == 1 else ""
 
 
 def _leaf_errors(err: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:

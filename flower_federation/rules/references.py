@@ -65,6 +65,21 @@ POOL_REFERENCES: dict[At, Grammar] = {
 }
 
 
+# Fields whose empty string means unset, as it always has: the builders leave it out (the cluster's default class,
+# the generated Secret), or its reader defaults it (cert-manager reads an issuerRef's group "" as cert-manager.io).
+# A config that says "" is taken, not refused; the other fields' "" would reach an object the API server refuses.
+EMPTY_IS_UNSET = frozenset(
+    {
+        ("superlink", "ingress", "className"),
+        ("superlink", "ingress", "tlsSecretName"),
+        ("superlink", "persistence", "storageClassName"),
+        ("tls", "existingSecret"),
+        ("tls", "trust", "existingSecret"),
+        ("tls", "certManager", "issuerRef", "group"),
+    }
+)
+
+
 def _named(at: At, value: Any, grammar: Grammar) -> Iterator[Problem]:
     what, ok, rule = grammar
     if isinstance(value, str) and not ok(value):
@@ -73,6 +88,8 @@ def _named(at: At, value: Any, grammar: Grammar) -> Iterator[Problem]:
 
 def references(raw: Raw, pools: Pools) -> Iterator[Problem]:
     for at, grammar in REFERENCES.items():
+        if get(raw, *at) == "" and at in EMPTY_IS_UNSET:
+            continue
         yield from _named(at, get(raw, *at), grammar)
     for i, pool in pools:
         for at, grammar in POOL_REFERENCES.items():
