@@ -122,12 +122,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     from flower_federation.kube.documents import dump_all
 
     found = read(args)
+    from flower_federation.cli.validate_command import checked
+    from flower_federation.plan.exports import as_pulumi_reads
+
     usage, outputs = stack_outputs(args.stack_outputs or [], federation_value(found.config))
-    if usage or found.problems:
+    # A null in a stack's outputs never reaches the program (Pulumi drops it): said here, as `validate` says it.
+    nulls, outputs = as_pulumi_reads(federation_value(found.config), outputs)
+    if usage or found.problems or nulls:
         # Said in one list with the config's problems. Otherwise the program's own plan says those (the same
         # list, as `validate` prints it) with nothing registered, so a good config is planned once, not twice.
-        _, problems = check(found)
-        print(report(usage, problems), file=sys.stderr)
+        _, problems = checked(found, outputs) if nulls and not usage and not found.problems else check(found)
+        print(report(usage, nulls + problems), file=sys.stderr)
         return 2 if usage else 1
     try:
         result = run_program(found.config, found.stack, stack_outputs=outputs)

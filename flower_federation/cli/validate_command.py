@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from flower_federation.cli.render import placeholder_notes, report, stack_outputs, unread_stacks
-from flower_federation.cli.stack_file import check, federation_value, read
+from flower_federation.cli.stack_file import StackFile, check, federation_value, read
 from flower_federation.config.errors import Problem
 from flower_federation.plan import FederationPlan
+from flower_federation.plan.exports import as_pulumi_reads
 from flower_federation.plan.outputs import prerelease_warnings
 
 
@@ -20,12 +21,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     pairs: list[str] = getattr(args, "stack_outputs", None) or []
     raw = federation_value(found.config)
     usage, outputs = stack_outputs(pairs, raw, require_all=False)
+    nulls, outputs = as_pulumi_reads(raw, outputs)  # what a StackReference passes on: no nulls
     unread = unread_stacks(pairs, raw)
     # Another stack's outputs are checked with the config only when every stack it reads is given: the plan
     # reads a stack it was not given as one whose outputs are missing.
-    plan, problems = check(found, None if unread else outputs)
-    if plan is not None and not unread and not found.encrypted:  # a complete plan: what `render` renders
-        plan, problems = rendered(plan)
+    plan, problems = checked(found, None if unread else outputs)
+    if nulls:
+        plan, problems = None, nulls + problems
     if usage or plan is None:
         print(report(usage, problems, "validate"), file=sys.stderr)
         return 2 if usage else 1
@@ -39,6 +41,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for note in [*not_checked(found.encrypted, unread, bool(outputs)), *placeholder_notes(raw, outputs)]:
         print(f"note: {note}", file=sys.stderr)
     return 0
+
+
+def checked(
+    found: StackFile, outputs: Optional[dict[str, dict[str, Any]]]
+) -> tuple[Optional[FederationPlan], list[Problem]]:
+    """(the plan, []) or (None, its problems), as `validate` and `render` report them: the config, then (a complete
+    plan, every stack it reads given: what `render` renders) its rendered objects' limits."""
+    plan, problems = check(found, outputs)
+    if plan is not None and outputs is not None and not found.encrypted:
+        plan, problems = rendered(plan)
+    return plan, problems
 
 
 def rendered(plan: FederationPlan) -> tuple[Optional[FederationPlan], list[Problem]]:

@@ -26,6 +26,7 @@ from flower_federation.flower.public_keys import (
     slot_order,
 )
 from flower_federation.flower.versions import FlowerVersion
+from flower_federation.plan.exports import hub_export_problems, shown, site_export_problems
 from flower_federation.rules.raw import as_dict, as_list, get
 from flower_federation.rules.security import DNS_NAME
 from flower_federation.rules.sites import split_host_port
@@ -114,6 +115,7 @@ def remote_superlink(
             return [], None
         if stack not in outputs:
             return [problem(at, f"the outputs of stack '{stack}' were not read")], None
+        problems += hub_export_problems(at, stack, outputs[stack])
         address = _output(outputs, stack, HUB_ADDRESS_OUTPUT)
         try:
             hub_host, hub_port = split_host_port(address) if isinstance(address, str) else ("", None)
@@ -199,9 +201,15 @@ def site_keys(
             if site.from_stack not in outputs:
                 problems.append(problem(at, f"the outputs of stack '{site.from_stack}' were not read"))
                 continue
+            problems += site_export_problems(at, site.name, site.from_stack, outputs[site.from_stack])
             if not isinstance(by_pool, dict):
+                found_as = "no output" if by_pool is None else f"{shown(by_pool)} as its output"
                 problems.append(
-                    problem(at, f"stack '{site.from_stack}' has no output nodeAuth.publicKeys (a site with nodeAuth)")
+                    problem(
+                        at,
+                        f"stack '{site.from_stack}' has {found_as} nodeAuth.publicKeys (a site with nodeAuth exports "
+                        "a mapping of pool to its keys)",
+                    )
                 )
                 continue
             exported: list[tuple[str, str]] = []
