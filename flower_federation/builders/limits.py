@@ -29,7 +29,9 @@ SUPERLINK = ""
 def problems(plan: FederationPlan, objects: Iterable[tuple[Optional[str], Manifest]]) -> list[Problem]:
     """Every limit any object breaks, as config problems. `objects`: (pool, manifest) as `pool` above."""
     extra = registration.keys_estimate(plan)
-    found: list[Problem] = []
+    # One cause, one problem: the same breach (its setting and sentence) of many objects (the federation's
+    # annotations reach every object) is said once, naming the first object and how many more.
+    found: dict[tuple[tuple[PathPart, ...], str], list[limits.Breach]] = {}
     keys_breaches: list[tuple[Manifest, limits.Breach]] = []
     raw: Optional[dict[str, Any]] = None
     for pool, m in objects:
@@ -41,12 +43,16 @@ def problems(plan: FederationPlan, objects: Iterable[tuple[Optional[str], Manife
                 continue
             if raw is None:  # only when something breaks: the config as the user wrote it (camelCase keys)
                 raw = plan.spec.model_dump(by_alias=True, exclude_defaults=True, mode="json")
-            at = _blame(raw, plan, pool, breach.what)
-            fix = "shorten the name" if breach.what == "name" else "make it smaller"
-            found.append(problem(at, f"{breach}: {fix}"))
-    if keys_breaches:
-        found.append(_keys_problem(plan, keys_breaches))
-    return found
+            found.setdefault((_blame(raw, plan, pool, breach.what), breach.detail), []).append(breach)
+    said = [problem(at, _said(breaches)) for (at, _), breaches in found.items()]
+    return said + ([_keys_problem(plan, keys_breaches)] if keys_breaches else [])
+
+
+def _said(breaches: list[limits.Breach]) -> str:
+    first = breaches[0]
+    fix = "shorten the name" if first.what == "name" else "make it smaller"
+    more = f" (and {len(breaches) - 1} more object{'s' if len(breaches) > 2 else ''})" if len(breaches) > 1 else ""
+    return f"{first.key}{more}: {first.detail}: {fix}"
 
 
 def _keys_problem(plan: FederationPlan, breaches: list[tuple[Manifest, limits.Breach]]) -> Problem:
