@@ -144,14 +144,21 @@ def test_an_image_that_does_not_parse_is_refused(image: str) -> None:
 )
 def test_validate_gives_checks_verdict_on_pinning(image: str, pinned: bool) -> None:
     """validate refuses exactly what `check`'s mandatory policy fails, so nothing validate passes fails `check`."""
-    objects = golden("dev")
-    container(find(objects, "StatefulSet", "demo-supernode-cpu"), "supernode")["image"] = image
+    _same_verdict_as_check(("dev", "demo-supernode-cpu", "supernode"), "supernodes.image", image, pinned)
+
+
+def _same_verdict_as_check(where: tuple[str, str, str], setting: str, image: str, pinned: bool) -> None:
+    """`image` in the golden stack's StatefulSet's container (`where`) through `check`, and as `setting` through
+    validate: both refuse it exactly when it is not pinned."""
+    stack, statefulset, name = where
+    objects = golden(stack)
+    container(find(objects, "StatefulSet", statefulset), name)["image"] = image
     check_fails = any(level == MANDATORY and policy == "flower-images-pinned" for level, policy, _, _ in found(objects))
-    got = problems(supernodes__image=image)
-    refused = "federation.supernodes.image" in got
+    got = problems(**{setting.replace(".", "__"): image})
+    refused = f"federation.{setting}" in got
     assert (check_fails, refused) == (not pinned, not pinned), got
     if refused:
-        assert "flower-images-pinned" in got["federation.supernodes.image"]
+        assert "flower-images-pinned" in got[f"federation.{setting}"], got
 
 
 @pytest.mark.parametrize(
@@ -212,14 +219,7 @@ def test_the_fleet_proxy_image_parts_are_held_to_their_grammar(part: tuple[str, 
 def test_validate_gives_checks_verdict_on_the_fleet_proxy_image(image: str, pinned: bool) -> None:
     """The proxy is a container of the SuperLink's pod, a Flower pod, so `check`'s mandatory flower-images-pinned
     judges its image: validate refuses exactly that, at superlink.fleetProxy.image."""
-    objects = golden("hub")
-    container(find(objects, "StatefulSet", "fl-superlink"), "fleet-proxy")["image"] = image
-    check_fails = any(level == MANDATORY and policy == "flower-images-pinned" for level, policy, _, _ in found(objects))
-    got = problems(superlink__fleetProxy__image=image)
-    refused = "federation.superlink.fleetProxy.image" in got
-    assert (check_fails, refused) == (not pinned, not pinned), got
-    if refused:
-        assert "flower-images-pinned" in got["federation.superlink.fleetProxy.image"], got
+    _same_verdict_as_check(("hub", "fl-superlink", "fleet-proxy"), "superlink.fleetProxy.image", image, pinned)
 
 
 def test_the_fleet_proxy_image_in_parts_needs_a_tag_or_digest() -> None:
