@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flower_federation.cli.stack_file import StackFile, UsageError, check, federation_value, read
+from flower_federation.cli.stack_file import StackFile, UsageError, check, checked, federation_value, read
 from flower_federation.config.errors import ConfigError, Problem
 
 
@@ -81,7 +81,8 @@ def placeholder_notes(raw: Any, outputs: dict[str, dict[str, Any]]) -> list[str]
     could not check."""
     from flower_federation.config.errors import format_path
     from flower_federation.flower.certificates import is_offline_ca_placeholder
-    from flower_federation.plan.sites import HUB_CA_OUTPUT, REMOTE_FROM_STACK, stack_references
+    from flower_federation.plan.exports import REMOTE_FROM_STACK
+    from flower_federation.plan.sites import HUB_CA_OUTPUT, stack_references
 
     at = format_path(REMOTE_FROM_STACK)
     notes = []
@@ -122,7 +123,6 @@ def cmd_render(args: argparse.Namespace) -> int:
     from flower_federation.kube.documents import dump_all
 
     found = read(args)
-    from flower_federation.cli.validate_command import checked
     from flower_federation.plan.exports import as_pulumi_reads
 
     usage, outputs = stack_outputs(args.stack_outputs or [], federation_value(found.config))

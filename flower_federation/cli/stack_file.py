@@ -243,3 +243,27 @@ def check(
     except ConfigError as err:
         return None, [*found.problems, *err.problems]
     return (None, list(found.problems)) if found.problems else (plan, [])
+
+
+def checked(
+    found: StackFile, outputs: Optional[dict[str, dict[str, Any]]]
+) -> tuple[Optional[FederationPlan], list[Problem]]:
+    """(the plan, []) or (None, its problems), as `validate` and `render` report them: the config, then (a complete
+    plan, every stack it reads given: what `render` renders) its rendered objects' limits."""
+    plan, problems = check(found, outputs)
+    if plan is not None and outputs is not None and not found.encrypted:
+        plan, problems = rendered(plan)
+    return plan, problems
+
+
+def rendered(plan: FederationPlan) -> tuple[Optional[FederationPlan], list[Problem]]:
+    """(the plan, []), or (None, the problems) of a plan whose render the API server would refuse: the limits
+    every rendered object is held to (kube/limits.py: its name's length, its size, its labels), as `render` and
+    `pulumi preview` refuse it."""
+    from flower_federation.builders.manifests import TooLarge, render
+
+    try:
+        render(plan)
+    except TooLarge as err:
+        return None, list(err.problems)
+    return plan, []

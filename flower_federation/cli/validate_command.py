@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Optional
 
 from flower_federation.cli.render import placeholder_notes, report, stack_outputs, unread_stacks
-from flower_federation.cli.stack_file import StackFile, check, federation_value, read
-from flower_federation.config.errors import Problem
-from flower_federation.plan import FederationPlan
+from flower_federation.cli.stack_file import checked, federation_value, read
 from flower_federation.plan.exports import as_pulumi_reads
 from flower_federation.plan.outputs import prerelease_warnings
 
@@ -41,30 +38,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for note in [*not_checked(found.encrypted, unread, bool(outputs)), *placeholder_notes(raw, outputs)]:
         print(f"note: {note}", file=sys.stderr)
     return 0
-
-
-def checked(
-    found: StackFile, outputs: Optional[dict[str, dict[str, Any]]]
-) -> tuple[Optional[FederationPlan], list[Problem]]:
-    """(the plan, []) or (None, its problems), as `validate` and `render` report them: the config, then (a complete
-    plan, every stack it reads given: what `render` renders) its rendered objects' limits."""
-    plan, problems = check(found, outputs)
-    if plan is not None and outputs is not None and not found.encrypted:
-        plan, problems = rendered(plan)
-    return plan, problems
-
-
-def rendered(plan: FederationPlan) -> tuple[Optional[FederationPlan], list[Problem]]:
-    """(the plan, []), or (None, the problems) of a plan whose render the API server would refuse: the limits
-    every rendered object is held to (kube/limits.py: its name's length, its size, its labels), as `render` and
-    `pulumi preview` refuse it."""
-    from flower_federation.builders.manifests import TooLarge, render
-
-    try:
-        render(plan)
-    except TooLarge as err:
-        return None, list(err.problems)
-    return plan, []
 
 
 def not_checked(encrypted: tuple[str, ...], unread: list[tuple[str, str]], some_read: bool) -> list[str]:

@@ -17,6 +17,9 @@ from flower_federation.config.errors import PathPart, Problem, problem
 from flower_federation.rules.raw import as_dict, as_list, get
 from flower_federation.rules.sites import split_host_port
 
+# Where a site names the hub stack it reads (the CA and the address).
+REMOTE_FROM_STACK = ("supernodes", "superlink", "certificate", "fromStack")
+
 # Outputs a hub reads from a site stack, and a site from its hub's.
 SITE_OUTPUTS_READ = ("nodeAuth", "pools", "flowerVersion")
 HUB_OUTPUTS_READ = ("superlink", "caCertificate", "tls", "flowerVersion")
@@ -51,7 +54,6 @@ def as_pulumi_reads(
 ) -> tuple[list[Problem], dict[str, dict[str, Any]]]:
     """(a problem for every null among the outputs the config reads, at each `fromStack` naming its stack; the
     outputs as a StackReference passes them on, nulls dropped)."""
-    from flower_federation.plan.sites import REMOTE_FROM_STACK
 
     reads: list[tuple[tuple[PathPart, ...], str, tuple[str, ...], str]] = []
     remote = get(raw, *REMOTE_FROM_STACK)

@@ -26,7 +26,7 @@ from flower_federation.flower.public_keys import (
     slot_order,
 )
 from flower_federation.flower.versions import FlowerVersion
-from flower_federation.plan.exports import hub_export_problems, shown, site_export_problems
+from flower_federation.plan.exports import REMOTE_FROM_STACK, hub_export_problems, shown, site_export_problems
 from flower_federation.rules.raw import as_dict, as_list, get
 from flower_federation.rules.security import DNS_NAME
 from flower_federation.rules.sites import split_host_port
@@ -38,7 +38,6 @@ HUB_ADDRESS_OUTPUT = ("superlink", "externalAddress")
 HUB_CA_OUTPUT = ("caCertificate",)
 SITE_KEYS_OUTPUT = ("nodeAuth", "publicKeys")
 _ORDINAL = re.compile(r"0|[1-9][0-9]*")  # a StatefulSet replica's slot
-REMOTE_FROM_STACK = ("supernodes", "superlink", "certificate", "fromStack")
 # Port an Ingress serves TLS on.
 INGRESS_PORT = 443
 
