@@ -230,3 +230,17 @@ def test_every_type_schema_the_rules_name_resolves_to_its_type() -> None:
     files = sorted(set(re.findall(r'"([a-z0-9]+(?:-[a-z0-9]+)*-v1\.json)"', source)))
     assert len(files) > 10, files
     assert [f for f in files if not _type_name(f)] == []
+
+
+def test_a_qualified_name_has_a_prefix_before_its_slash_or_no_slash() -> None:
+    """One predicate (kube/limits.py) for every label key, toleration key and field-path subscript: `/x` has an
+    empty prefix, which IsQualifiedName refuses (the render's label check had let it through)."""
+    from flower_federation.kube.api_rules import is_qualified_name
+
+    assert [is_qualified_name(k) for k in ("x", "example.org/x", "/x", "a/b/c", "Example.org/x")] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]

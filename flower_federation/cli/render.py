@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flower_federation.cli.stack_file import StackFile, UsageError, check, checked, federation_value, read
+from flower_federation.cli.stack_file import StackFile, UsageError, checked, federation_value, read
 from flower_federation.config.errors import ConfigError, Problem
 
 
@@ -131,7 +131,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     if usage or found.problems or nulls:
         # Said in one list with the config's problems. Otherwise the program's own plan says those (the same
         # list, as `validate` prints it) with nothing registered, so a good config is planned once, not twice.
-        _, problems = checked(found, outputs) if nulls and not usage and not found.problems else check(found)
+        _, problems = checked(found, None if usage else outputs)
         print(report(usage, nulls + problems), file=sys.stderr)
         return 2 if usage else 1
     try:

@@ -91,8 +91,7 @@ def read(args: argparse.Namespace, *, encrypted_as_placeholders: bool = False) -
 
 
 def _as_pulumi_passes_it(config: dict[str, Any]) -> dict[str, Any]:
-    if not any(_key_type_problems(value) for value in config.values()):
-        return config
+    """Each value through JSON, as Pulumi hands config to the program: a key YAML read as null or true is "null"."""
     return {key: json.loads(json.dumps(value, default=str)) for key, value in config.items()}
 
 

@@ -16,7 +16,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
-from flower_federation.kube.naming import DNS1123_LABEL, DNS1123_SUBDOMAIN, NAME_PART, NAME_PART_MAX, PREFIX_MAX
+from flower_federation.kube.limits import qualified_name_problem
+from flower_federation.kube.naming import is_dns_label, is_dns_subdomain
 from flower_federation.kube.quantity import parse_quantity
 
 Path = tuple[Any, ...]
@@ -46,7 +47,7 @@ _SUBSCRIPTED = re.compile(r"metadata\.(labels|annotations)\['(.+)'\]")
 
 
 def _dns_label(value: Any) -> Optional[str]:
-    if isinstance(value, str) and not (len(value) <= 63 and DNS1123_LABEL.fullmatch(value)):
+    if isinstance(value, str) and not is_dns_label(value):
         return (
             f"'{value}' must be a DNS-1123 label: up to 63 lowercase letters, digits and '-', alphanumeric at both ends"
         )
@@ -54,17 +55,14 @@ def _dns_label(value: Any) -> Optional[str]:
 
 
 def _dns_subdomain(value: Any) -> Optional[str]:
-    if isinstance(value, str) and not (len(value) <= 253 and DNS1123_SUBDOMAIN.fullmatch(value)):
+    if isinstance(value, str) and not is_dns_subdomain(value):
         return f"'{value}' must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', up to 253"
     return None
 
 
 def is_qualified_name(value: str) -> bool:
     """A label or annotation key's shape: an optional DNS subdomain prefix and '/', then a name part."""
-    prefix, _, name = value.rpartition("/")
-    if "/" in value and not (prefix and len(prefix) <= PREFIX_MAX and DNS1123_SUBDOMAIN.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= NAME_PART_MAX and bool(NAME_PART.fullmatch(name))
+    return qualified_name_problem(value) is None
 
 
 def _ids(*keys: str) -> Callable[[dict[str, Any], tuple[str, ...]], Found]:
@@ -86,14 +84,14 @@ def _env_var(value: dict[str, Any], _: tuple[str, ...]) -> Found:
 
 
 def _names(
-    check: Callable[[Any], Optional[str]], *keys: str, empty_unset: bool = False
+    check: Callable[[Any], Optional[str]], *keys: str, empty_unset: tuple[str, ...] = ()
 ) -> Callable[[dict[str, Any], tuple[str, ...]], Found]:
-    """`keys` of a type held to `check`; with `empty_unset`, an empty one is not (Kubernetes checks these only when
+    """`keys` of a type held to `check`, but those of `empty_unset` when empty (Kubernetes checks these only when
     set: `priorityClassName: ""`, a claim's `storageClassName: ""`, which binds a volume of no class)."""
 
     def check_names(value: dict[str, Any], _: tuple[str, ...]) -> Found:
         for key in keys:
-            if empty_unset and value.get(key) == "":
+            if key in empty_unset and value.get(key) == "":
                 continue
             message = check(value.get(key))
             if message:
@@ -173,16 +171,6 @@ def _int_or_percent(*keys: str, capped: tuple[str, ...] = ()) -> Callable[[dict[
     return check
 
 
-def _multi(
-    *rules: Callable[[dict[str, Any], tuple[str, ...]], Found],
-) -> Callable[[dict[str, Any], tuple[str, ...]], Found]:
-    def both(value: dict[str, Any], within: tuple[str, ...]) -> Found:
-        for rule in rules:
-            yield from rule(value, within)
-
-    return both
-
-
 # A type's own rules, by its OpenAPI name: (its value, the types it is inside) -> (path within it, message).
 _RULES: dict[str, Callable[[dict[str, Any], tuple[str, ...]], Found]] = {
     _CORE + "EnvVar": _env_var,
@@ -191,12 +179,15 @@ _RULES: dict[str, Callable[[dict[str, Any], tuple[str, ...]], Found]] = {
     _CORE + "ContainerPort": _container_port,
     _CORE + "PodSecurityContext": _ids("runAsUser", "runAsGroup", "fsGroup", "supplementalGroups"),
     _CORE + "SecurityContext": _ids("runAsUser", "runAsGroup"),
-    # runtimeClassName is checked when given at all: "" is no RuntimeClass.
-    _CORE + "PodSpec": _multi(
-        _names(_dns_subdomain, "priorityClassName", "serviceAccountName", empty_unset=True),
-        _names(_dns_subdomain, "runtimeClassName"),
+    # runtimeClassName is checked whenever it is given: "" names no RuntimeClass.
+    _CORE + "PodSpec": _names(
+        _dns_subdomain,
+        "priorityClassName",
+        "serviceAccountName",
+        "runtimeClassName",
+        empty_unset=("priorityClassName", "serviceAccountName"),
     ),
-    _CORE + "PersistentVolumeClaimSpec": _names(_dns_subdomain, "storageClassName", empty_unset=True),
+    _CORE + "PersistentVolumeClaimSpec": _names(_dns_subdomain, "storageClassName", empty_unset=("storageClassName",)),
     _CORE + "Toleration": _toleration,
     _CORE + "ObjectFieldSelector": _field_selector,
     "io.k8s.api.apps.v1.RollingUpdateDaemonSet": _int_or_percent(

@@ -95,7 +95,7 @@ def qualified_name_problem(key: str) -> Optional[str]:
     prefix, _, name = key.rpartition("/")
     if "/" in prefix:
         return "has more than one '/'"
-    if prefix and (len(prefix) > PREFIX_MAX or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
+    if "/" in key and (not prefix or len(prefix) > PREFIX_MAX or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return f"its prefix '{prefix}' must be a DNS subdomain of at most {PREFIX_MAX} characters"
     if not name or len(name) > QUALIFIED_NAME_MAX or not NAME_PART.fullmatch(name):
         return (

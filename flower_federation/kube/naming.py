@@ -60,6 +60,14 @@ def is_label_value(value: str) -> bool:
     return value == "" or (len(value) <= NAME_PART_MAX and bool(NAME_PART.fullmatch(value)))
 
 
+def is_dns_label(value: str) -> bool:
+    return len(value) <= DNS_LABEL_MAX and bool(DNS1123_LABEL.fullmatch(value))
+
+
+def is_dns_subdomain(value: str) -> bool:
+    return len(value) <= DNS_SUBDOMAIN_MAX and bool(DNS1123_SUBDOMAIN.fullmatch(value))
+
+
 STATEFULSET_NAME_MAX = 52
 
 

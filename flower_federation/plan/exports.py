@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from flower_federation.config.errors import PathPart, Problem, problem
 from flower_federation.rules.raw import as_dict, as_list, get
@@ -30,6 +30,11 @@ def shown(value: Any) -> str:
     """A value as the stack's JSON spells it, cut to 60 characters."""
     text = json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def whole_number(value: Any) -> TypeGuard[int | float]:
+    """An output number that is whole: Pulumi's outputs carry JSON numbers, so a count arrives as a float (2.0)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
 
 
 def _nulls(value: Any, path: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
@@ -91,8 +96,7 @@ def site_export_problems(at: tuple[PathPart, ...], site: str, stack: str, output
         kind, replicas = shape.get("kind"), shape.get("replicas")
         if kind is not None and kind not in MODES:
             found.append(problem(at, f"{who} pools.{pool}.kind as {shown(kind)}, not one of {', '.join(MODES)}"))
-        whole = isinstance(replicas, (int, float)) and not isinstance(replicas, bool) and float(replicas).is_integer()
-        if kind == "StatefulSet" and replicas is not None and not (whole and replicas >= 0):
+        if kind == "StatefulSet" and replicas is not None and not (whole_number(replicas) and replicas >= 0):
             found.append(
                 problem(at, f"{who} pools.{pool}.replicas as {shown(replicas)}, not a whole number of replicas")
             )

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from flower_federation.config import Federation
 from flower_federation.config.errors import PathPart, Problem, format_path, problem
+from flower_federation.config.pydantic_errors import shown as quoted
 from flower_federation.flower.certificates import certificate_problem, is_offline_ca_placeholder
 from flower_federation.flower.dialects import dialect_for
 from flower_federation.flower.public_keys import (
@@ -26,7 +27,13 @@ from flower_federation.flower.public_keys import (
     slot_order,
 )
 from flower_federation.flower.versions import FlowerVersion
-from flower_federation.plan.exports import REMOTE_FROM_STACK, hub_export_problems, shown, site_export_problems
+from flower_federation.plan.exports import (
+    REMOTE_FROM_STACK,
+    hub_export_problems,
+    shown,
+    site_export_problems,
+    whole_number,
+)
 from flower_federation.rules.raw import as_dict, as_list, get
 from flower_federation.rules.security import DNS_NAME
 from flower_federation.rules.sites import split_host_port
@@ -246,14 +253,15 @@ def _export_shape(at: tuple[Any, ...], stack: str, by_pool: dict[str, Any], pool
     for pool in sorted(by_pool):
         slots = by_pool[pool]
         if not isinstance(slots, dict):
-            shown = repr(slots) if len(repr(slots)) <= 60 else repr(slots)[:57] + "..."
             found.append(
-                problem(at, f"stack '{stack}' exports publicKeys.{pool} as {shown}, not a mapping of slot to key")
+                problem(
+                    at, f"stack '{stack}' exports publicKeys.{pool} as {quoted(slots)}, not a mapping of slot to key"
+                )
             )
             continue
         shape = as_dict(pools.get(pool))
-        replicas = shape.get("replicas")  # a float through a StackReference: Pulumi's outputs are JSON numbers
-        if not isinstance(replicas, (int, float)) or isinstance(replicas, bool) or not float(replicas).is_integer():
+        replicas = shape.get("replicas")
+        if not whole_number(replicas):  # site_export_problems says what else it is
             continue
         if shape.get("kind") == "StatefulSet":
             count = int(replicas)

@@ -12,7 +12,7 @@ from typing import Any
 from flower_federation.config.errors import Problem, problem
 from flower_federation.flower.versions import VERSION_LIKE_TAG, VERSION_TAG_FORM
 from flower_federation.flower.versions import VERSION_TAG as FLOWER_VERSION_TAG
-from flower_federation.kube.naming import DNS1123_SUBDOMAIN, DNS_SUBDOMAIN_MAX
+from flower_federation.kube.naming import is_dns_subdomain
 from flower_federation.rules.raw import At, Pools, Raw, as_list, get
 
 # The grammar of the OCI distribution reference (github.com/distribution/reference, regexp.go), matched whole
@@ -142,7 +142,7 @@ def pull_secrets(sections: list[tuple[At, Raw]]) -> Iterator[Problem]:
     """The `imagePullSecrets` of each (path, section): Secret names."""
     for at, section in sections:
         for j, name in enumerate(as_list(section.get("imagePullSecrets"))):
-            if isinstance(name, str) and not (DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= DNS_SUBDOMAIN_MAX):
+            if isinstance(name, str) and not is_dns_subdomain(name):
                 yield problem(
                     at + ("imagePullSecrets", j), f"'{name}' is not a Secret name (a lowercase DNS subdomain)"
                 )

@@ -14,16 +14,12 @@ from typing import Any
 
 from flower_federation.config.errors import Problem, problem
 from flower_federation.kube.api_rules import is_qualified_name
-from flower_federation.kube.naming import DNS1123_SUBDOMAIN, DNS_SUBDOMAIN_MAX
+from flower_federation.kube.naming import is_dns_subdomain
 from flower_federation.rules.raw import At, Pools, Raw, as_dict, get
 
 _DATA_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # a Secret's or ConfigMap's key (validation.IsConfigMapKey)
 _DATA_KEY_MAX = 253
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def is_dns_subdomain(value: str) -> bool:
-    return len(value) <= DNS_SUBDOMAIN_MAX and bool(DNS1123_SUBDOMAIN.fullmatch(value))
 
 
 def is_data_key(value: str) -> bool:
